@@ -1,0 +1,1 @@
+"""Built-in retrievers (used by retrieval-augmented task types)."""

@@ -1,0 +1,163 @@
+"""ELITR-Bench task type: questions about hour-long meeting transcripts.
+
+Follows paper 000 (ELITR-Bench, workshop version): answer prompt of Fig. 4; the first user
+message is the prompt, a blank line and the question, later user messages are the
+question alone (§3 and App. G); optional 'QUESTION:' / 'ANSWER:' markers (App. B.2);
+single-turn (one conversation per question) or multi-turn (one conversation per meeting,
+questions in the dataset's order). In multi-turn the history holds the model's own answers
+(the paper's protocol) or, with `history: gold`, the reference answers, which isolates
+error propagation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lceval.errors import UserError
+from lceval.interfaces import TaskContext, TaskType
+from lceval.types import CONTEXT_SLOT, Conversation, Turn
+
+#: Paper 000, Figure 4 (answer prompt); {transcript} is the meeting-specific span.
+FIG4_PROMPT = (
+    "The following is the transcript of a meeting with multiple participants, where utterances "
+    "start with the speaker's anonymized name (for instance (PERSON4)) and may span over several "
+    "lines.\n\n{transcript}\n\nAs a professional conversational assistant, your task is to answer "
+    "questions about the meeting by making inferences from the provided transcript."
+)
+
+SPLITS = ("dev", "test2")
+
+OPTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "question_set": {"enum": ["qa", "conv"]},
+        "language": {"enum": ["en", "cs"], "description": "Question language; transcripts are English."},
+        "mode": {"enum": ["single-turn", "multi-turn"]},
+        "history": {"enum": ["model", "gold"]},
+        "qa_markers": {"type": "boolean"},
+        "prompt": {"type": "string", "pattern": "\\{transcript\\}"},
+    },
+}
+
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "question_set": "qa",
+    "language": "en",
+    "mode": "single-turn",
+    "history": "model",
+    "qa_markers": False,
+    "prompt": FIG4_PROMPT,
+}
+
+
+def questions_file(root: Path, question_set: str, language: str, split: str) -> Path:
+    if language == "cs":
+        return root / "czech" / f"elitr-bench-czech-{question_set}_{split}.json"
+    return root / "data" / f"elitr-bench-{question_set}_{split}.json"
+
+
+def format_question(question: str, qa_markers: bool) -> str:
+    """App. B.2: markers put 'QUESTION:' before the question and 'ANSWER:' where the answer
+    starts; with a chat template the answer is the assistant turn, so 'ANSWER:' closes the
+    user message."""
+    return f"QUESTION: {question}\nANSWER:" if qa_markers else question
+
+
+def _read_json(path: Path, ctx: TaskContext) -> dict[str, Any]:
+    if not path.is_file():
+        raise UserError("ELITR-Bench questions file not found", file=path,
+                        hint="Run: lceval data fetch elitr-bench [--from DIR]")
+    ctx.record_file(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    if not isinstance(data, dict) or not isinstance(data.get("meetings"), list):
+        raise UserError("expected an object with a 'meetings' list", file=path, field="meetings")
+    return data
+
+
+def _turn(q: dict[str, Any], split: str, meeting: str, path: Path, opts: dict[str, Any]) -> Turn:
+    for key in ("id", "question", "groundtruth-answer", "question-type", "answer-position"):
+        if key not in q:
+            raise UserError(f"question of meeting {meeting} lacks '{key}'", file=path, field=key)
+    qid = str(q["id"])
+    return Turn(
+        item_id=f"{split}/{meeting}/{qid}",
+        user=format_question(q["question"], opts["qa_markers"]),
+        reference=q["groundtruth-answer"],
+        question=q["question"],
+        metadata={
+            "split": split,
+            "meeting_id": meeting,
+            "question_id": qid,
+            "question_type": q["question-type"],
+            "answer_position": q["answer-position"],
+            "question_set": opts["question_set"],
+            "language": opts["language"],
+        },
+    )
+
+
+class ElitrTaskType(TaskType):
+    options_schema = OPTIONS_SCHEMA
+    dataset = "elitr-bench"
+
+    def load(self, ctx: TaskContext) -> list[Conversation]:
+        opts = {**DEFAULT_OPTIONS, **ctx.spec.get("options", {})}
+        if opts["question_set"] == "conv" and opts["mode"] == "single-turn":
+            raise UserError("Conv questions refer to earlier ones and cannot be asked single-turn "
+                            "(paper 000, footnote 7)", file=ctx.spec_path, field="options.mode")
+        root = ctx.data_home / ctx.spec.get("dataset", self.dataset)
+        splits = ctx.splits or ctx.spec.get("splits") or list(SPLITS)
+        for split in splits:
+            if split not in SPLITS:
+                raise UserError(f"unknown split '{split}' (ELITR-Bench has: {', '.join(SPLITS)})",
+                                field="--split")
+        prompt = opts["prompt"].replace("{transcript}", CONTEXT_SLOT)
+        conversations: list[Conversation] = []
+        for split in splits:
+            path = questions_file(root, opts["question_set"], opts["language"], split)
+            data = _read_json(path, ctx)
+            taken = 0
+            for meeting in data["meetings"]:
+                if ctx.limit is not None and taken >= ctx.limit:
+                    break
+                mid = meeting["id"]
+                turns = [_turn(q, split, mid, path, opts) for q in meeting["questions"]]
+                if ctx.limit is not None:
+                    turns = turns[: ctx.limit - taken]
+                taken += len(turns)
+                if not turns:
+                    continue
+                transcript = self._transcript(root, mid, ctx)
+                conversations.extend(self._conversations(split, mid, transcript, turns, prompt, opts))
+        return conversations
+
+    @staticmethod
+    def _transcript(root: Path, meeting: str, ctx: TaskContext) -> str:
+        path = root / "transcripts" / f"{meeting}.txt"
+        if not path.is_file():
+            raise UserError(f"transcript of {meeting} not found", file=path,
+                            hint="Run: lceval data fetch elitr-bench [--from DIR]")
+        ctx.record_file(path)
+        return path.read_text(encoding="utf-8")
+
+    @staticmethod
+    def _conversations(split: str, meeting: str, transcript: str, turns: list[Turn], prompt: str,
+                       opts: dict[str, Any]) -> list[Conversation]:
+        context_id = f"{split}/{meeting}"
+        meta = {"split": split, "meeting_id": meeting}
+
+        def first(turn: Turn) -> Turn:
+            return Turn(item_id=turn.item_id, user=f"{prompt}\n\n{turn.user}", reference=turn.reference,
+                        question=turn.question, metadata=turn.metadata)
+
+        if opts["mode"] == "single-turn":
+            return [Conversation(conv_id=t.item_id, context=transcript, context_id=context_id,
+                                 turns=[first(t)], history=opts["history"], metadata=meta)
+                    for t in turns]
+        return [Conversation(conv_id=context_id, context=transcript, context_id=context_id,
+                             turns=[first(turns[0])] + turns[1:], history=opts["history"], metadata=meta)]

@@ -1,0 +1,153 @@
+"""The request cache: what makes an interrupted run resumable and a repeated run free.
+
+sqlite in WAL mode, one row per finished request, committed as soon as the answer exists.
+Keys are sha256 of the canonical request (model identity, messages, sampling parameters);
+anything that looks like a secret is dropped from the identity before hashing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from .interfaces import ModelBackend
+from .types import Generation, GenerationRequest, Message
+
+SECRET_MARKERS = ("key", "token", "secret", "password", "authorization")
+
+
+def strip_secrets(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: strip_secrets(v)
+            for k, v in value.items()
+            if not any(m in k.lower() for m in SECRET_MARKERS)
+        }
+    if isinstance(value, (list, tuple)):
+        return [strip_secrets(v) for v in value]
+    return value
+
+
+def canonical_hash(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def messages_payload(messages: Iterable[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def request_key(identity: dict[str, Any], request: GenerationRequest) -> str:
+    params = request.params.as_dict()
+    if params["temperature"] == 0:
+        # greedy decoding ignores the seed: several --seed values share one answer
+        params.pop("seed")
+    return canonical_hash(
+        {
+            "kind": "generate",
+            "model": strip_secrets(identity),
+            "messages": messages_payload(request.messages),
+            "params": params,
+        }
+    )
+
+
+class Cache:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
+            " value TEXT NOT NULL, created REAL NOT NULL)"
+        )
+        self._db.commit()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, kind: str, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO entries (key, kind, value, created) VALUES (?, ?, ?, ?)",
+                (key, kind, json.dumps(value, ensure_ascii=False), time.time()),
+            )
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+@dataclass
+class UsageCounters:
+    requests: int = 0
+    cache_hits: int = 0
+    generated: int = 0
+    prompt_tokens: int = 0
+    prefilled_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class CachedModel:
+    """A backend seen through the cache. The runner and model-calling judges both use it,
+    so a judge's calls are cached and counted exactly like the system's."""
+
+    def __init__(self, backend: ModelBackend, cache: Cache, spec: str) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.spec = spec
+        self.usage = UsageCounters()
+        self._identity = strip_secrets(backend.identity())
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return self._identity
+
+    def key(self, request: GenerationRequest) -> str:
+        return request_key(self._identity, request)
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        results: list[Generation | None] = [None] * len(requests)
+        misses: list[int] = []
+        for i, req in enumerate(requests):
+            hit = self.cache.get(self.key(req))
+            self.usage.requests += 1
+            if hit is not None:
+                gen = Generation(**{**hit, "request_id": req.request_id, "cached": True})
+                self.usage.cache_hits += 1
+                results[i] = gen
+            else:
+                misses.append(i)
+        size = max(1, int(self.backend.batch_size))
+        for start in range(0, len(misses), size):
+            chunk = misses[start:start + size]
+            outs = self.backend.generate([requests[i] for i in chunk])
+            if len(outs) != len(chunk):
+                raise RuntimeError(f"backend returned {len(outs)} answers for {len(chunk)} requests")
+            for i, gen in zip(chunk, outs):
+                record = asdict(gen)
+                record.pop("cached", None)
+                self.cache.put(self.key(requests[i]), "generate", record)
+                self.usage.generated += 1
+                self.usage.prompt_tokens += gen.prompt_tokens
+                self.usage.prefilled_tokens += gen.prefilled_tokens
+                self.usage.completion_tokens += gen.completion_tokens
+                self.usage.seconds += gen.seconds
+                results[i] = gen
+        return [r for r in results if r is not None]

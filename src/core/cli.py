@@ -1,0 +1,164 @@
+"""The `lceval` command: parses arguments and calls the engine (which tests call directly).
+
+Exit codes: 0 success, 2 bad input (one paragraph naming file, field and line), 1 internal
+error, 130 interrupted (finished work is in the cache; the same command resumes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import UserError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lceval", description="Evaluate long-context language models.")
+    p.add_argument("-p", dest="plugin_flags", action="append", default=[], metavar="no:NAME",
+                   help="disable the plugin NAME (repeatable), like pytest's -p no:NAME")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="generate, judge and score")
+    r.add_argument("--tasks", required=True, help="task names, suite names or YAML paths, comma-separated")
+    r.add_argument("--model", required=True, action="append",
+                   help="SCHEME:MODEL[,key=value...] or an alias (repeat for several models)")
+    r.add_argument("--judge", help="judge name or preset (default: the spec's)")
+    r.add_argument("--judge-model", help="model spec the judge calls, if it needs one")
+    r.add_argument("--split", action="append", help="dataset split (repeatable; default: the spec's)")
+    r.add_argument("--limit", type=int, help="at most N scored items per split")
+    r.add_argument("--seed", default="0", help="seed or comma-separated seeds (mean ± std across them)")
+    r.add_argument("--output", default="runs", help="folder for run directories (default: ./runs)")
+    r.add_argument("--context-policy", choices=["error", "skip", "truncate-middle", "truncate-left"])
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a spec field, e.g. --set options.history=gold (YAML value)")
+    r.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
+    r.add_argument("--data-home", help="data home (default: $LCEVAL_DATA or the user cache dir)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    t = sub.add_parser("tasks", help="list tasks, or show one resolved spec")
+    t.add_argument("action", nargs="?", choices=["list", "show"], default="list")
+    t.add_argument("name", nargs="?")
+
+    sub.add_parser("plugins", help="list loaded plugins, their kinds, distributions and versions")
+
+    v = sub.add_parser("validate", help="check task specs or a plugin package without running")
+    v.add_argument("paths", nargs="+", help="spec YAML files, or folders of a plugin package (pyproject.toml)")
+
+    d = sub.add_parser("data", help="manage datasets in the data home")
+    dsub = d.add_subparsers(dest="data_command", required=True)
+    f = dsub.add_parser("fetch", help="download (or copy with --from) a dataset into the data home")
+    f.add_argument("name")
+    f.add_argument("--from", dest="source", help="local folder holding the published archives, or a URL prefix")
+    f.add_argument("--data-home")
+    dl = dsub.add_parser("list", help="datasets known to the installed plugins")
+    dl.add_argument("--data-home")
+
+    rep = sub.add_parser("report", help="print the results of finished runs")
+    rep.add_argument("run_dirs", nargs="+")
+    rep.add_argument("--format", choices=["table", "markdown", "json"], default="table")
+    return p
+
+
+def _disabled(flags: list[str]) -> list[str]:
+    out = []
+    for flag in flags:
+        if not flag.startswith("no:") or len(flag) <= 3:
+            raise UserError(f"-p takes no:NAME, got '{flag}'", field="-p")
+        out.append(flag[3:])
+    return out
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise UserError(f"seeds must be integers, got '{text}'", field="--seed") from None
+
+
+def _overrides(items: list[str]) -> dict[str, Any]:
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--set takes FIELD=VALUE, got '{item}'", field="--set")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UserError(f"value of '{key}' is not valid YAML: {value!r}", field="--set") from None
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args, argv)
+    except UserError as exc:
+        print(f"lceval: error: {exc.render()}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("lceval: interrupted. Finished answers are in the cache: run the same command again "
+              "to resume.", file=sys.stderr)
+        return 130
+    except Exception:  # a bug in lceval or a plugin: say so, with the traceback to report
+        import traceback
+
+        traceback.print_exc()
+        print("lceval: internal error (exit 1). Please report it with the traceback above.", file=sys.stderr)
+        return 1
+
+
+def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
+    from . import commands
+
+    disabled = _disabled(args.plugin_flags)
+    if args.command == "run":
+        reports = commands.run(
+            tasks=args.tasks, models=args.model, judge=args.judge, judge_model=args.judge_model,
+            splits=args.split, limit=args.limit, seeds=_seeds(args.seed), output=Path(args.output),
+            context_policy=args.context_policy, overrides=_overrides(args.overrides),
+            cache_path=Path(args.cache) if args.cache else None,
+            data_home=Path(args.data_home) if args.data_home else None,
+            disabled_plugins=disabled, progress=not args.no_progress, command=["lceval", *argv],
+        )
+        for run_dir, table in reports:
+            print(table)
+            print(f"\nwrote {run_dir}")
+        return 0
+    if args.command == "tasks":
+        if args.action == "show":
+            if not args.name:
+                raise UserError("`lceval tasks show` needs a task name", field="name")
+            print(commands.show_task(args.name, disabled))
+        else:
+            print(commands.list_tasks(disabled))
+        return 0
+    if args.command == "plugins":
+        print(commands.list_plugins(disabled))
+        return 0
+    if args.command == "validate":
+        text, ok = commands.validate(args.paths, disabled)
+        print(text)
+        return 0 if ok else 2
+    if args.command == "data":
+        home = Path(args.data_home) if args.data_home else None
+        if args.data_command == "fetch":
+            print(commands.fetch_data(args.name, args.source, home, disabled))
+        else:
+            print(commands.list_datasets(home, disabled))
+        return 0
+    if args.command == "report":
+        print(commands.report([Path(p) for p in args.run_dirs], args.format))
+        return 0
+    raise AssertionError(args.command)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

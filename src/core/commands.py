@@ -1,0 +1,175 @@
+"""What each CLI command does, as plain functions returning text or paths, so tests and
+other programs call them without a subprocess. Heavy modules are imported inside."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import UserError
+from .plugins import Plugins, load_plugins
+from .registry import Registry, load_registry
+
+
+def _env(disabled: list[str]) -> tuple[Plugins, Registry]:
+    plugins = load_plugins(disabled)
+    return plugins, load_registry(plugins)
+
+
+def default_cache_path() -> Path:
+    env = os.environ.get("LCEVAL_CACHE")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("lceval")) / "cache.sqlite"
+
+
+def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model: str | None = None,
+        splits: list[str] | None = None, limit: int | None = None, seeds: list[int] | None = None,
+        output: Path = Path("runs"), context_policy: str | None = None,
+        overrides: dict[str, Any] | None = None, cache_path: Path | None = None,
+        data_home: Path | None = None, disabled_plugins: list[str] | None = None,
+        progress: bool = True, command: list[str] | None = None) -> list[tuple[Path, str]]:
+    """Evaluate each model on `tasks`; returns (run directory, console table) per model."""
+    from .cache import Cache
+    from .outputs import format_table, write_run
+    from .runner import RunConfig, check_config, execute
+
+    plugins, registry = _env(disabled_plugins or [])
+    if data_home is None:
+        from .datahome import data_home as default_data_home
+
+        data_home = default_data_home()
+    home = Path(data_home)
+    cache = Cache(cache_path or default_cache_path())
+    reports = []
+    try:
+        for model in models:
+            config = RunConfig(
+                tasks=tasks, model=model, judge=judge, judge_model=judge_model, splits=splits,
+                limit=limit, seeds=seeds or [0], output=Path(output), context_policy=context_policy,
+                overrides=overrides or {}, cache_path=cache.path, data_home=home,
+                disabled_plugins=disabled_plugins or [], progress=progress, command=command or [],
+            )
+            check_config(config)
+            state = execute(config, plugins, registry, cache, home)
+            run_dir, results = write_run(state, plugins, Path(output))
+            reports.append((run_dir, format_table(results)))
+    finally:
+        cache.close()
+    return reports
+
+
+def list_tasks(disabled: list[str]) -> str:
+    _, registry = _env(disabled)
+    lines = []
+    width = max((len(n) for n in registry.specs), default=4)
+    for name in sorted(registry.specs):
+        try:
+            desc = registry.spec(name).description
+        except UserError as exc:
+            desc = f"(invalid spec: {exc.render()})"
+        lines.append(f"{name.ljust(width)}  {desc}")
+    if registry.suites:
+        lines.append("\nsuites:")
+        for suite, members in sorted(registry.suites.items()):
+            lines.append(f"{suite.ljust(width)}  {', '.join(members)}")
+    if registry.models:
+        lines.append("\nmodel aliases:")
+        for alias in sorted(registry.models.values(), key=lambda a: a.name):
+            lines.append(f"{alias.name.ljust(width)}  {alias.spec}")
+    return "\n".join(lines)
+
+
+def show_task(name: str, disabled: list[str]) -> str:
+    plugins, registry = _env(disabled)
+    (spec,) = registry.resolve_tasks(name)[:1]
+    task_type = plugins.get("task-type", spec.type)
+    from .spec import check_options
+
+    check_options(spec, task_type.options_schema)
+    header = f"# {spec.name}: resolved spec (defaults filled) from {spec.path}\n"
+    return header + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def list_plugins(disabled: list[str]) -> str:
+    plugins = load_plugins(disabled)
+    rows = [("plugin", "kinds", "provides", "distribution", "version", "status")]
+    for info in sorted(plugins.infos, key=lambda i: i.name):
+        status = "disabled" if info.disabled else ("FAILED: " + info.error.splitlines()[-1] if info.error else "ok")
+        provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.provides.items()))
+        rows.append((info.name, ",".join(info.kinds), provides, info.distribution, info.version, status))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows]
+    lines.extend(f"conflict: {c}" for c in plugins.conflicts)
+    return "\n".join(lines)
+
+
+def validate(paths: list[str], disabled: list[str]) -> tuple[str, bool]:
+    """Check spec files (schema + their type's options) and plugin packages; never runs a model."""
+    from .plugin_check import check_plugin_package
+    from .spec import check_options, load_spec
+
+    plugins = load_plugins(disabled)
+    out, ok = [], True
+    for raw in paths:
+        path = Path(raw)
+        try:
+            if path.is_dir():
+                out.extend(check_plugin_package(path, disabled))
+                continue
+            spec = load_spec(path)
+            task_type = plugins.get("task-type", spec.type)
+            check_options(spec, task_type.options_schema)
+            out.append(f"ok      {path} (task '{spec.name}', type '{spec.type}')")
+        except UserError as exc:
+            ok = False
+            out.append(f"invalid {exc.render()}")
+    return "\n".join(out), ok
+
+
+def fetch_data(name: str, source: str | None, home: Path | None, disabled: list[str]) -> str:
+    from .datahome import fetch
+
+    plugins = load_plugins(disabled)
+    dataset = plugins.get("dataset", name)
+    rep = fetch(dataset, source, home, progress=sys.stderr.isatty())
+    return f"{rep.name}: {rep.status} at {rep.path}"
+
+
+def list_datasets(home: Path | None, disabled: list[str]) -> str:
+    from .datahome import data_home
+
+    plugins = load_plugins(disabled)
+    root = home or data_home()
+    lines = []
+    for name, ds in sorted(plugins.datasets.items()):
+        present = "installed" if (root / name / "CHECKSUMS.json").is_file() else "not fetched"
+        lines.append(f"{name}  [{present}]  {ds.description}")
+    return "\n".join(lines) + f"\n(data home: {root})"
+
+
+def report(run_dirs: list[Path], fmt: str) -> str:
+    from .outputs import format_table
+
+    blocks = []
+    for run_dir in run_dirs:
+        path = run_dir / "results.json"
+        if not path.is_file():
+            raise UserError("not a finished run directory (no results.json)", file=run_dir)
+        try:
+            results = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise UserError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+        if fmt == "json":
+            blocks.append(json.dumps(results, indent=2))
+            continue
+        table = format_table(results, markdown=fmt == "markdown")
+        blocks.append(f"## {results['run_id']} ({results['model']})\n\n{table}")
+    return "\n\n".join(blocks)

@@ -1,0 +1,104 @@
+"""Context policy: make a conversation fit the model, cutting only the long context.
+
+The budget is measured with the model's own tokenizer on the chat-templated prompt, so what
+is computed is what is sent. Instructions and questions are never cut; room is left for
+every answer of the conversation. What was done is recorded per sample.
+"""
+
+from __future__ import annotations
+
+from .errors import UserError
+from .interfaces import ModelBackend
+from .types import CONTEXT_SLOT, ContextCut, Conversation, Message
+
+POLICIES = ("error", "skip", "truncate-middle", "truncate-left")
+#: Marks the place where text was removed, so the model (and a reader) can tell.
+CUT_MARK = "\n[...]\n"
+#: Tokens kept free for tokenizer boundary effects when cut text is joined again.
+SAFETY_MARGIN = 8
+
+
+def fill_context(messages: list[Message], context: str) -> list[Message]:
+    """Put `context` into the one message holding CONTEXT_SLOT (first occurrence only)."""
+    out, done = [], False
+    for m in messages:
+        if not done and CONTEXT_SLOT in m.content:
+            out.append(Message(m.role, m.content.replace(CONTEXT_SLOT, context, 1)))
+            done = True
+        else:
+            out.append(m)
+    return out
+
+
+def full_transcript(conv: Conversation, answers: list[str]) -> list[Message]:
+    """Every message of the conversation with `answers` as the assistant turns."""
+    msgs = list(conv.preamble)
+    for i, turn in enumerate(conv.turns):
+        msgs.append(Message("user", turn.user))
+        if i < len(answers):
+            msgs.append(Message("assistant", answers[i]))
+    return msgs
+
+
+def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: int,
+        answer_reserve: int) -> tuple[str | None, ContextCut]:
+    """Return the context to send (None = skip the conversation) and what was done."""
+    if policy not in POLICIES:
+        raise UserError(f"unknown context policy '{policy}' (known: {', '.join(POLICIES)})",
+                        field="context.policy")
+    window = model.context_window
+    context_ids = model.tokenize(conv.context) if window else None
+    if window is None or context_ids is None:
+        return conv.context, ContextCut(policy=policy, original_tokens=None, kept_tokens=None)
+
+    n = len(conv.turns)
+    if conv.history == "gold":
+        earlier = [t.reference for t in conv.turns[:-1]]
+        reserve = max_new_tokens
+    else:
+        earlier = [""] * (n - 1)
+        reserve = answer_reserve * (n - 1) + max_new_tokens
+    skeleton = fill_context(full_transcript(conv, earlier), "")
+    overhead = _count(model, skeleton)
+    budget = window - overhead - reserve - SAFETY_MARGIN
+    original = len(context_ids)
+    if original <= budget:
+        return conv.context, ContextCut(policy, original, original, "none")
+    if policy == "error":
+        raise UserError(
+            f"conversation '{conv.conv_id}' needs {original + overhead + reserve} tokens "
+            f"(context {original}, instructions and questions {overhead}, answers {reserve}) "
+            f"but the model's window is {window}",
+            field="context.policy",
+            hint="Use --context-policy truncate-middle|truncate-left|skip, or a larger n_ctx.",
+        )
+    if policy == "skip" or budget <= 0:
+        return None, ContextCut(policy, original, 0, "skipped")
+
+    keep = budget
+    for _ in range(6):  # re-tokenizing joined text can differ by a few tokens: shrink until it fits
+        text = _cut(model, context_ids, keep, policy)
+        used = _count(model, fill_context(full_transcript(conv, earlier), text))
+        excess = used + reserve - window
+        if excess <= 0:
+            kept = len(model.tokenize(text) or [])
+            return text, ContextCut(policy, original, kept, "truncated")
+        keep -= excess + SAFETY_MARGIN
+        if keep <= 0:
+            break
+    return None, ContextCut(policy, original, 0, "skipped")
+
+
+def _cut(model: ModelBackend, ids: list[int], keep: int, policy: str) -> str:
+    if policy == "truncate-left":
+        return CUT_MARK.lstrip("\n") + model.detokenize(ids[len(ids) - keep:])
+    head = keep // 2
+    tail = keep - head
+    return model.detokenize(ids[:head]) + CUT_MARK + model.detokenize(ids[len(ids) - tail:])
+
+
+def _count(model: ModelBackend, messages: list[Message]) -> int:
+    n = model.count_tokens(messages)
+    if n is None:
+        raise UserError(f"model {type(model).__name__} reports a context window but cannot count tokens")
+    return n

@@ -1,0 +1,67 @@
+"""Every hook a plugin can implement: the plugin author's whole reference.
+
+A plugin is a module (or object) named in the ``lceval`` entry-point group of its
+distribution's metadata::
+
+    [project.entry-points.lceval]
+    myplugin = "my_package.lceval_plugin"
+
+Inside it, decorate functions with ``lceval.hookimpl``. Every ``register_*`` hook receives a
+``register`` callback; call it once per thing you provide. Names are global: registering a
+name another plugin already took is reported as a conflict and the first one wins.
+Keep module imports light: heavy libraries (torch, llama_cpp ...) belong inside factories,
+so that ``lceval --help`` and ``lceval tasks`` stay instant.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("lceval")
+hookimpl = pluggy.HookimplMarker("lceval")
+
+
+@hookspec
+def register_models(register):
+    """Register model backends by scheme.
+
+    ``register(scheme: str, factory: ModelFactory)``, where ``factory(model, options)``
+    gets the text after ``SCHEME:`` and the ``,key=value`` options of a model spec string
+    and returns a ``lceval.interfaces.ModelBackend``.
+    """
+
+
+@hookspec
+def register_judges(register):
+    """Register judges by name.
+
+    ``register(name: str, factory: JudgeFactory)``, where ``factory(ctx: JudgeContext)``
+    returns a ``lceval.interfaces.Judge``; ``ctx.model`` is the ``--judge-model`` backend
+    (cached) or None.
+    """
+
+
+@hookspec
+def register_retrievers(register):
+    """Register retrievers by name: ``register(name: str, factory: RetrieverFactory)``."""
+
+
+@hookspec
+def register_task_types(register):
+    """Register task types that YAML specs name with ``type:``.
+
+    ``register(name: str, task_type: lceval.interfaces.TaskType)``.
+    """
+
+
+@hookspec
+def register_datasets(register):
+    """Register datasets for ``lceval data fetch``: ``register(dataset: lceval.interfaces.Dataset)``."""
+
+
+@hookspec
+def register_spec_dirs(register):
+    """Contribute folders of YAML task specs: ``register(path: pathlib.Path)``.
+
+    Every ``*.yaml`` in the folder is a task spec; its ``name`` field is the task name.
+    """

@@ -1,0 +1,152 @@
+"""The contracts plugins implement. Base classes rather than bare protocols so that a plugin
+gets sensible defaults and the engine can rely on every attribute being there."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from .types import Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message
+
+if TYPE_CHECKING:
+    from .cache import CachedModel
+
+
+class ModelBackend(ABC):
+    """A model behind a scheme (`llamacpp:`, `replay:` ...).
+
+    `identity()` must describe everything that changes the model's outputs (path or name,
+    quantization, context size, RoPE settings) and nothing secret: it is part of every cache key.
+    """
+
+    #: Largest prompt + answer the backend accepts, in its own tokens; None = unknown/unbounded,
+    #: in which case the context policy cannot cut and only `error`/`skip` on known overflow apply.
+    context_window: int | None = None
+    #: How many requests the engine hands over at once. Sequential backends keep 1 so every
+    #: finished answer reaches the cache before the next starts (nothing lost on interrupt).
+    batch_size: int = 1
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        """Answer each request; results in the same order. The engine sends requests that
+        share a long prefix back to back, so a backend with a KV cache should reuse it."""
+
+    # -- tokenizer access, needed by the context policy; backends without one leave them --
+    def count_tokens(self, messages: list[Message]) -> int | None:
+        """Tokens of the prompt after the chat template, as the model would see it."""
+        return None
+
+    def tokenize(self, text: str) -> list[int] | None:
+        return None
+
+    def detokenize(self, tokens: list[int]) -> str:
+        raise NotImplementedError(f"{type(self).__name__} has no tokenizer")
+
+    def close(self) -> None:
+        """Free the model (weights, servers). Called once at the end of a run."""
+
+
+ModelFactory = Callable[[str, dict[str, str]], ModelBackend]
+"""(model part of the spec string, key=value options) -> backend."""
+
+
+class Judge(ABC):
+    """Turns (question, response, reference) into a score on the task's scale.
+
+    Judges that need a model receive a `CachedModel` (so their calls are cached and counted
+    like the system's); those that need none ignore it.
+    """
+
+    name: str = "judge"
+    #: Score range the judge reports on; the ELITR scale is 1-10.
+    scale: tuple[float, float] = (1.0, 10.0)
+
+    @abstractmethod
+    def judge(self, items: list[JudgeInput]) -> list[Judgment]: ...
+
+    def identity(self) -> dict[str, Any]:
+        """What, besides the text judged, determines the verdict (prompt hash, judge model)."""
+        return {"judge": self.name}
+
+
+@dataclass
+class JudgeContext:
+    """What the engine hands a judge factory."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    model: "CachedModel | None" = None  # set when --judge-model is given
+    seed: int = 0
+
+
+JudgeFactory = Callable[[JudgeContext], Judge]
+
+
+class Retriever(ABC):
+    """Ranks documents for a query (used by retrieval-augmented task types)."""
+
+    name: str = "retriever"
+
+    @abstractmethod
+    def rank(self, query: str, documents: list[str]) -> list[int]:
+        """Indices of `documents`, most relevant first."""
+
+
+RetrieverFactory = Callable[[dict[str, Any]], Retriever]
+
+
+@dataclass
+class TaskContext:
+    """What the engine hands a task type when it loads a spec."""
+
+    spec: dict[str, Any]  # the validated spec, options merged with defaults
+    spec_path: Path
+    data_home: Path
+    splits: list[str] | None  # None = the spec's default splits
+    limit: int | None  # at most this many scored items per split (first ones, stable order)
+    #: Every data file the task type reads must be passed through here: its sha256 goes into
+    #: the manifest.
+    record_file: Callable[[Path], None]
+
+
+class TaskType(ABC):
+    """Turns a spec and a dataset into conversations. Knows its benchmark's format and
+    prompts; knows nothing of models, caching or statistics."""
+
+    #: JSON Schema of the spec's `options` mapping, checked before `load` (file, field, line
+    #: are reported by the engine on failure).
+    options_schema: dict[str, Any] = {"type": "object"}
+    #: Dataset name (as registered with register_datasets) this type reads by default.
+    dataset: str | None = None
+
+    @abstractmethod
+    def load(self, ctx: TaskContext) -> list[Conversation]: ...
+
+
+@dataclass
+class DatasetFile:
+    """One archive of a dataset, as published."""
+
+    name: str  # file name in --from folders, e.g. "data.zip"
+    url: str  # official public location
+    sha256: str
+    password: str | None = None  # zip password as published
+
+
+@dataclass
+class Dataset:
+    """A dataset `lceval data fetch NAME` can install into the data home.
+
+    `install(archives, dest)` receives the verified archive paths (by DatasetFile.name) and
+    writes the final layout under `dest` (a fresh temporary folder; the engine swaps it in
+    atomically only when install returns)."""
+
+    name: str
+    description: str
+    files: list[DatasetFile]
+    install: Callable[[dict[str, Path], Path], None]
+    license: str = ""

@@ -1,0 +1,67 @@
+"""Model spec strings: `SCHEME:MODEL[,key=value...]` or a registry alias (optionally with
+extra `,key=value` options that override the alias's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import UserError
+from .interfaces import ModelBackend
+from .plugins import Plugins
+from .registry import Registry
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    text: str  # as the user wrote it
+    scheme: str
+    model: str
+    options: dict[str, str]
+
+    @property
+    def canonical(self) -> str:
+        opts = "".join(f",{k}={v}" for k, v in sorted(self.options.items()))
+        return f"{self.scheme}:{self.model}{opts}"
+
+
+def _split_options(text: str, field: str) -> tuple[str, dict[str, str]]:
+    parts = text.split(",")
+    head, options = [parts[0]], {}
+    for part in parts[1:]:
+        if "=" in part:
+            key, _, value = part.partition("=")
+            key = key.strip()
+            if not key:
+                raise UserError(f"empty option name in '{text}'", field=field)
+            options[key] = value.strip()
+        elif options:
+            raise UserError(f"option '{part}' in '{text}' is not key=value", field=field)
+        else:
+            head.append(part)
+    return ",".join(head), options
+
+
+def parse_model_spec(text: str, registry: Registry, field: str = "--model") -> ModelSpec:
+    base, extra = _split_options(text.strip(), field)
+    if base in registry.models:
+        alias_base, alias_opts = _split_options(registry.models[base].spec, field)
+        base, extra = alias_base, {**alias_opts, **extra}
+    scheme, sep, model = base.partition(":")
+    if not sep or not scheme or not model:
+        raise UserError(
+            f"model '{text}' is neither SCHEME:MODEL nor a known alias",
+            field=field,
+            hint=f"Aliases: {', '.join(sorted(registry.models)) or 'none'}.",
+        )
+    return ModelSpec(text=text, scheme=scheme, model=model, options=extra)
+
+
+def make_model(spec: ModelSpec, plugins: Plugins, field: str = "--model") -> ModelBackend:
+    if spec.scheme not in plugins.models:
+        raise UserError(
+            f"no backend for scheme '{spec.scheme}' (model '{spec.text}')",
+            field=field,
+            hint=f"Installed schemes: {', '.join(sorted(plugins.models)) or 'none'}; "
+            "`lceval plugins` shows what failed to load.",
+        )
+    return plugins.models[spec.scheme](spec.model, dict(spec.options))

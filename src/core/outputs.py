@@ -1,0 +1,173 @@
+"""Writers for a run directory: results.json, samples.jsonl, manifest.json, and the console
+table. A run directory appears only when complete (written aside, then renamed), so a crash
+never leaves partial results where good ones were expected."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from . import __version__
+from .plugins import Plugins
+from .runner import RunState
+from .scoring import score_task
+from .spec import load_schema
+
+RESULTS_SCHEMA_VERSION = 1
+
+
+def run_id_for(state: RunState) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    model = re.sub(r"[^A-Za-z0-9._-]+", "-", state.model_spec.text)[-40:].strip("-")
+    return f"{stamp}_{model}"
+
+
+def build_results(state: RunState, run_id: str) -> dict[str, Any]:
+    results = {
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "lceval_version": __version__,
+        "run_id": run_id,
+        "model": state.model_spec.canonical,
+        "seeds": list(state.config.seeds),
+        "tasks": {},
+    }
+    for task in state.tasks:
+        results["tasks"][task.spec.name] = score_task(task.samples, task.spec.data, task.judge_identity,
+                                                      seed=state.config.seeds[0])
+    jsonschema.validate(results, load_schema("results.schema.json"))
+    return results
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=os.getcwd())
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, Any]:
+    cfg = state.config
+    files: dict[str, str] = {}
+    for task in state.tasks:
+        files.update(task.files_read)
+    return {
+        "run_id": run_id,
+        "command": cfg.command,
+        "config": {
+            "tasks": cfg.tasks, "model": cfg.model, "judge": cfg.judge, "judge_model": cfg.judge_model,
+            "splits": cfg.splits, "limit": cfg.limit, "seeds": cfg.seeds,
+            "context_policy": cfg.context_policy, "overrides": cfg.overrides,
+            "disabled_plugins": cfg.disabled_plugins,
+        },
+        "resolved": {
+            "model_spec": state.model_spec.canonical,
+            "model_identity": state.model_identity,
+            "tasks": {t.spec.name: {"spec_path": str(t.spec.path), "spec": t.spec.data} for t in state.tasks},
+        },
+        "seed": cfg.seeds[0],
+        "usage": state.usage,
+        "judge_usage": state.judge_usage,
+        "versions": {
+            "lceval": __version__,
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "plugins": {i.name: {"distribution": i.distribution, "version": i.version,
+                                 "disabled": i.disabled, "error": i.error} for i in plugins.infos},
+        },
+        "data_files": files,
+        "git_commit": _git_commit(),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def sample_record(sample: Any) -> dict[str, Any]:
+    rec = asdict(sample)
+    rec["score"] = rec["judgments"][0]["score"] if rec["judgments"] else None
+    return rec
+
+
+def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
+    output.mkdir(parents=True, exist_ok=True)
+    run_id = run_id_for(state)
+    final = output / run_id
+    n = 1
+    while final.exists():
+        n += 1
+        final = output / f"{run_id}-{n}"
+    run_id = final.name
+    tmp = output / f".{run_id}.partial"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        results = build_results(state, run_id)
+        with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
+            for task in state.tasks:
+                for sample in task.samples:
+                    fh.write(json.dumps(sample_record(sample), ensure_ascii=False) + "\n")
+        (tmp / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+        manifest = build_manifest(state, plugins, run_id)
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final, results
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def format_table(results: dict[str, Any], markdown: bool = False) -> str:
+    """One line per task and group: mean, 95% CI, n, and what was cut or failed."""
+    rows = table_rows(results)
+    if markdown:
+        return "\n".join(["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+                         + ["| " + " | ".join(r) + " |" for r in rows[1:]])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
+    rows = [("task", "group", "score", "95% CI", "n", "trunc", "skip", "parse-fail")]
+    for name, task in results["tasks"].items():
+        metric = task["metrics"]["score"]
+        acc = task["accounting"]
+        groups = metric.get("groups") or {}
+        for gname, g in groups.items():
+            rows.append((name, gname, _fmt(g["value"]), _ci(g), str(g["n"]), "", "", ""))
+        label = "mean of groups" if groups else "all"
+        value = metric.get("mean_of_groups") if groups else metric["value"]
+        rows.append((name, label, _fmt(value), "" if groups else _ci(metric), str(metric["n"]),
+                     f"{acc['truncated_share']:.0%}", f"{acc['skipped_share']:.0%}",
+                     str(acc["judge_parse_failures"])))
+        seeds = metric.get("across_seeds")
+        if seeds and seeds.get("mean") is not None:
+            rows.append((name, f"{seeds['n_seeds']} seeds", f"{_fmt(seeds['mean'])} ± {_fmt(seeds['std'])}",
+                         "", "", "", "", ""))
+        for tname, t in (metric.get("tests") or {}).items():
+            rows.append((name, tname, f"p={_fmt(t['p_value'], 3)}", "", f"{t['n_a']}/{t['n_b']}", "", "", ""))
+    return rows
+
+
+def _ci(block: dict[str, Any]) -> str:
+    spread = block.get("spread") or {}
+    if spread.get("ci_low") is None:
+        return ""
+    return f"[{spread['ci_low']:.2f}, {spread['ci_high']:.2f}]"

@@ -1,0 +1,125 @@
+"""The catalog: which task specs exist (registry.yaml's list plus plugin spec folders),
+suites, model aliases and judge presets. Read from the installed package, never from the
+working directory, so an installed lceval behaves the same everywhere."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .plugins import Plugins
+from .spec import TaskSpec, load_spec
+from .yamlsafe import line_of, loads_yaml_with_lines
+
+REGISTRY_RESOURCE = ("lceval", "registry.yaml")
+
+
+@dataclass
+class ModelAlias:
+    name: str
+    spec: str
+    description: str = ""
+
+
+@dataclass
+class Registry:
+    specs: dict[str, Path] = field(default_factory=dict)  # task name -> spec file
+    suites: dict[str, list[str]] = field(default_factory=dict)
+    models: dict[str, ModelAlias] = field(default_factory=dict)
+    judges: dict[str, dict[str, Any]] = field(default_factory=dict)  # preset -> {name, options}
+    _loaded: dict[str, TaskSpec] = field(default_factory=dict)
+
+    def spec(self, name: str) -> TaskSpec:
+        if name not in self._loaded:
+            spec = load_spec(self.specs[name])
+            if spec.name != name:
+                raise spec.error(f"name '{spec.name}' differs from the registered name '{name}'", ("name",))
+            self._loaded[name] = spec
+        return self._loaded[name]
+
+    def resolve_tasks(self, text: str) -> list[TaskSpec]:
+        """`--tasks` value: comma-separated task names, suite names or YAML paths."""
+        out: list[TaskSpec] = []
+        seen: set[Path] = set()
+        for entry in [t.strip() for t in text.split(",") if t.strip()]:
+            for spec in self._resolve_one(entry):
+                if spec.path.resolve() not in seen:
+                    seen.add(spec.path.resolve())
+                    out.append(spec)
+        if not out:
+            raise UserError("no task given", field="--tasks")
+        return out
+
+    def _resolve_one(self, entry: str) -> list[TaskSpec]:
+        if entry.endswith((".yaml", ".yml")) or Path(entry).is_file():
+            path = Path(entry)
+            if not path.is_file():
+                raise UserError("task spec file not found", file=path, field="--tasks")
+            return [load_spec(path)]
+        if entry in self.suites:
+            return [s for name in self.suites[entry] for s in self._resolve_one(name)]
+        if entry in self.specs:
+            return [self.spec(entry)]
+        close = difflib.get_close_matches(entry, list(self.specs) + list(self.suites), n=3)
+        hint = f" Did you mean: {', '.join(close)}?" if close else " Run `lceval tasks` to list them."
+        raise UserError(f"unknown task or suite '{entry}'.{hint}", field="--tasks")
+
+    def resolve_model(self, text: str) -> str:
+        alias = self.models.get(text)
+        return alias.spec if alias else text
+
+    def resolve_judge(self, name: str) -> dict[str, Any]:
+        return dict(self.judges.get(name, {"name": name, "options": {}}))
+
+
+def _read_catalog() -> tuple[dict[str, Any], dict, str]:
+    resource = resources.files(REGISTRY_RESOURCE[0]).joinpath(REGISTRY_RESOURCE[1])
+    text = resource.read_text(encoding="utf-8")
+    data, lines = loads_yaml_with_lines(text, str(resource))
+    return data, lines, str(resource)
+
+
+def load_registry(plugins: Plugins) -> Registry:
+    data, lines, where = _read_catalog()
+    reg = Registry()
+    tasks_dir = resources.files("lceval").joinpath("tasks")
+    for i, filename in enumerate(data.get("task_specs", [])):
+        path = Path(str(tasks_dir.joinpath(filename)))
+        if not path.is_file():
+            raise UserError(f"listed spec '{filename}' is not in the package", file=where,
+                            field=f"task_specs.{i}", line=line_of(lines, ("task_specs", i)))
+        _add_spec(reg, path)
+    for folder in plugins.spec_dirs:
+        for path in sorted(Path(folder).glob("*.yaml")):
+            _add_spec(reg, path)
+    for suite, members in (data.get("suites") or {}).items():
+        reg.suites[suite] = list(members)
+    for name, entry in (data.get("models") or {}).items():
+        reg.models[name] = ModelAlias(name=name, spec=entry["spec"], description=entry.get("description", ""))
+    for name, entry in (data.get("judges") or {}).items():
+        reg.judges[name] = {"name": entry["judge"], "options": dict(entry.get("options") or {})}
+    for suite, members in reg.suites.items():
+        for i, member in enumerate(members):
+            if member not in reg.specs and member not in reg.suites:
+                raise UserError(f"suite member '{member}' is not a known task", file=where,
+                                field=f"suites.{suite}.{i}", line=line_of(lines, ("suites", suite, i)))
+    return reg
+
+
+def _add_spec(reg: Registry, path: Path) -> None:
+    """Index a spec by its `name` without validating it fully (that happens on use), so one
+    broken third-party spec does not hide every other task from `lceval tasks`."""
+    name = path.stem
+    try:
+        head, _ = loads_yaml_with_lines(path.read_text(encoding="utf-8"), path)
+        if isinstance(head, dict) and isinstance(head.get("name"), str):
+            name = head["name"]
+    except UserError:
+        pass
+    if name in reg.specs and reg.specs[name].resolve() != path.resolve():
+        raise UserError(f"task '{name}' is defined twice: also in {reg.specs[name]}", file=path, field="name")
+    reg.specs[name] = path

@@ -1,0 +1,237 @@
+"""The flow of one run: specs -> conversations -> context policy -> scheduler -> cached
+model -> judge -> samples. Knows no benchmark and no backend by name."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from . import context as ctxpolicy
+from .cache import Cache, CachedModel, canonical_hash, messages_payload
+from .errors import UserError
+from .interfaces import JudgeContext, Judge, TaskContext
+from .models import ModelSpec, make_model, parse_model_spec
+from .plugins import Plugins
+from .registry import Registry
+from .scheduler import ConversationState, schedule
+from .spec import TaskSpec, check_options, with_overrides
+from .types import ContextCut, Conversation, GenerationRequest, JudgeInput, Message, Sample
+
+
+@dataclass
+class RunConfig:
+    tasks: str
+    model: str
+    judge: str | None = None
+    judge_model: str | None = None
+    splits: list[str] | None = None
+    limit: int | None = None
+    seeds: list[int] = field(default_factory=lambda: [0])
+    output: Path = Path("runs")
+    context_policy: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)  # --set path=value on every spec
+    cache_path: Path | None = None
+    data_home: Path | None = None
+    disabled_plugins: list[str] = field(default_factory=list)
+    progress: bool = True
+    command: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TaskRun:
+    spec: TaskSpec
+    samples: list[Sample]
+    judge_identity: dict[str, Any]
+    files_read: dict[str, str]
+
+
+@dataclass
+class RunState:
+    """Everything a run produced, handed to the writers."""
+
+    config: RunConfig
+    model_spec: ModelSpec
+    model_identity: dict[str, Any]
+    tasks: list[TaskRun]
+    usage: dict[str, Any]
+    judge_usage: dict[str, Any] | None
+
+
+class FileRecorder:
+    """Collects the sha256 of every data file a task type reads, for the manifest."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def __call__(self, path: Path) -> None:
+        path = Path(path)
+        key = str(path.resolve())
+        if key not in self.files:
+            h = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            self.files[key] = h.hexdigest()
+
+
+def load_task(spec: TaskSpec, config: RunConfig, plugins: Plugins, data_home: Path,
+              recorder: FileRecorder) -> list[Conversation]:
+    task_type = plugins.get("task-type", spec.type)
+    check_options(spec, task_type.options_schema)
+    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home,
+                      splits=config.splits, limit=config.limit, record_file=recorder)
+    return task_type.load(ctx)
+
+
+def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
+    overrides: dict[str, Any] = {}
+    for dotted, value in config.overrides.items():
+        node = overrides
+        keys = dotted.split(".")
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = value
+    if config.context_policy:
+        overrides.setdefault("context", {})["policy"] = config.context_policy
+    return with_overrides(spec, overrides)
+
+
+def make_judge(spec: TaskSpec, config: RunConfig, plugins: Plugins, registry: Registry,
+               judge_model: CachedModel | None, seed: int) -> Judge:
+    chosen = registry.resolve_judge(config.judge) if config.judge else dict(spec.data["judge"])
+    factory = plugins.get("judge", chosen["name"])
+    return factory(JudgeContext(options=dict(chosen.get("options") or {}), model=judge_model, seed=seed))
+
+
+def generate_task(spec: TaskSpec, conversations: list[Conversation], model: CachedModel,
+                  seed: int, progress: bool) -> list[tuple[Conversation, int, Any, ContextCut, str]]:
+    """Answer every turn; returns (conversation, turn index, generation|None, cut, prompt hash)."""
+    params = spec.generation_params(seed)
+    policy = spec.data["context"]["policy"]
+    reserve = int(spec.data["context"].get("answer_reserve", params.max_new_tokens))
+    states: list[ConversationState] = []
+    for conv in conversations:
+        text, cut = ctxpolicy.fit(conv, model.backend, policy, params.max_new_tokens, reserve)
+        states.append(ConversationState(conv=conv, context=text, cut=cut))
+    window = model.backend.context_window
+    out: list[tuple[Conversation, int, Any, ContextCut, str]] = []
+    total = sum(len(c.turns) for c in conversations)
+    bar = tqdm(total=total, desc=spec.name, unit="q", disable=not progress or None, leave=False)
+    try:
+        for wave in schedule(states):
+            requests: list[GenerationRequest] = []
+            owners: list[ConversationState] = []
+            for st in wave:
+                if st.context is None:
+                    st.finish_skipped()
+                    continue
+                turn = st.conv.turns[st.next_turn]
+                messages = ctxpolicy.fill_context(
+                    ctxpolicy.full_transcript(st.conv, st.history_answers()), st.context
+                )
+                if window is not None:
+                    n = model.backend.count_tokens(messages)
+                    if n is not None and n + params.max_new_tokens > window:
+                        # an earlier answer ran past the reserve: stop here, say so, never overflow
+                        st.cut = ContextCut(st.cut.policy, st.cut.original_tokens, st.cut.kept_tokens, "skipped")
+                        st.finish_skipped()
+                        continue
+                hints = {**st.conv.metadata, **turn.metadata, "item_id": turn.item_id, "question": turn.question}
+                requests.append(GenerationRequest(request_id=turn.item_id, messages=messages,
+                                                  params=params, hints=hints))
+                owners.append(st)
+            if not requests:
+                continue
+            gens = model.generate(requests)
+            for st, req, gen in zip(owners, requests, gens):
+                st.record(gen, canonical_hash(messages_payload(req.messages)))
+            bar.update(len(requests))
+        for st in states:
+            for i in range(len(st.conv.turns)):
+                gen = st.generations[i] if i < len(st.generations) else None
+                out.append((st.conv, i, gen, st.cut, st.prompt_hashes[i] if i < len(st.prompt_hashes) else ""))
+    finally:
+        bar.close()
+    return out
+
+
+def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, ContextCut, str]],
+               judge: Judge, seed: int) -> list[Sample]:
+    inputs: list[JudgeInput] = []
+    for conv, i, gen, _, _ in answered:
+        if gen is not None:
+            turn = conv.turns[i]
+            inputs.append(JudgeInput(item_id=turn.item_id, question=turn.question, response=gen.text,
+                                     reference=turn.reference, metadata={**conv.metadata, **turn.metadata},
+                                     generation_extras=dict(gen.extras)))
+    verdicts = {j.item_id: j for j in judge.judge(inputs)} if inputs else {}
+    samples = []
+    for conv, i, gen, cut, prompt_hash in answered:
+        turn = conv.turns[i]
+        samples.append(Sample(
+            task=spec.name, item_id=turn.item_id, conv_id=conv.conv_id, turn_index=i, seed=seed,
+            metadata={**conv.metadata, **turn.metadata}, prompt_hash=prompt_hash,
+            response=gen.text if gen else None, reference=turn.reference,
+            judgments=[verdicts[turn.item_id]] if gen is not None and turn.item_id in verdicts else [],
+            context_cut=cut,
+            prompt_tokens=gen.prompt_tokens if gen else 0,
+            prefilled_tokens=gen.prefilled_tokens if gen else 0,
+            completion_tokens=gen.completion_tokens if gen else 0,
+            seconds=gen.seconds if gen else 0.0, cached=bool(gen and gen.cached),
+            generation_extras=dict(gen.extras) if gen else {},
+        ))
+    return samples
+
+
+def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cache,
+            data_home: Path) -> RunState:
+    """Run every task of `config` for one model; the caller writes the outputs."""
+    specs = [apply_overrides(s, config) for s in registry.resolve_tasks(config.tasks)]
+    model_spec = parse_model_spec(config.model, registry)
+    jspec = parse_model_spec(config.judge_model, registry, field="--judge-model") if config.judge_model else None
+    recorder = FileRecorder()
+    # data first: a missing dataset or a bad option is reported before any model is loaded
+    loaded = [(spec, load_task(spec, config, plugins, data_home, recorder)) for spec in specs]
+    for spec, conversations in loaded:
+        if not conversations:
+            raise spec.error("the task selected no questions (check --split and --limit)")
+    backend = make_model(model_spec, plugins)
+    model = CachedModel(backend, cache, model_spec.canonical)
+    judge_model = None
+    runs: list[TaskRun] = []
+    try:
+        if jspec is not None:
+            judge_model = CachedModel(make_model(jspec, plugins, field="--judge-model"), cache, jspec.canonical)
+        for spec, conversations in loaded:
+            samples: list[Sample] = []
+            judge_identity: dict[str, Any] = {}
+            for seed in config.seeds:
+                judge = make_judge(spec, config, plugins, registry, judge_model, seed)
+                judge_identity = judge.identity()
+                answered = generate_task(spec, conversations, model, seed, config.progress)
+                samples.extend(judge_task(spec, answered, judge, seed))
+            runs.append(TaskRun(spec=spec, samples=samples, judge_identity=judge_identity,
+                                files_read=dict(recorder.files)))
+    finally:
+        backend.close()
+        if judge_model is not None:
+            judge_model.backend.close()
+    return RunState(config=config, model_spec=model_spec, model_identity=model.identity, tasks=runs,
+                    usage=model.usage.as_dict(),
+                    judge_usage=judge_model.usage.as_dict() if judge_model else None)
+
+
+def check_config(config: RunConfig) -> None:
+    if not config.seeds:
+        raise UserError("at least one seed is needed", field="--seed")
+    if config.limit is not None and config.limit < 1:
+        raise UserError(f"--limit must be at least 1, got {config.limit}", field="--limit")
+    if config.context_policy and config.context_policy not in ctxpolicy.POLICIES:
+        raise UserError(f"unknown context policy '{config.context_policy}'", field="--context-policy")
+
+
+__all__ = ["RunConfig", "RunState", "TaskRun", "execute", "check_config", "Message"]

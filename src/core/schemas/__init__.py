@@ -1,0 +1,1 @@
+"""JSON Schemas shipped with the package: task specs and results.json."""

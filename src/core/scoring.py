@@ -1,0 +1,106 @@
+"""From samples to the numbers in results.json, driven by the spec's `report` section, so
+the engine computes ELITR's breakdowns and Welch test without knowing ELITR."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .stats import across_seeds, cluster_bootstrap, welch_one_tailed
+from .types import Sample
+
+
+def primary_score(sample: Sample) -> float | None:
+    """The score of the sample's first judgment; None if unanswered or unparseable."""
+    if sample.response is None or not sample.judgments:
+        return None
+    j = sample.judgments[0]
+    return j.score if j.parse_status == "ok" else None
+
+
+def _summary(samples: list[Sample], cluster_by: str | None, seed: int) -> dict[str, Any]:
+    scored = [(s, primary_score(s)) for s in samples]
+    scored = [(s, v) for s, v in scored if v is not None]
+    values = [v for _, v in scored]
+    clusters = [str(s.metadata.get(cluster_by, s.conv_id)) if cluster_by else s.item_id for s, _ in scored]
+    return cluster_bootstrap(values, clusters, seed=seed)
+
+
+def _by_seed_mean(samples: list[Sample]) -> dict[str, Any] | None:
+    seeds = sorted({s.seed for s in samples})
+    if len(seeds) < 2:
+        return None
+    per_seed = []
+    for seed in seeds:
+        vals = [v for s in samples if s.seed == seed and (v := primary_score(s)) is not None]
+        per_seed.append(sum(vals) / len(vals) if vals else None)
+    out = across_seeds(per_seed)
+    out["seeds"] = seeds
+    return out
+
+
+def _block(samples: list[Sample], report: dict[str, Any], seed: int) -> dict[str, Any]:
+    cluster_by = report.get("cluster_by")
+    block = _summary(samples, cluster_by, seed)
+    seeds = _by_seed_mean(samples)
+    if seeds:
+        block["across_seeds"] = seeds
+    breakdowns: dict[str, Any] = {}
+    for fieldname in report.get("breakdowns", []):
+        groups: dict[str, list[Sample]] = defaultdict(list)
+        for s in samples:
+            groups[str(s.metadata.get(fieldname))].append(s)
+        breakdowns[fieldname] = {k: _summary(v, cluster_by, seed) for k, v in sorted(groups.items())}
+    if breakdowns:
+        block["breakdowns"] = breakdowns
+    tests: dict[str, Any] = {}
+    for test in report.get("tests", []):
+        if test["kind"] == "welch_one_tailed":
+            inside = [v for s in samples if str(s.metadata.get(test["field"])) == str(test["value"])
+                      and (v := primary_score(s)) is not None]
+            outside = [v for s in samples if str(s.metadata.get(test["field"])) != str(test["value"])
+                       and (v := primary_score(s)) is not None]
+            res = welch_one_tailed(inside, outside, test.get("alternative", "less"))
+            res.update(field=test["field"], value=test["value"], description=test.get("description", ""))
+            tests[test["name"]] = res
+    if tests:
+        block["tests"] = tests
+    return block
+
+
+def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity: dict[str, Any],
+               seed: int = 0) -> dict[str, Any]:
+    """Results of one task: overall, per group (e.g. split) and the mean of group means."""
+    report = spec_data.get("report", {})
+    group_by = report.get("group_by")
+    n = len(samples)
+    unanswered = sum(1 for s in samples if s.response is None)
+    parse_failures = sum(1 for s in samples if s.response is not None and s.judgments
+                         and s.judgments[0].parse_status != "ok")
+    truncated = sum(1 for s in samples if s.context_cut.action == "truncated")
+    skipped = sum(1 for s in samples if s.context_cut.action == "skipped")
+    metric = _block(samples, report, seed)
+    if group_by:
+        groups: dict[str, list[Sample]] = defaultdict(list)
+        for s in samples:
+            groups[str(s.metadata.get(group_by))].append(s)
+        metric["groups"] = {k: _block(v, report, seed) for k, v in sorted(groups.items())}
+        means = [g["value"] for g in metric["groups"].values() if g["value"] is not None]
+        metric["mean_of_groups"] = sum(means) / len(means) if means else None
+        metric["group_by"] = group_by
+    return {
+        "type": spec_data["type"],
+        "description": spec_data["description"],
+        "judge": judge_identity,
+        "n_samples": n,
+        "metrics": {"score": metric},
+        "accounting": {
+            "answered": n - unanswered,
+            "unanswered": unanswered,
+            "judge_parse_failures": parse_failures,
+            "truncated": truncated,
+            "skipped": skipped,
+            "truncated_share": truncated / n if n else 0.0,
+            "skipped_share": skipped / n if n else 0.0,
+        },
+    }

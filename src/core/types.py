@@ -1,0 +1,143 @@
+"""Plain data that crosses module boundaries: task types build it, the engine moves it,
+backends and judges consume it. Nothing here imports a backend or a benchmark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: The one place in a conversation where the long context (a transcript, a haystack) goes.
+#: Task types put it in exactly one message; the context policy fills it after cutting the
+#: context to the model's budget, so instructions and questions are never cut.
+CONTEXT_SLOT = "{context}"
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass
+class Turn:
+    """One question of a conversation, scored on its own."""
+
+    item_id: str
+    user: str  # the user message text (may hold CONTEXT_SLOT in the first turn)
+    reference: str  # ground-truth answer, given to the judge and to `history: gold`
+    question: str  # the bare question, for judges (without prompt or markers)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Conversation:
+    """A unit the model sees in one chat: single-turn tasks make one per question,
+    multi-turn tasks one per meeting with the questions in order."""
+
+    conv_id: str
+    context: str  # the long field, the only text a context policy may cut
+    context_id: str  # identifies `context` (e.g. meeting id): requests sharing it run back to back
+    turns: list[Turn]
+    preamble: list[Message] = field(default_factory=list)  # e.g. a system message
+    history: Literal["model", "gold"] = "model"
+    metadata: dict[str, Any] = field(default_factory=dict)  # e.g. split, meeting id
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    max_new_tokens: int = 512
+    temperature: float = 0.0
+    top_p: float = 1.0
+    repeat_penalty: float = 1.0
+    seed: int = 0
+    stop: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "repeat_penalty": self.repeat_penalty,
+            "seed": self.seed,
+            "stop": list(self.stop),
+        }
+
+
+@dataclass
+class GenerationRequest:
+    request_id: str  # the item id it answers; backends echo it back
+    messages: list[Message]
+    params: GenerationParams
+    #: Free-form hints from the engine to the backend (e.g. {"item_id": ..., "model_name": ...}
+    #: for the replay backend). Never part of the cache key.
+    hints: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Generation:
+    request_id: str
+    text: str
+    prompt_tokens: int = 0  # tokens of the full prompt sent
+    prefilled_tokens: int = 0  # tokens the backend actually had to prefill (rest reused)
+    completion_tokens: int = 0
+    finish_reason: str = "stop"
+    seconds: float = 0.0
+    #: Backend-specific facts kept in samples.jsonl (e.g. recorded judge scores of a replay).
+    extras: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False  # set by the engine when served from the cache
+
+
+@dataclass
+class JudgeInput:
+    item_id: str
+    question: str
+    response: str
+    reference: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    generation_extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Judgment:
+    item_id: str
+    judge: str
+    score: float | None  # None only with parse_status != "ok": never a placeholder score
+    parse_status: Literal["ok", "parse_failure", "missing"] = "ok"
+    raw: str = ""
+    attempts: int = 1
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ContextCut:
+    """What the context policy did to one conversation, recorded on each of its samples."""
+
+    policy: str
+    original_tokens: int | None
+    kept_tokens: int | None
+    action: Literal["none", "truncated", "skipped"] = "none"
+
+
+@dataclass
+class Sample:
+    """One scored item, as written to samples.jsonl."""
+
+    task: str
+    item_id: str
+    conv_id: str
+    turn_index: int
+    seed: int
+    metadata: dict[str, Any]
+    prompt_hash: str
+    response: str | None
+    reference: str
+    judgments: list[Judgment]
+    context_cut: ContextCut
+    prompt_tokens: int = 0
+    prefilled_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    cached: bool = False
+    generation_extras: dict[str, Any] = field(default_factory=dict)
