@@ -1,0 +1,107 @@
+"""An lceval plugin outside the lceval distribution: a model scheme and a judge."""
+
+from __future__ import annotations
+
+import re
+
+from lceval import hookimpl
+from lceval.errors import UserError
+from lceval.interfaces import Judge, JudgeContext, ModelBackend
+from lceval.types import Generation, GenerationRequest, JudgeInput, Judgment, Message
+
+WORD = re.compile(r"[A-Za-z0-9]+")
+STOP = frozenset("a an and are as at be by did do does for from how in is it of on or the to was "
+                 "were what when where which who whom why will with this that meeting".split())
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in WORD.findall(text)} - STOP
+
+
+class KeywordBaseline(ModelBackend):
+    """Answers with the context lines that share most words with the last question."""
+
+    batch_size = 32
+
+    def __init__(self, lines: int, window: int | None) -> None:
+        self.lines = lines
+        self.context_window = window
+
+    def identity(self) -> dict:
+        return {"scheme": "keyword", "lines": self.lines, "window": self.context_window}
+
+    # a whitespace "tokenizer", enough for lceval's context policy to cut long contexts
+    def tokenize(self, text: str) -> list[int] | None:
+        self._vocab = getattr(self, "_vocab", {})
+        self._rev = getattr(self, "_rev", [])
+        ids = []
+        for tok in text.split(" "):
+            if tok not in self._vocab:
+                self._vocab[tok] = len(self._rev)
+                self._rev.append(tok)
+            ids.append(self._vocab[tok])
+        return ids
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return " ".join(self._rev[t] for t in tokens)
+
+    def count_tokens(self, messages: list[Message]) -> int | None:
+        return sum(len(m.content.split(" ")) + 4 for m in messages)
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        return [self._answer(r) for r in requests]
+
+    def _answer(self, request: GenerationRequest) -> Generation:
+        user_turns = [m.content for m in request.messages if m.role == "user"]
+        question = request.hints.get("question") or user_turns[-1]
+        source = user_turns[0]
+        wanted = _words(question)
+        ranked = sorted(
+            (line for line in source.splitlines() if line.strip()),
+            key=lambda line: -len(wanted & _words(line)),
+        )
+        text = " ".join(ranked[: self.lines])
+        return Generation(request_id=request.request_id, text=text,
+                          prompt_tokens=self.count_tokens(request.messages) or 0,
+                          completion_tokens=len(text.split()))
+
+
+def make_keyword(model: str, options: dict[str, str]) -> KeywordBaseline:
+    known = {"lines", "window"}
+    unknown = set(options) - known
+    if unknown:
+        raise UserError(f"unknown option(s) {', '.join(sorted(unknown))} for keyword: (known: lines, window)",
+                        field="--model")
+    try:
+        lines = int(options.get("lines", "2"))
+        window = int(options["window"]) if "window" in options else None
+    except ValueError:
+        raise UserError(f"keyword: options must be integers, got {options}", field="--model") from None
+    return KeywordBaseline(lines, window)
+
+
+class ContainsJudge(Judge):
+    name = "contains"
+
+    def judge(self, items: list[JudgeInput]) -> list[Judgment]:
+        out = []
+        for item in items:
+            ref = _words(item.reference)
+            hit = bool(ref) and ref <= _words(item.response)
+            out.append(Judgment(item_id=item.item_id, judge=self.name, score=10.0 if hit else 1.0,
+                                raw="contains" if hit else "missing words"))
+        return out
+
+
+def make_contains(ctx: JudgeContext) -> ContainsJudge:
+    return ContainsJudge()
+
+
+@hookimpl
+def register_models(register):
+    register("keyword", make_keyword)
+
+
+@hookimpl
+def register_judges(register):
+    register("contains", make_contains)

@@ -1,0 +1,128 @@
+"""Shared fixtures: data homes (our tiny fixture, or the real data in ../shared/datasets),
+an isolated cache, and a scripted model backend for engine tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from lceval.interfaces import ModelBackend
+from lceval.types import Generation, GenerationRequest, Message
+
+from . import elitr_tiny
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("LCEVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_homes(tmp_path_factory, monkeypatch):
+    """Never touch the user's real cache or data home from a test."""
+    base = tmp_path_factory.mktemp("homes")
+    monkeypatch.setenv("LCEVAL_CACHE", str(base / "cache.sqlite"))
+    monkeypatch.setenv("LCEVAL_DATA", str(base / "data"))
+    monkeypatch.delenv("LCEVAL_DISABLE_PLUGINS", raising=False)
+
+
+@pytest.fixture
+def tiny_home(tmp_path) -> Path:
+    return elitr_tiny.build(tmp_path / "data")
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    if not (SHARED / "elitr-bench" / "data").is_dir():
+        pytest.skip(f"real datasets not found at {SHARED} (set LCEVAL_SHARED_DATASETS)")
+    return SHARED
+
+
+@pytest.fixture
+def real_home(tmp_path, shared_datasets) -> Path:
+    """A data home whose elitr-bench folder points at the shared real data (read-only)."""
+    root = tmp_path / "realdata" / "elitr-bench"
+    root.mkdir(parents=True)
+    for sub in ("data", "czech", "transcripts", "generated-responses", "minutes"):
+        (root / sub).symlink_to(shared_datasets / "elitr-bench" / sub)
+    return tmp_path / "realdata"
+
+
+class ScriptedModel(ModelBackend):
+    """A model with a word tokenizer and a chat template of 3 tokens per message.
+
+    It answers with the first words of the question and counts every request it really
+    generates, so tests can prove what came from the cache. `fail_after` raises
+    KeyboardInterrupt after that many generations, like a user pressing Ctrl-C.
+    """
+
+    batch_size = 1
+
+    def __init__(self, window: int | None = None, fail_after: int | None = None) -> None:
+        self.context_window = window
+        self.fail_after = fail_after
+        self.calls: list[GenerationRequest] = []
+
+    def identity(self) -> dict:
+        return {"scheme": "scripted", "window": self.context_window}
+
+    def count_tokens(self, messages: list[Message]) -> int | None:
+        return sum(len(m.content.split()) + 3 for m in messages) + 2
+
+    def tokenize(self, text: str) -> list[int] | None:
+        vocab = self.__dict__.setdefault("_vocab", {})
+        words = self.__dict__.setdefault("_words", [])
+        ids = []
+        for w in text.split():
+            if w not in vocab:
+                vocab[w] = len(words)
+                words.append(w)
+            ids.append(vocab[w])
+        return ids
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return " ".join(self._words[t] for t in tokens)
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        out = []
+        for r in requests:
+            if self.fail_after is not None and len(self.calls) >= self.fail_after:
+                raise KeyboardInterrupt
+            self.calls.append(r)
+            last = r.messages[-1].content
+            out.append(Generation(request_id=r.request_id, text="answer: " + " ".join(last.split()[-4:]),
+                                  prompt_tokens=self.count_tokens(r.messages) or 0,
+                                  prefilled_tokens=5, completion_tokens=5))
+        return out
+
+
+def plugins_with_model(model: ModelBackend):
+    """The installed plugins plus an in-process `scripted:` scheme serving `model`."""
+    from lceval import hookimpl
+    from lceval.plugins import load_plugins
+
+    class ScriptedPlugin:
+        @hookimpl
+        def register_models(self, register):
+            register("scripted", lambda name, options: model)
+
+    return load_plugins(extra=[("scripted", ScriptedPlugin())])
+
+
+def run_engine(model: ModelBackend, tasks: str, home: Path, tmp_path: Path, **config):
+    """Run the engine (no CLI) and write the run directory; returns (run_dir, results, state)."""
+    from lceval.cache import Cache
+    from lceval.outputs import write_run
+    from lceval.registry import load_registry
+    from lceval.runner import RunConfig, execute
+
+    plugins = plugins_with_model(model)
+    registry = load_registry(plugins)
+    cfg = RunConfig(tasks=tasks, model="scripted:x", progress=False, **config)
+    cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
+    try:
+        state = execute(cfg, plugins, registry, cache, home)
+    finally:
+        cache.close()
+    run_dir, results = write_run(state, plugins, tmp_path / "runs")
+    return run_dir, results, state

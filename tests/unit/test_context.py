@@ -1,0 +1,73 @@
+"""Context policy: only the long context is cut, the budget is computed on the templated
+prompt with room for every answer, and nothing overflows silently."""
+
+from __future__ import annotations
+
+import pytest
+
+from lceval.context import CUT_MARK, fill_context, fit, full_transcript
+from lceval.errors import UserError
+from lceval.types import CONTEXT_SLOT, Conversation, Turn
+
+from ..conftest import ScriptedModel
+
+CONTEXT = " ".join(f"w{i}" for i in range(300))
+
+
+def conv(n_turns: int = 1, history: str = "model") -> Conversation:
+    turns = [Turn(item_id=f"q{i}", user=f"question number {i} ?", reference=f"ref {i}", question=f"q{i}")
+             for i in range(n_turns)]
+    turns[0] = Turn(item_id="q0", user=f"Read this: {CONTEXT_SLOT}\n\nquestion number 0 ?", reference="ref 0",
+                    question="q0")
+    return Conversation(conv_id="c", context=CONTEXT, context_id="m", turns=turns, history=history)
+
+
+def test_fits_untouched():
+    text, cut = fit(conv(), ScriptedModel(window=1000), "error", 50, 50)
+    assert text == CONTEXT and cut.action == "none" and cut.original_tokens == 300
+
+
+def test_error_policy_names_the_numbers():
+    with pytest.raises(UserError, match="window is 200") as err:
+        fit(conv(), ScriptedModel(window=200), "error", 50, 50)
+    assert "truncate-middle" in err.value.render()
+
+
+def test_skip_policy():
+    text, cut = fit(conv(), ScriptedModel(window=200), "skip", 50, 50)
+    assert text is None and cut.action == "skipped"
+
+
+@pytest.mark.parametrize("policy", ["truncate-middle", "truncate-left"])
+def test_truncation_keeps_instructions_and_question(policy):
+    model = ScriptedModel(window=200)
+    c = conv()
+    text, cut = fit(c, model, policy, 50, 50)
+    assert cut.action == "truncated" and cut.kept_tokens < 300
+    messages = fill_context(full_transcript(c, []), text)
+    assert messages[0].content.startswith("Read this: ")
+    assert messages[0].content.endswith("question number 0 ?")
+    assert model.count_tokens(messages) + 50 <= 200
+    words = text.split()
+    if policy == "truncate-middle":
+        assert words[0] == "w0" and words[-1] == "w299" and CUT_MARK.strip() in text
+    else:
+        assert words[-1] == "w299" and "w0" not in words
+
+
+def test_multi_turn_reserves_room_for_every_answer():
+    one = fit(conv(1), ScriptedModel(window=400), "truncate-middle", 30, 30)[1]
+    five = fit(conv(5), ScriptedModel(window=400), "truncate-middle", 30, 30)[1]
+    assert one.action == "none"
+    assert five.action == "truncated"  # 4 earlier answers x 30 tokens + 4 questions no longer fit
+    gold = fit(conv(5, history="gold"), ScriptedModel(window=400), "truncate-middle", 30, 30)[1]
+    assert gold.kept_tokens > five.kept_tokens  # gold history is known exactly: short references
+
+
+def test_model_without_tokenizer_is_passed_through():
+    class Blind(ScriptedModel):
+        def tokenize(self, text):
+            return None
+
+    text, cut = fit(conv(), Blind(window=None), "error", 50, 50)
+    assert text == CONTEXT and cut.original_tokens is None

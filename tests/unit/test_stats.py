@@ -1,0 +1,62 @@
+"""Statistics against independent computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from lceval.stats import across_seeds, cluster_bootstrap, welch_one_tailed
+
+
+def test_welch_matches_scipy_one_tailed():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(5, 2, 30), rng.normal(6, 1, 50)
+    ours = welch_one_tailed(a, b, "less")
+    ref = sps.ttest_ind(a, b, equal_var=False, alternative="less")
+    assert ours["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
+    assert ours["t"] == pytest.approx(ref.statistic, rel=1e-9)
+    greater = welch_one_tailed(a, b, "greater")["p_value"]
+    assert greater == pytest.approx(1 - ours["p_value"], rel=1e-9)
+
+
+def test_welch_hand_computed():
+    # a = [1,2,3]: mean 2, var 1; b = [4,6]: mean 5, var 2
+    res = welch_one_tailed([1, 2, 3], [4, 6])
+    se2 = 1 / 3 + 2 / 2
+    assert res["t"] == pytest.approx(-3 / math.sqrt(se2))
+    assert res["df"] == pytest.approx(se2 ** 2 / ((1 / 3) ** 2 / 2 + 1.0 ** 2 / 1))
+
+
+def test_welch_degenerate_groups_give_no_p_value():
+    assert welch_one_tailed([1], [2, 3])["p_value"] is None
+    assert welch_one_tailed([2, 2], [2, 2])["p_value"] is None
+
+
+def test_cluster_standard_error_hand_computed():
+    # clusters: A=[1,3] (sum 4), B=[5] (sum 5), C=[7,9,11] (sum 27); n=6, mean=6
+    res = cluster_bootstrap([1, 3, 5, 7, 9, 11], ["A", "A", "B", "C", "C", "C"], n_boot=4000, seed=3)
+    resid = np.array([4 - 2 * 6, 5 - 1 * 6, 27 - 3 * 6])
+    expected = math.sqrt(3 / 2 * (resid ** 2).sum()) / 6
+    assert res["value"] == 6 and res["spread"]["stderr"] == pytest.approx(expected)
+    assert res["spread"]["clusters"] == 3
+    assert res["spread"]["ci_low"] < 6 < res["spread"]["ci_high"]
+
+
+def test_cluster_ci_wider_than_naive_when_clusters_correlate():
+    values = [1.0] * 10 + [9.0] * 10
+    clustered = cluster_bootstrap(values, ["a"] * 10 + ["b"] * 10, seed=0)["spread"]
+    independent = cluster_bootstrap(values, [str(i) for i in range(20)], seed=0)["spread"]
+    assert clustered["ci_high"] - clustered["ci_low"] > independent["ci_high"] - independent["ci_low"]
+
+
+def test_single_cluster_has_no_interval():
+    res = cluster_bootstrap([1, 2, 3], ["m", "m", "m"])
+    assert res["value"] == 2 and res["spread"]["ci_low"] is None
+
+
+def test_across_seeds_uses_sample_std():
+    res = across_seeds([6.0, 7.0, 8.0])
+    assert res["mean"] == 7.0 and res["std"] == pytest.approx(1.0) and res["n_seeds"] == 3
