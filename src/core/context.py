@@ -30,10 +30,12 @@ def fill_context(messages: list[Message], context: str) -> list[Message]:
     return out
 
 
-def full_transcript(conv: Conversation, answers: list[str]) -> list[Message]:
-    """Every message of the conversation with `answers` as the assistant turns."""
+def full_transcript(conv: Conversation, answers: list[str], upto: int | None = None) -> list[Message]:
+    """The conversation's messages with `answers` as the assistant turns: every turn (to size
+    the whole conversation), or only up to and including turn `upto` (to ask that turn)."""
     msgs = list(conv.preamble)
-    for i, turn in enumerate(conv.turns):
+    turns = conv.turns if upto is None else conv.turns[: upto + 1]
+    for i, turn in enumerate(turns):
         msgs.append(Message("user", turn.user))
         if i < len(answers):
             msgs.append(Message("assistant", answers[i]))

@@ -131,7 +131,7 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
                     continue
                 turn = st.conv.turns[st.next_turn]
                 messages = ctxpolicy.fill_context(
-                    ctxpolicy.full_transcript(st.conv, st.history_answers()), st.context
+                    ctxpolicy.full_transcript(st.conv, st.history_answers(), upto=st.next_turn), st.context
                 )
                 if window is not None:
                     n = model.backend.count_tokens(messages)

@@ -28,6 +28,7 @@ def test_multi_turn_keeps_order_and_model_history(tiny_home, tmp_path):
     run_engine(model, "elitr_qa_mt", tiny_home, tmp_path, splits=["dev"])
     calls = [r for r in model.calls if r.hints["meeting_id"] == "meeting_en_dev_901"]
     assert [r.hints["question_id"] for r in calls] == ["1", "2", "3"]
+    assert [len(r.messages) for r in calls] == [1, 3, 5]  # a turn never sees later questions
     third = calls[2].messages
     assert [m.role for m in third] == ["user", "assistant", "user", "assistant", "user"]
     assert third[1].content.startswith("answer:")  # the model's own earlier answer
