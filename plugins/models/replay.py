@@ -1,0 +1,216 @@
+"""`replay:` backend: answers with responses a model gave earlier, as published with
+ELITR-Bench (`generated-responses/*.json`).
+
+It lets the whole pipeline (judges, statistics, reports) be checked against the paper's
+numbers without running a model, and lets a judge be compared with the recorded GPT-4,
+Prometheus and human scores (kept in `Generation.extras["recorded_scores"]`).
+
+Model string: `FILE#MODEL_NAME`. FILE may hold `{split}`, filled from each request's
+`hints["split"]`, so one spec covers dev and test2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from lceval import hookimpl
+from lceval.errors import UserError
+from lceval.interfaces import ModelBackend
+from lceval.types import Generation, GenerationRequest
+
+SCHEME = "replay"
+SPLIT_PLACEHOLDER = "{split}"
+_SCORE_SUFFIX = "_score"
+
+
+def _data_home() -> Path:
+    """The engine's data home; the rule is repeated here so the backend still works with a
+    core that predates `lceval.datahome`."""
+    try:
+        from lceval.datahome import data_home
+
+        return Path(data_home())
+    except ImportError:
+        if os.environ.get("LCEVAL_DATA"):
+            return Path(os.environ["LCEVAL_DATA"]).expanduser()
+        import platformdirs
+
+        return Path(platformdirs.user_cache_dir("lceval")) / "data"
+
+
+def _normalize(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _score(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class RecordedFile:
+    """One generated-responses file, indexed by (meeting id, question id)."""
+
+    path: Path
+    split: str | None
+    sha256: str
+    questions: dict[tuple[str, str], dict[str, Any]]
+    models: list[str]
+
+    @classmethod
+    def load(cls, path: Path) -> "RecordedFile":
+        raw = path.read_bytes()
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UserError(f"not valid JSON: {exc}", file=path) from None
+        if not isinstance(data, dict) or not isinstance(data.get("meetings"), list):
+            raise UserError("not an ELITR-Bench generated-responses file", file=path, field="meetings")
+        questions: dict[tuple[str, str], dict[str, Any]] = {}
+        models: dict[str, None] = {}
+        for m_index, meeting in enumerate(data["meetings"]):
+            if not isinstance(meeting, dict) or "id" not in meeting:
+                raise UserError(f"meeting #{m_index} has no 'id'", file=path, field="meetings")
+            for q_index, question in enumerate(meeting.get("questions") or []):
+                where = f"meetings[{m_index}].questions[{q_index}]"
+                for key in ("id", "question", "generated-responses"):
+                    if not isinstance(question, dict) or key not in question:
+                        raise UserError(f"question lacks '{key}'", file=path, field=f"{where}.{key}")
+                if not isinstance(question["generated-responses"], list):
+                    raise UserError("is not a list", file=path, field=f"{where}.generated-responses")
+                for response in question["generated-responses"]:
+                    if not isinstance(response, dict) or "model" not in response \
+                            or "generated-response" not in response:
+                        raise UserError("response lacks 'model' or 'generated-response'", file=path,
+                                        field=f"{where}.generated-responses")
+                    models[str(response["model"])] = None
+                questions[(str(meeting["id"]), str(question["id"]))] = question
+        split = data.get("split")
+        return cls(path=path, split=str(split) if split is not None else None,
+                   sha256=hashlib.sha256(raw).hexdigest(), questions=questions, models=list(models))
+
+    def check_model(self, model: str) -> None:
+        if model not in self.models:
+            raise UserError(f"model '{model}' has no responses in this file", file=self.path,
+                            hint=f"Models in it: {', '.join(self.models) or 'none'}.")
+
+
+class ReplayBackend(ModelBackend):
+    """Looks answers up instead of generating them; nothing to prefill, so big batches."""
+
+    context_window = None
+    batch_size = 64
+
+    def __init__(self, model: str, options: dict[str, str]) -> None:
+        if options:
+            raise UserError(f"the replay backend takes no options, got: {', '.join(options)}",
+                            field="--model", hint="Known options: none.")
+        pattern, sep, name = model.rpartition("#")
+        if not sep or not pattern or not name:
+            file_part = pattern if sep else model
+            hint = "Use replay:FILE#MODEL_NAME."
+            if file_part and SPLIT_PLACEHOLDER not in file_part:
+                try:
+                    found = RecordedFile.load(self._resolve(file_part))
+                    hint += f" Models in the file: {', '.join(found.models) or 'none'}."
+                except UserError:
+                    pass
+            raise UserError(f"replay model '{model}' does not name a model after '#'",
+                            field="--model", hint=hint)
+        self.pattern = pattern
+        self.model_name = name
+        self._files: dict[Path, RecordedFile] = {}
+        if SPLIT_PLACEHOLDER not in pattern:  # nothing to fill in: fail now rather than mid-run
+            self._file(None)
+
+    @staticmethod
+    def _resolve(name: str) -> Path:
+        """Relative paths: the current directory first (a user's own file), then the data
+        home's ELITR-Bench folder (where `lceval data fetch elitr-bench` puts them)."""
+        path = Path(name).expanduser()
+        if path.is_absolute():
+            candidates = [path]
+        else:
+            candidates = [Path.cwd() / path, _data_home() / "elitr-bench" / path]
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        raise UserError(f"replay file not found: {name} (looked in: "
+                        f"{', '.join(str(c) for c in candidates)})", field="--model",
+                        hint="Fetch it with: lceval data fetch elitr-bench")
+
+    def _file(self, split: str | None) -> RecordedFile:
+        if SPLIT_PLACEHOLDER in self.pattern:
+            if not split:
+                raise UserError(f"replay file '{self.pattern}' needs the request's split, "
+                                "but the task gave none", field="--model")
+            name = self.pattern.replace(SPLIT_PLACEHOLDER, split)
+        else:
+            name = self.pattern
+        path = self._resolve(name)
+        if path not in self._files:
+            recorded = RecordedFile.load(path)
+            recorded.check_model(self.model_name)
+            self._files[path] = recorded
+        recorded = self._files[path]
+        if split is not None and recorded.split is not None and recorded.split != split:
+            raise UserError(f"the request is from split '{split}' but this file holds split "
+                            f"'{recorded.split}'", file=path, field="split",
+                            hint="Put {split} in the file name to follow the task's splits.")
+        return recorded
+
+    def identity(self) -> dict[str, Any]:
+        return {"scheme": SCHEME, "file": Path(self.pattern).name, "model": self.model_name}
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        return [self._answer(r) for r in requests]
+
+    def _answer(self, request: GenerationRequest) -> Generation:
+        hints = request.hints
+        missing = [k for k in ("meeting_id", "question_id") if hints.get(k) in (None, "")]
+        if missing:
+            raise UserError(f"request '{request.request_id}' lacks hint(s) {', '.join(missing)}: "
+                            "the replay backend only answers ELITR-Bench questions", field="--model")
+        split = hints.get("split")
+        recorded = self._file(str(split) if split is not None else None)
+        meeting, qid = str(hints["meeting_id"]), str(hints["question_id"])
+        question = recorded.questions.get((meeting, qid))
+        if question is None:
+            raise UserError(f"no recorded question {qid} of meeting {meeting}", file=recorded.path,
+                            field="meetings")
+        asked = hints.get("question")
+        if asked is not None and _normalize(asked) != _normalize(question["question"]):
+            raise UserError(
+                f"meeting {meeting}, question {qid}: the task asks {asked!r} but the file "
+                f"recorded answers to {question['question']!r}", file=recorded.path, field="question",
+                hint="Wrong question set? QA and Conv files word some questions differently.")
+        response = next((r for r in question["generated-responses"]
+                         if str(r["model"]) == self.model_name), None)
+        if response is None:
+            raise UserError(f"model '{self.model_name}' has no response to question {qid} of "
+                            f"meeting {meeting}", file=recorded.path, field="generated-responses")
+        scores = {key[: -len(_SCORE_SUFFIX)]: _score(value) for key, value in response.items()
+                  if key.endswith(_SCORE_SUFFIX)}
+        return Generation(
+            request_id=request.request_id,
+            text=str(response["generated-response"]).strip(),
+            finish_reason="stop",
+            extras={"recorded_scores": scores, "replay_file_sha256": recorded.sha256,
+                    "replay_file": recorded.path.name},
+        )
+
+
+def make_replay(model: str, options: dict[str, str]) -> ReplayBackend:
+    return ReplayBackend(model, options)
+
+
+@hookimpl
+def register_models(register: Callable[[str, Any], None]) -> None:
+    register(SCHEME, make_replay)
