@@ -1,0 +1,91 @@
+"""ELITR-Bench on the real data: the published generations re-scored through the whole
+engine reproduce the paper's numbers (paper 000, Table 2 and Table 9)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from lceval.commands import run
+from lceval.interfaces import TaskContext
+from lceval_plugins.tasks.elitr.task import ElitrTaskType
+
+MODELS_ST = ["GPT-3.5", "GPT-4", "LongAlpaca-7B", "LongAlpaca-13B", "LongChat-7B-v1.5", "Vicuna-7B-v1.5",
+             "Vicuna-13B-v1.5", "LongAlign-7B", "LongAlign-13B"]
+# paper 000, Table 9: one-tailed Welch p-values, test2 single-turn QA, GPT-4 judge
+TABLE9 = {"GPT-3.5": 0.466, "GPT-4": 0.372, "LongAlpaca-7B": 0.713, "LongAlpaca-13B": 0.265,
+          "LongChat-7B-v1.5": 0.032, "Vicuna-7B-v1.5": 0.046, "Vicuna-13B-v1.5": 0.469,
+          "LongAlign-7B": 0.409, "LongAlign-13B": 0.413}
+
+
+def recorded_means(path: Path, source: str = "gpt-4-eval") -> dict[str, float]:
+    data = json.loads(path.read_text())
+    scores: dict[str, list[float]] = defaultdict(list)
+    for meeting in data["meetings"]:
+        for q in meeting["questions"]:
+            for r in q["generated-responses"]:
+                scores[r["model"]].append(float(r[f"{source}_score"]))
+    return {m: sum(v) / len(v) for m, v in scores.items()}
+
+
+def test_real_questions_load_with_their_annotations(real_home, tmp_path):
+    ctx = TaskContext(spec={"options": {}}, spec_path=tmp_path / "s.yaml", data_home=real_home, splits=None,
+                      limit=None, record_file=lambda p: None)
+    convs = ElitrTaskType().load(ctx)
+    assert len(convs) == 271
+    by_split = defaultdict(int)
+    for c in convs:
+        by_split[c.metadata["split"]] += 1
+    assert dict(by_split) == {"dev": 141, "test2": 130}
+    positions = {c.turns[0].metadata["answer_position"] for c in convs}
+    assert positions == {"B", "M", "E", "S"}
+    mt = ElitrTaskType().load(TaskContext(spec={"options": {"mode": "multi-turn", "question_set": "conv"}},
+                                          spec_path=tmp_path / "s.yaml", data_home=real_home, splits=None,
+                                          limit=None, record_file=lambda p: None))
+    assert len(mt) == 18 and sum(len(c.turns) for c in mt) == 271
+
+
+def test_replay_with_recorded_judge_gives_recorded_means_on_dev(real_home, tmp_path, shared_datasets):
+    gen = shared_datasets / "elitr-bench" / "generated-responses" / "elitr-bench-qa_dev_st_gpt-4-eval.json"
+    expected = recorded_means(gen)
+    models = [f"replay:{gen}#{m}" for m in MODELS_ST]
+    reports = run(tasks="elitr_qa", models=models, judge="gpt4-recorded", splits=["dev"], data_home=real_home,
+                  output=tmp_path / "runs", progress=False)
+    assert len(reports) == len(MODELS_ST)
+    for (run_dir, table), name in zip(reports, MODELS_ST):
+        results = json.loads((run_dir / "results.json").read_text())
+        score = results["tasks"]["elitr_qa"]["metrics"]["score"]
+        assert score["value"] == pytest.approx(expected[name], abs=1e-12)
+        assert score["groups"]["dev"]["n"] == 141
+        assert results["tasks"]["elitr_qa"]["accounting"]["judge_parse_failures"] == 0
+    # paper 000 Table 2, single-turn QA dev column (two decimals)
+    table2_dev = {"GPT-3.5": 7.04, "GPT-4": 8.21, "LongAlpaca-7B": 5.89, "LongAlpaca-13B": 6.17,
+                  "LongChat-7B-v1.5": 6.60, "Vicuna-7B-v1.5": 5.42, "LongAlign-7B": 6.11, "LongAlign-13B": 6.27}
+    for name, value in table2_dev.items():
+        assert round(expected[name], 2) == value
+
+
+def test_welch_through_the_engine_reproduces_table9(real_home, tmp_path, shared_datasets):
+    pattern = shared_datasets / "elitr-bench" / "generated-responses" / "elitr-bench-qa_{split}_st_gpt-4-eval.json"
+    models = [f"replay:{pattern}#{m}" for m in MODELS_ST]
+    reports = run(tasks="elitr_qa", models=models, judge="gpt4-recorded", data_home=real_home,
+                  output=tmp_path / "runs", progress=False)
+    for (run_dir, _), name in zip(reports, MODELS_ST):
+        score = json.loads((run_dir / "results.json").read_text())["tasks"]["elitr_qa"]["metrics"]["score"]
+        test2 = score["groups"]["test2"]
+        assert round(test2["tests"]["lost_in_the_middle"]["p_value"], 3) == TABLE9[name]
+        assert test2["n"] == 130 and score["groups"]["dev"]["n"] == 141
+        assert score["mean_of_groups"] == pytest.approx((score["groups"]["dev"]["value"] + test2["value"]) / 2)
+        assert test2["spread"]["clusters"] == 8  # questions resampled by meeting
+
+
+def test_replay_refuses_the_wrong_question_set(real_home, tmp_path, shared_datasets):
+    from lceval.errors import UserError
+
+    gen = shared_datasets / "elitr-bench" / "generated-responses" / "elitr-bench-conv_dev_mt_gpt-4-eval.json"
+    with pytest.raises(UserError):
+        run(tasks="elitr_qa_mt", models=[f"replay:{gen}#GPT-4"], judge="gpt4-recorded", splits=["dev"],
+            data_home=real_home, output=tmp_path / "runs", progress=False)

