@@ -49,13 +49,19 @@ def build_results(state: RunState, run_id: str) -> dict[str, Any]:
     return results
 
 
-def _git_commit() -> str | None:
+def _git_commit() -> dict[str, Any] | None:
+    """The commit of the lceval source tree this run used (editable installs), if any."""
+    here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=os.getcwd())
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=5)
+        if head.returncode != 0:
+            return None
+        status = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
 def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -51,6 +53,10 @@ def test_second_run_is_served_from_cache(tiny_home, tmp_path):
     assert state.usage["cache_hits"] == 7 and state.usage["generated"] == 0
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["usage"]["cache_hits"] == 7
+    read = {Path(p).name: h for p, h in manifest["data_files"].items()}
+    expected = hashlib.sha256((tiny_home / "elitr-bench/data/elitr-bench-qa_dev.json").read_bytes()).hexdigest()
+    assert read["elitr-bench-qa_dev.json"] == expected and "meeting_en_dev_901.txt" in read
+    assert manifest["resolved"]["tasks"]["elitr_qa"]["spec"]["options"]["mode"] == "single-turn"
 
 
 def test_interrupted_run_resumes_without_recomputing(tiny_home, tmp_path):
