@@ -1,0 +1,136 @@
+"""`data fetch`: checksums first, atomic install, a second fetch is a no-op, and a bad
+archive leaves the data home exactly as it was."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from lceval.datahome import dataset_path, extract_zip, fetch, sha256_file
+from lceval.errors import UserError
+from lceval.interfaces import Dataset, DatasetFile
+
+
+def make_zip(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+class Counting:
+    def __init__(self, fail: bool = False) -> None:
+        self.calls = 0
+        self.fail = fail
+
+    def __call__(self, archives: dict[str, Path], dest: Path) -> None:
+        self.calls += 1
+        extract_zip(archives["a.zip"], dest, None, lambda rel: rel)
+        if self.fail:
+            raise UserError("install step failed on purpose")
+
+
+@pytest.fixture
+def source(tmp_path) -> Path:
+    folder = tmp_path / "published"
+    folder.mkdir()
+    make_zip(folder / "a.zip", {"x/one.txt": b"one", "two.txt": b"two", "__MACOSX/._two.txt": b"junk",
+                                "x/.DS_Store": b"junk"})
+    return folder
+
+
+def dataset(source: Path, install, sha: str | None = None) -> Dataset:
+    digest = sha or sha256_file(source / "a.zip")
+    return Dataset(name="toy", description="toy", files=[DatasetFile("a.zip", "http://127.0.0.1:9/a.zip", digest)],
+                   install=install)
+
+
+def test_install_then_noop(tmp_path, source):
+    install = Counting()
+    home = tmp_path / "home"
+    first = fetch(dataset(source, install), str(source), home)
+    assert first.status == "installed" and install.calls == 1
+    assert snapshot(home / "toy").keys() == {"x/one.txt", "two.txt", "CHECKSUMS.json"}
+    second = fetch(dataset(source, install), str(source), home)
+    assert second.status == "already-present" and install.calls == 1
+    assert dataset_path("toy", home) == home / "toy"
+    assert [p.name for p in home.iterdir()] == ["toy"]  # no scratch folders left behind
+
+
+def test_modified_install_is_repaired(tmp_path, source):
+    install = Counting()
+    home = tmp_path / "home"
+    fetch(dataset(source, install), str(source), home)
+    (home / "toy" / "two.txt").write_bytes(b"edited")
+    assert fetch(dataset(source, install), str(source), home).status == "installed"
+    assert (home / "toy" / "two.txt").read_bytes() == b"two" and install.calls == 2
+
+
+def test_checksum_mismatch_leaves_home_untouched(tmp_path, source):
+    home = tmp_path / "home"
+    fetch(dataset(source, Counting()), str(source), home)
+    before = snapshot(home)
+    install = Counting()
+    with pytest.raises(UserError, match="checksum mismatch") as err:
+        fetch(dataset(source, install, sha="0" * 64), str(source), home)
+    assert "a.zip" in err.value.render() and install.calls == 0
+    assert snapshot(home) == before
+
+
+def test_partial_archive_is_rejected(tmp_path, source):
+    good = sha256_file(source / "a.zip")
+    data = (source / "a.zip").read_bytes()
+    (source / "a.zip").write_bytes(data[: len(data) // 2])
+    with pytest.raises(UserError, match="checksum mismatch"):
+        fetch(dataset(source, Counting(), sha=good), str(source), tmp_path / "home")
+    assert not (tmp_path / "home" / "toy").exists()
+
+
+def test_failing_install_keeps_the_previous_copy(tmp_path, source):
+    home = tmp_path / "home"
+    fetch(dataset(source, Counting()), str(source), home)
+    (home / "toy" / "two.txt").write_bytes(b"edited")  # forces a reinstall
+    before = snapshot(home)
+    with pytest.raises(UserError, match="on purpose"):
+        fetch(dataset(source, Counting(fail=True)), str(source), home)
+    assert snapshot(home) == before
+
+
+def test_path_traversal_is_refused(tmp_path):
+    bad = make_zip(tmp_path / "evil.zip", {"../../escape.txt": b"x"})
+    with pytest.raises(UserError, match="outside the dataset folder"):
+        extract_zip(bad, tmp_path / "out", None, lambda rel: rel)
+    assert not (tmp_path.parent / "escape.txt").exists()
+
+
+@pytest.mark.skipif(shutil.which("zip") is None, reason="needs the zip command for an encrypted archive")
+def test_password_protected_zip(tmp_path):
+    (tmp_path / "secret.txt").write_text("hidden")
+    subprocess.run(["zip", "-q", "-P", "pw", "s.zip", "secret.txt"], cwd=tmp_path, check=True)
+    out = extract_zip(tmp_path / "s.zip", tmp_path / "out", "pw", lambda rel: rel)
+    assert out[0].read_text() == "hidden"
+    with pytest.raises(UserError, match="cannot unpack"):
+        extract_zip(tmp_path / "s.zip", tmp_path / "out2", "wrong", lambda rel: rel)
+
+
+def test_missing_dataset_and_missing_source(tmp_path, source):
+    with pytest.raises(UserError, match="lceval data fetch toy"):
+        dataset_path("toy", tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UserError, match="missing from the --from folder"):
+        fetch(dataset(source, Counting()), str(empty), tmp_path / "h")
+
+
+def test_unreachable_url_says_to_use_from(tmp_path, source):
+    with pytest.raises(UserError, match="--from FOLDER"):
+        fetch(dataset(source, Counting()), None, tmp_path / "home")
+    assert [p for p in (tmp_path / "home").iterdir()] == []
