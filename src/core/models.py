@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import UserError
-from .interfaces import ModelBackend
+from .interfaces import ModelBackend, ModelFactory
 from .plugins import Plugins
 from .registry import Registry
 
@@ -57,6 +57,11 @@ def parse_model_spec(text: str, registry: Registry, field: str = "--model") -> M
 
 
 def make_model(spec: ModelSpec, plugins: Plugins, field: str = "--model") -> ModelBackend:
+    return backend_factory(spec, plugins, field)(spec.model, dict(spec.options))
+
+
+def backend_factory(spec: ModelSpec, plugins: Plugins, field: str = "--model") -> ModelFactory:
+    """The factory for the spec's scheme; an unknown scheme fails here, before any work."""
     if spec.scheme not in plugins.models:
         raise UserError(
             f"no backend for scheme '{spec.scheme}' (model '{spec.text}')",
@@ -64,4 +69,4 @@ def make_model(spec: ModelSpec, plugins: Plugins, field: str = "--model") -> Mod
             hint=f"Installed schemes: {', '.join(sorted(plugins.models)) or 'none'}; "
             "`lceval plugins` shows what failed to load.",
         )
-    return plugins.models[spec.scheme](spec.model, dict(spec.options))
+    return plugins.models[spec.scheme]

@@ -14,7 +14,7 @@ from . import context as ctxpolicy
 from .cache import Cache, CachedModel, canonical_hash, messages_payload
 from .errors import UserError
 from .interfaces import JudgeContext, Judge, TaskContext
-from .models import ModelSpec, make_model, parse_model_spec
+from .models import ModelSpec, backend_factory, make_model, parse_model_spec
 from .plugins import Plugins
 from .registry import Registry
 from .scheduler import ConversationState, schedule
@@ -193,6 +193,9 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
     specs = [apply_overrides(s, config) for s in registry.resolve_tasks(config.tasks)]
     model_spec = parse_model_spec(config.model, registry)
     jspec = parse_model_spec(config.judge_model, registry, field="--judge-model") if config.judge_model else None
+    backend_factory(model_spec, plugins)
+    if jspec is not None:
+        backend_factory(jspec, plugins, field="--judge-model")
     recorder = FileRecorder()
     # data first: a missing dataset or a bad option is reported before any model is loaded
     loaded = [(spec, load_task(spec, config, plugins, data_home, recorder)) for spec in specs]
