@@ -32,7 +32,9 @@ def test_single_turn_one_conversation_per_question(tiny_home, tmp_path):
 
 def test_fig4_prompt_text():
     assert FIG4_PROMPT.startswith("The following is the transcript of a meeting with multiple participants")
-    assert FIG4_PROMPT.endswith("by making inferences from the provided transcript.")
+    # as the authors' format_inference_prompt: the prompt ends with a blank line, and the
+    # first user turn adds another one before the question (inference_llama2.py)
+    assert FIG4_PROMPT.endswith("by making inferences from the provided transcript.\n\n")
 
 
 def test_multi_turn_one_conversation_per_meeting(tiny_home, tmp_path):
@@ -44,9 +46,15 @@ def test_multi_turn_one_conversation_per_meeting(tiny_home, tmp_path):
 
 def test_qa_markers(tiny_home, tmp_path):
     convs, _ = load(tiny_home, tmp_path, mode="multi-turn", qa_markers=True, splits=["dev"])
-    assert convs[0].turns[0].user.endswith("\n\nQUESTION: Who opened the meeting?\nANSWER:")
-    assert convs[0].turns[1].user == "QUESTION: Which tool did they choose for the demo?\nANSWER:"
+    assert convs[0].turns[0].user.endswith("transcript.\n\n\n\nQUESTION: Who opened the meeting? ANSWER:")
+    assert convs[0].turns[1].user == "QUESTION: Which tool did they choose for the demo? ANSWER:"
     assert convs[0].turns[1].question == "Which tool did they choose for the demo?"
+
+
+def test_system_prompt_role_as_the_gpt_inference_code(tiny_home, tmp_path):
+    convs, _ = load(tiny_home, tmp_path, prompt_role="system", splits=["dev"])
+    assert convs[0].preamble[0].role == "system" and CONTEXT_SLOT in convs[0].preamble[0].content
+    assert convs[0].turns[0].user == "Who opened the meeting?"
 
 
 def test_conv_questions_and_czech(tiny_home, tmp_path):

@@ -109,3 +109,13 @@ def test_truncation_is_recorded_and_reported(tiny_home, tmp_path):
         assert model.count_tokens(r.messages) + 40 <= 120
     cut = json.loads((run_dir / "samples.jsonl").read_text().splitlines()[0])["context_cut"]
     assert cut["action"] == "truncated" and cut["kept_tokens"] < cut["original_tokens"]
+
+
+def test_system_prompt_carries_the_context(tiny_home, tmp_path):
+    model = ScriptedModel()
+    run_engine(model, "elitr_qa_mt", tiny_home, tmp_path, splits=["test2"],
+               overrides={"options.prompt_role": "system"})
+    first, second = model.calls[0].messages, model.calls[1].messages
+    assert [m.role for m in first] == ["system", "user"] and "(PERSON2) I will write the report." in first[0].content
+    assert first[1].content == "Who will write the report?"
+    assert [m.role for m in second] == ["system", "user", "assistant", "user"]

@@ -1,12 +1,20 @@
 """ELITR-Bench task type: questions about hour-long meeting transcripts.
 
-Follows paper 000 (ELITR-Bench, workshop version): answer prompt of Fig. 4; the first user
-message is the prompt, a blank line and the question, later user messages are the
-question alone (§3 and App. G); optional 'QUESTION:' / 'ANSWER:' markers (App. B.2);
-single-turn (one conversation per question) or multi-turn (one conversation per meeting,
-questions in the dataset's order). In multi-turn the history holds the model's own answers
-(the paper's protocol) or, with `history: gold`, the reference answers, which isolates
-error propagation.
+Follows paper 000 (ELITR-Bench, workshop version) and, where the paper leaves details open,
+the authors' own code (utter-project/ELITR-Bench, `utils/common.py` and `inference/`):
+
+- answer prompt of Fig. 4, byte for byte as `format_inference_prompt` builds it (it ends
+  with a blank line);
+- `prompt_role: user` (default; `inference_llama2.py`): the first user message is that
+  prompt + "\n\n" + the question, later user messages are the question alone;
+  `prompt_role: system` (`inference_gpt.py`): the prompt is the system message and every
+  user message is the question alone;
+- questions are stripped; with `qa_markers` (App. B.2) a user message reads
+  "QUESTION: <question> ANSWER:";
+- single-turn: one conversation per question; multi-turn: one conversation per meeting,
+  questions in the dataset's order. In multi-turn the history holds the model's own
+  answers (the paper's protocol) or, with `history: gold`, the reference answers, which
+  isolates error propagation.
 """
 
 from __future__ import annotations
@@ -17,14 +25,15 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
-from lceval.types import CONTEXT_SLOT, Conversation, Turn
+from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
-#: Paper 000, Figure 4 (answer prompt); {transcript} is the meeting-specific span.
+#: Paper 000, Figure 4 (answer prompt), exactly as the authors' `format_inference_prompt`
+#: renders it; {transcript} is the meeting-specific span.
 FIG4_PROMPT = (
     "The following is the transcript of a meeting with multiple participants, where utterances "
     "start with the speaker's anonymized name (for instance (PERSON4)) and may span over several "
     "lines.\n\n{transcript}\n\nAs a professional conversational assistant, your task is to answer "
-    "questions about the meeting by making inferences from the provided transcript."
+    "questions about the meeting by making inferences from the provided transcript.\n\n"
 )
 
 SPLITS = ("dev", "test2")
@@ -38,6 +47,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "mode": {"enum": ["single-turn", "multi-turn"]},
         "history": {"enum": ["model", "gold"]},
         "qa_markers": {"type": "boolean"},
+        "prompt_role": {"enum": ["user", "system"]},
         "prompt": {"type": "string", "pattern": "\\{transcript\\}"},
     },
 }
@@ -48,6 +58,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "mode": "single-turn",
     "history": "model",
     "qa_markers": False,
+    "prompt_role": "user",
     "prompt": FIG4_PROMPT,
 }
 
@@ -59,10 +70,9 @@ def questions_file(root: Path, question_set: str, language: str, split: str) -> 
 
 
 def format_question(question: str, qa_markers: bool) -> str:
-    """App. B.2: markers put 'QUESTION:' before the question and 'ANSWER:' where the answer
-    starts; with a chat template the answer is the assistant turn, so 'ANSWER:' closes the
-    user message."""
-    return f"QUESTION: {question}\nANSWER:" if qa_markers else question
+    """As the authors' inference code formats a user turn (App. B.2 markers)."""
+    question = question.strip()
+    return f"QUESTION: {question} ANSWER:" if qa_markers else question
 
 
 def _read_json(path: Path, ctx: TaskContext) -> dict[str, Any]:
@@ -150,14 +160,20 @@ class ElitrTaskType(TaskType):
                        opts: dict[str, Any]) -> list[Conversation]:
         context_id = f"{split}/{meeting}"
         meta = {"split": split, "meeting_id": meeting}
+        preamble: list[Message] = []
+        if opts["prompt_role"] == "system":
+            preamble = [Message("system", prompt)]
 
         def first(turn: Turn) -> Turn:
+            if preamble:
+                return turn
             return Turn(item_id=turn.item_id, user=f"{prompt}\n\n{turn.user}", reference=turn.reference,
                         question=turn.question, metadata=turn.metadata)
 
         if opts["mode"] == "single-turn":
             return [Conversation(conv_id=t.item_id, context=transcript, context_id=context_id,
-                                 turns=[first(t)], history=opts["history"], metadata=meta)
+                                 turns=[first(t)], preamble=preamble, history=opts["history"], metadata=meta)
                     for t in turns]
         return [Conversation(conv_id=context_id, context=transcript, context_id=context_id,
-                             turns=[first(turns[0])] + turns[1:], history=opts["history"], metadata=meta)]
+                             turns=[first(turns[0])] + turns[1:], preamble=preamble, history=opts["history"],
+                             metadata=meta)]
