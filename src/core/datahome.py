@@ -74,13 +74,15 @@ def _installed_ok(target: Path, dataset: Dataset) -> bool:
     return True
 
 
-def _download(url: str, dest: Path) -> None:
+def _download(url: str, dest: Path, from_prefix: bool) -> None:
     try:
         with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as resp, open(dest, "wb") as out:
             shutil.copyfileobj(resp, out)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise UserError(f"cannot download {url}: {getattr(exc, 'reason', exc)}", field="--from",
-                        hint="Without network, copy the archives into a folder and pass --from FOLDER.") from None
+        raise UserError(f"cannot download {url}: {getattr(exc, 'reason', exc)}",
+                        field="--from" if from_prefix else None,
+                        hint="Without network, copy the published archives into a folder and pass "
+                        "--from FOLDER.") from None
 
 
 def _obtain(file: DatasetFile, source: str | None, scratch: Path) -> Path:
@@ -97,7 +99,7 @@ def _obtain(file: DatasetFile, source: str | None, scratch: Path) -> Path:
         return path
     url = f"{source.rstrip('/')}/{file.name}" if source else file.url
     dest = scratch / file.name
-    _download(url, dest)
+    _download(url, dest, from_prefix=bool(source))
     return dest
 
 

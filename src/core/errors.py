@@ -36,5 +36,5 @@ class UserError(Exception):
             where.append(f"field '{self.field}'")
         text = (", ".join(where) + ": " if where else "") + self.message
         if self.hint:
-            text += f" {self.hint}"
+            text += ("" if text.endswith((".", "?", "!", ")")) else ".") + f" {self.hint}"
         return text

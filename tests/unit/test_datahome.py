@@ -134,3 +134,26 @@ def test_unreachable_url_says_to_use_from(tmp_path, source):
     with pytest.raises(UserError, match="--from FOLDER"):
         fetch(dataset(source, Counting()), None, tmp_path / "home")
     assert [p for p in (tmp_path / "home").iterdir()] == []
+
+
+def test_download_from_a_url_prefix(tmp_path, source):
+    """The download path, against a server on loopback serving the published folder."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(source))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        report = fetch(dataset(source, Counting()), url, tmp_path / "home")
+        assert report.status == "installed"
+        assert (tmp_path / "home" / "toy" / "x" / "one.txt").read_bytes() == b"one"
+        with pytest.raises(UserError, match="cannot download"):
+            fetch(dataset(source, Counting(), sha="1" * 64), url + "/nothing-here", tmp_path / "home2")
+    finally:
+        server.shutdown()
+        server.server_close()
