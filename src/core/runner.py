@@ -4,7 +4,7 @@ model -> judge -> samples. Knows no benchmark and no backend by name."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,6 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
                     n = model.backend.count_tokens(messages)
                     if n is not None and n + params.max_new_tokens > window:
                         # an earlier answer ran past the reserve: stop here, say so, never overflow
-                        st.cut = ContextCut(st.cut.policy, st.cut.original_tokens, st.cut.kept_tokens, "skipped")
                         st.finish_skipped()
                         continue
                 hints = {**st.conv.metadata, **turn.metadata, "item_id": turn.item_id, "question": turn.question}
@@ -153,7 +152,9 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
         for st in states:
             for i in range(len(st.conv.turns)):
                 gen = st.generations[i] if i < len(st.generations) else None
-                out.append((st.conv, i, gen, st.cut, st.prompt_hashes[i] if i < len(st.prompt_hashes) else ""))
+                # turns left unasked (context skipped, or no room left mid-conversation) are skipped
+                cut = st.cut if gen is not None else replace(st.cut, action="skipped")
+                out.append((st.conv, i, gen, cut, st.prompt_hashes[i] if i < len(st.prompt_hashes) else ""))
     finally:
         bar.close()
     return out

@@ -119,3 +119,28 @@ def test_system_prompt_carries_the_context(tiny_home, tmp_path):
     assert [m.role for m in first] == ["system", "user"] and "(PERSON2) I will write the report." in first[0].content
     assert first[1].content == "Who will write the report?"
     assert [m.role for m in second] == ["system", "user", "assistant", "user"]
+
+
+def test_conversation_stops_when_answers_outgrow_their_reserve(tiny_home, tmp_path):
+    """Answers longer than `answer_reserve` leave no room for the last turn: it is skipped
+    and counted, never sent past the window."""
+
+    class Verbose(ScriptedModel):
+        def generate(self, requests):
+            gens = super().generate(requests)
+            for g in gens:
+                g.text = "word " * 60
+            return gens
+
+    model = Verbose(window=260)
+    run_dir, results, _ = run_engine(model, "elitr_qa_mt", tiny_home, tmp_path, splits=["dev"],
+                                     overrides={"generation.max_new_tokens": 60, "context.answer_reserve": 5})
+    for r in model.calls:
+        assert model.count_tokens(r.messages) + 60 <= 260
+    samples = [json.loads(l) for l in (run_dir / "samples.jsonl").read_text().splitlines()]
+    answered = [s for s in samples if s["response"] is not None]
+    skipped = [s for s in samples if s["response"] is None]
+    assert answered and skipped
+    assert all(s["context_cut"]["action"] != "skipped" for s in answered)
+    assert all(s["context_cut"]["action"] == "skipped" for s in skipped)
+    assert results["tasks"]["elitr_qa_mt"]["accounting"]["skipped"] == len(skipped)
