@@ -78,10 +78,25 @@ class FileRecorder:
             self.files[key] = h.hexdigest()
 
 
+def _blame_overrides(exc: UserError, config: RunConfig) -> UserError:
+    """A schema error in a field the user set on the command line names the flag, not the
+    spec file it would otherwise seem to come from."""
+    field = exc.field or ""
+    for key in config.overrides:
+        if key == field or key.startswith(field + ".") or field.startswith(key + "."):
+            return UserError(exc.message, field=f"--set {key}")
+    if config.context_policy and field.startswith("context"):
+        return UserError(exc.message, field="--context-policy")
+    return exc
+
+
 def load_task(spec: TaskSpec, config: RunConfig, plugins: Plugins, data_home: Path,
               recorder: FileRecorder) -> list[Conversation]:
     task_type = plugins.get("task-type", spec.type)
-    check_options(spec, task_type.options_schema)
+    try:
+        check_options(spec, task_type.options_schema)
+    except UserError as exc:
+        raise _blame_overrides(exc, config) from None
     ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home,
                       splits=config.splits, limit=config.limit, record_file=recorder)
     return task_type.load(ctx)
@@ -97,7 +112,10 @@ def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
         node[keys[-1]] = value
     if config.context_policy:
         overrides.setdefault("context", {})["policy"] = config.context_policy
-    return with_overrides(spec, overrides)
+    try:
+        return with_overrides(spec, overrides)
+    except UserError as exc:
+        raise _blame_overrides(exc, config) from None
 
 
 def make_judge(spec: TaskSpec, config: RunConfig, plugins: Plugins, registry: Registry,

@@ -42,6 +42,8 @@ def test_tasks_show_prints_resolved_spec(capsys):
     (["run", "--tasks", "elitr_qa", "--model", "warp:x"], "no backend for scheme 'warp'"),
     (["run", "--tasks", "elitr_qa", "--model", "smollm2", "--seed", "a,b"], "seeds must be integers"),
     (["tasks", "show", "nope"], "unknown task or suite 'nope'"),
+    (["run", "--tasks", "elitr_qa", "--model", "smollm2", "--set", "generation.max_new_token=5"],
+     "field '--set generation.max_new_token'"),
     (["-p", "lexical", "plugins"], "-p takes no:NAME"),
 ])
 def test_bad_input_exits_2_with_a_message(argv, needle, capsys):
