@@ -65,6 +65,9 @@ class Judge(ABC):
     name: str = "judge"
     #: Score range the judge reports on; the ELITR scale is 1-10.
     scale: tuple[float, float] = (1.0, 10.0)
+    #: True for judges that call the `--judge-model`; giving one to a judge that ignores it
+    #: is an error rather than a silently unused flag.
+    uses_model: bool = False
 
     @abstractmethod
     def judge(self, items: list[JudgeInput]) -> list[Judgment]: ...

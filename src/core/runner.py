@@ -122,7 +122,11 @@ def make_judge(spec: TaskSpec, config: RunConfig, plugins: Plugins, registry: Re
                judge_model: CachedModel | None, seed: int) -> Judge:
     chosen = registry.resolve_judge(config.judge) if config.judge else dict(spec.data["judge"])
     factory = plugins.get("judge", chosen["name"])
-    return factory(JudgeContext(options=dict(chosen.get("options") or {}), model=judge_model, seed=seed))
+    judge = factory(JudgeContext(options=dict(chosen.get("options") or {}), model=judge_model, seed=seed))
+    if judge_model is not None and not judge.uses_model:
+        raise UserError(f"judge '{chosen['name']}' does not call a model", field="--judge-model",
+                        hint="Drop --judge-model, or pick a judge that uses one.")
+    return judge
 
 
 def generate_task(spec: TaskSpec, conversations: list[Conversation], model: CachedModel,

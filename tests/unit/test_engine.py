@@ -144,3 +144,10 @@ def test_conversation_stops_when_answers_outgrow_their_reserve(tiny_home, tmp_pa
     assert all(s["context_cut"]["action"] != "skipped" for s in answered)
     assert all(s["context_cut"]["action"] == "skipped" for s in skipped)
     assert results["tasks"]["elitr_qa_mt"]["accounting"]["skipped"] == len(skipped)
+
+
+def test_judge_model_for_a_judge_that_ignores_it_is_refused(tiny_home, tmp_path):
+    from lceval.errors import UserError
+
+    with pytest.raises(UserError, match="does not call a model"):
+        run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path, judge_model="scripted:judge")
