@@ -43,13 +43,15 @@ def full_transcript(conv: Conversation, answers: list[str], upto: int | None = N
 
 
 def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: int,
-        answer_reserve: int) -> tuple[str | None, ContextCut]:
-    """Return the context to send (None = skip the conversation) and what was done."""
+        answer_reserve: int, context_ids: list[int] | None = None) -> tuple[str | None, ContextCut]:
+    """Return the context to send (None = skip the conversation) and what was done.
+    `context_ids` may pass the context's tokens when several conversations share it."""
     if policy not in POLICIES:
         raise UserError(f"unknown context policy '{policy}' (known: {', '.join(POLICIES)})",
                         field="context.policy")
     window = model.context_window
-    context_ids = model.tokenize(conv.context) if window else None
+    if window and context_ids is None:
+        context_ids = model.tokenize(conv.context)
     if window is None or context_ids is None:
         return conv.context, ContextCut(policy=policy, original_tokens=None, kept_tokens=None)
 

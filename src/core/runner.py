@@ -135,11 +135,15 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     params = spec.generation_params(seed)
     policy = spec.data["context"]["policy"]
     reserve = int(spec.data["context"].get("answer_reserve", params.max_new_tokens))
-    states: list[ConversationState] = []
-    for conv in conversations:
-        text, cut = ctxpolicy.fit(conv, model.backend, policy, params.max_new_tokens, reserve)
-        states.append(ConversationState(conv=conv, context=text, cut=cut))
     window = model.backend.context_window
+    states: list[ConversationState] = []
+    tokens: dict[str, list[int] | None] = {}  # a meeting's questions share one tokenization
+    for conv in conversations:
+        if window and conv.context_id not in tokens:
+            tokens[conv.context_id] = model.backend.tokenize(conv.context)
+        text, cut = ctxpolicy.fit(conv, model.backend, policy, params.max_new_tokens, reserve,
+                                  context_ids=tokens.get(conv.context_id))
+        states.append(ConversationState(conv=conv, context=text, cut=cut))
     out: list[tuple[Conversation, int, Any, ContextCut, str]] = []
     total = sum(len(c.turns) for c in conversations)
     bar = tqdm(total=total, desc=spec.name, unit="q", disable=not progress or None, leave=False)
@@ -155,7 +159,8 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
                 messages = ctxpolicy.fill_context(
                     ctxpolicy.full_transcript(st.conv, st.history_answers(), upto=st.next_turn), st.context
                 )
-                if window is not None:
+                if window is not None and st.next_turn > 0 and st.conv.history == "model":
+                    # the policy sized the first turn exactly; later ones depend on answers
                     n = model.backend.count_tokens(messages)
                     if n is not None and n + params.max_new_tokens > window:
                         # an earlier answer ran past the reserve: stop here, say so, never overflow
