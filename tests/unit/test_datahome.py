@@ -3,6 +3,8 @@ archive leaves the data home exactly as it was."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import zipfile
@@ -10,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lceval.datahome import dataset_path, extract_zip, fetch, sha256_file
+from lceval import datahome
+from lceval.datahome import data_home, dataset_path, extract_zip, fetch, read_zip_member, sha256_file
 from lceval.errors import UserError
 from lceval.interfaces import Dataset, DatasetFile
 
@@ -131,9 +134,10 @@ def test_missing_dataset_and_missing_source(tmp_path, source):
 
 
 def test_unreachable_url_says_to_use_from(tmp_path, source):
-    with pytest.raises(UserError, match="--from FOLDER"):
+    with pytest.raises(UserError, match="--from FOLDER") as err:
         fetch(dataset(source, Counting()), None, tmp_path / "home")
-    assert [p for p in (tmp_path / "home").iterdir()] == []
+    assert "http://127.0.0.1:9/a.zip" in err.value.render()
+    assert not (tmp_path / "home").exists()  # created for the fetch, removed with it
 
 
 def test_download_from_a_url_prefix(tmp_path, source):
@@ -157,3 +161,101 @@ def test_download_from_a_url_prefix(tmp_path, source):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_checksums_record(tmp_path, source):
+    home = tmp_path / "home"
+    report = fetch(dataset(source, Counting()), str(source), home)
+    record = json.loads((home / "toy" / "CHECKSUMS.json").read_text())
+    assert record["archives"] == {"a.zip": sha256_file(source / "a.zip")} == report.files
+    assert record["files"] == {"x/one.txt": sha256_file(home / "toy" / "x" / "one.txt"),
+                               "two.txt": sha256_file(home / "toy" / "two.txt")}
+    assert record["source"] == str(source.resolve())
+
+
+def test_noop_download_check_happens_before_any_download(tmp_path, source):
+    """Installed from a folder, then fetched from the (unreachable) official URL: the record
+    alone proves the install is current, so nothing is downloaded."""
+    install = Counting()
+    home = tmp_path / "home"
+    fetch(dataset(source, install), str(source), home)
+    assert fetch(dataset(source, install), None, home).status == "already-present"
+    assert install.calls == 1
+
+
+def test_noop_with_a_folder_still_hashes_the_folder(tmp_path, source):
+    home = tmp_path / "home"
+    install = Counting()
+    fetch(dataset(source, install), str(source), home)
+    before = snapshot(home)
+    make_zip(source / "a.zip", {"two.txt": b"tampered"})  # the folder now holds another archive
+    with pytest.raises(UserError, match="checksum mismatch for 'a.zip'"):
+        fetch(dataset(source, install, sha=json.loads(before["toy/CHECKSUMS.json"])["archives"]["a.zip"]),
+              str(source), home)
+    assert snapshot(home) == before and install.calls == 1
+
+
+def test_single_archive_as_from(tmp_path, source):
+    home = tmp_path / "home"
+    assert fetch(dataset(source, Counting()), str(source / "a.zip"), home).status == "installed"
+    two = Dataset(name="two", description="", files=[DatasetFile("a.zip", "u", "0" * 64),
+                                                     DatasetFile("b.zip", "u", "0" * 64)],
+                  install=Counting())
+    with pytest.raises(UserError, match="needs 2 archives"):
+        fetch(two, str(source / "a.zip"), home)
+
+
+def test_failed_swap_puts_the_old_copy_back(tmp_path, source, monkeypatch):
+    home = tmp_path / "home"
+    fetch(dataset(source, Counting()), str(source), home)
+    (home / "toy" / "two.txt").write_bytes(b"edited")  # forces a reinstall
+    before = snapshot(home)
+    real_replace = os.replace
+    calls = []
+
+    def flaky(src, dst):
+        calls.append(src)
+        if len(calls) == 2:  # renaming the new copy in fails
+            raise OSError("disk trouble")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(datahome.os, "replace", flaky)
+    with pytest.raises(OSError, match="disk trouble"):
+        fetch(dataset(source, Counting()), str(source), home)
+    assert snapshot(home) == before and [p.name for p in home.iterdir()] == ["toy"]
+
+
+@pytest.mark.parametrize("field, kwargs", [
+    ("files.sha256", {"sha256": "abc"}),
+    ("files.name", {"name": "../a.zip"}),
+])
+def test_bad_dataset_definition(tmp_path, source, field, kwargs):
+    file = DatasetFile(**{"name": "a.zip", "url": "u", "sha256": "0" * 64, **kwargs})
+    bad = Dataset(name="toy", description="", files=[file], install=Counting())
+    with pytest.raises(UserError) as err:
+        fetch(bad, str(source), tmp_path / "home")
+    assert err.value.field == field and not (tmp_path / "home").exists()
+
+
+def test_data_home_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("LCEVAL_DATA", str(tmp_path / "d"))
+    assert data_home() == tmp_path / "d"
+    monkeypatch.delenv("LCEVAL_DATA")
+    assert data_home().name == "data" and "lceval" in str(data_home())
+
+
+def test_dataset_path_message(tmp_path):
+    with pytest.raises(UserError) as err:
+        dataset_path("nope", tmp_path)
+    assert err.value.render() == (f"dataset 'nope' is not in the data home {tmp_path}. "
+                                  "Run: lceval data fetch nope [--from DIR]")
+
+
+def test_junk_and_nested_archive_helpers(tmp_path):
+    z = make_zip(tmp_path / "t.tar.zip", {"__MACOSX/._x.tar": b"junk", "x.tar": b"tarbytes"})
+    assert read_zip_member(z, ".tar", None) == b"tarbytes"
+    with pytest.raises(UserError, match="exactly one"):
+        read_zip_member(z, ".json", None)
+    bad = make_zip(tmp_path / "abs.zip", {"/etc/evil": b"x"})
+    with pytest.raises(UserError, match="outside the dataset folder"):
+        extract_zip(bad, tmp_path / "out", None, lambda rel: rel)

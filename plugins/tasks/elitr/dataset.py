@@ -1,15 +1,24 @@
 """The `elitr-bench` dataset: the archives as published, laid out for the `elitr` task type.
 
 Questions, answers and recorded generations come from the ELITR-Bench repository (zip
-password `utter`, as its README says). Transcripts and minutes come from the ELITR-English
-dev/test tarballs redistributed by the UTTER project. The transcript of a meeting is its
-`transcript_MAN*.txt` file, exactly as ELITR-Bench's own `preparation/extract_transcripts.py`
-copies it (for meeting_en_test2_008, the `<meeting>.txt` file beside it differs by trailing
-whitespace; the transcript_MAN file is the one the benchmark used).
+password `utter`, as its README says: "indicate 'utter' as password"). Transcripts and
+minutes come from the ELITR-English dev/test tarballs redistributed by the UTTER project
+(zipped with the same password).
+
+Which transcript file: every meeting folder in the tarballs holds both
+`transcript_MAN*.txt` and `<meeting id>.txt`. ELITR-Bench's own
+`preparation/extract_transcripts.py` copies the `transcript_MAN*` file to `<meeting id>.txt`,
+so that is the text the benchmark was built and evaluated on, and what we install. For 17
+meetings the two files are byte-identical. For meeting_en_test2_008 they differ only by
+trailing whitespace on 32 of 1213 lines: `transcript_MAN_annot13.txt` (54334 bytes, with the
+trailing spaces) vs `meeting_en_test2_008.txt` (54300 bytes, stripped). The copy in
+../shared/datasets/elitr-bench/transcripts is the transcript_MAN one, so a fetch from the
+archives reproduces all 18 shared transcripts byte for byte (checked by
+tests/integration/test_fetch_elitr.py).
 
 Layout under the data home's `elitr-bench/`:
   data/elitr-bench-{qa,conv}_{dev,test2}.json      czech/elitr-bench-czech-{qa,conv}_{split}.json
-  generated-responses/*.json                       transcripts/<meeting id>.txt
+  generated-responses/*.json (7 files)             transcripts/<meeting id>.txt (18)
   minutes/<meeting id>/minutes_*.txt
 """
 
@@ -17,17 +26,23 @@ from __future__ import annotations
 
 import io
 import tarfile
-import zipfile
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
-from lceval.datahome import extract_zip, is_junk, safe_relpath
+from lceval.datahome import extract_zip, is_junk, read_zip_member, safe_relpath
 from lceval.errors import UserError
 from lceval.interfaces import Dataset, DatasetFile
 
-BENCH = "https://github.com/utter-project/ELITR-Bench/raw/main"
-MEETINGS = "https://github.com/utter-project/UTTER-MS9-meetingdata/raw/main"
+# Official locations: data.zip, czech.zip and generated-responses.zip sit at the root of
+# utter-project/ELITR-Bench, ELITR-English-{dev,test}.tar.zip at the root of
+# utter-project/UTTER-MS9-meetingdata (both seen in the public code index). `raw/HEAD`
+# follows each repository's default branch, whatever it is named.
+BENCH = "https://github.com/utter-project/ELITR-Bench/raw/HEAD"
+MEETINGS = "https://github.com/utter-project/UTTER-MS9-meetingdata/raw/HEAD"
 PASSWORD = "utter"
-MEETING_IDS = [f"meeting_en_dev_{i:03d}" for i in range(1, 11)] + [f"meeting_en_test2_{i:03d}" for i in range(1, 9)]
+SPLITS = ("dev", "test2")
+MEETING_IDS = [f"meeting_en_dev_{i:03d}" for i in range(1, 11)] + [
+    f"meeting_en_test2_{i:03d}" for i in range(1, 9)]
 
 FILES = [
     DatasetFile("data.zip", f"{BENCH}/data.zip",
@@ -42,50 +57,70 @@ FILES = [
                 "d68a1d2be564bbeda178bb511f64919ee6e0c9669a156b349f2f919781b28276", PASSWORD),
 ]
 
+#: archive -> (its top folder, our folder, files that must come out of it)
+ZIPPED_JSON: dict[str, tuple[str, str, list[str]]] = {
+    "data.zip": ("data", "data", [f"elitr-bench-{v}_{s}.json" for v in ("qa", "conv") for s in SPLITS]),
+    "czech.zip": ("czech", "czech",
+                  [f"elitr-bench-czech-{v}_{s}.json" for v in ("qa", "conv") for s in SPLITS]),
+    "generated-responses.zip": ("generated-responses", "generated-responses", []),
+}
 
-def _json_into(folder: str):
+
+def _json_from(top: str, folder: str) -> Callable[[PurePosixPath], PurePosixPath | None]:
+    """Keep `<top>/<name>.json` members (only those), written as `<folder>/<name>.json`."""
     def select(rel: PurePosixPath) -> PurePosixPath | None:
-        return PurePosixPath(folder, rel.name) if rel.suffix == ".json" else None
+        if len(rel.parts) == 2 and rel.parts[0] == top and rel.suffix == ".json":
+            return PurePosixPath(folder, rel.name)
+        return None
     return select
 
 
 def _meetings_from_tar(archive: Path, dest: Path) -> set[str]:
-    """Transcripts and minutes of every meeting folder in the tarball inside `archive`."""
+    """Transcripts and minutes of the benchmark's meetings in the tarball inside `archive`.
+
+    Only regular files directly in a known meeting folder are read (never extractall), and
+    they are written under names we build, so the tar cannot choose where bytes land.
+    """
+    blob = read_zip_member(archive, ".tar", PASSWORD)
     found: set[str] = set()
-    with zipfile.ZipFile(archive) as zf:
-        tars = [i for i in zf.infolist() if i.filename.endswith(".tar") and not is_junk(i.filename)]
-        if len(tars) != 1:
-            raise UserError("expected exactly one .tar inside", file=archive)
-        blob = zf.read(tars[0], pwd=PASSWORD.encode())
-    with tarfile.open(fileobj=io.BytesIO(blob)) as tf:
-        for member in tf.getmembers():
-            if not member.isfile() or is_junk(member.name):
-                continue
-            parts = safe_relpath(member.name, archive).parts
-            if len(parts) != 3 or parts[1] not in MEETING_IDS:
-                continue
-            meeting, name = parts[1], parts[2]
-            if name.startswith("transcript_MAN"):
-                if meeting in found:
-                    raise UserError(f"two transcript_MAN files for {meeting}", file=archive)
-                out = dest / "transcripts" / f"{meeting}.txt"
-                found.add(meeting)
-            elif name.startswith("minutes"):
-                out = dest / "minutes" / meeting / name
-            else:
-                continue
-            out.parent.mkdir(parents=True, exist_ok=True)
-            extracted = tf.extractfile(member)
-            assert extracted is not None
-            out.write_bytes(extracted.read())
+    try:
+        with tarfile.open(fileobj=io.BytesIO(blob)) as tf:
+            for member in tf.getmembers():
+                if not member.isfile() or is_junk(member.name):
+                    continue
+                parts = safe_relpath(member.name, archive).parts
+                if len(parts) != 3 or parts[1] not in MEETING_IDS:
+                    continue
+                meeting, name = parts[1], parts[2]
+                if name.startswith("transcript_MAN"):
+                    if meeting in found:
+                        raise UserError(f"two transcript_MAN files for {meeting}", file=archive,
+                                        field=member.name)
+                    out = dest / "transcripts" / f"{meeting}.txt"
+                    found.add(meeting)
+                elif name.startswith("minutes"):
+                    out = dest / "minutes" / meeting / name
+                else:
+                    continue
+                extracted = tf.extractfile(member)
+                if extracted is None:
+                    raise UserError("unreadable tar member", file=archive, field=member.name)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(extracted.read())
+    except (tarfile.TarError, EOFError) as exc:
+        raise UserError(f"cannot read the tarball inside: {exc}", file=archive) from None
     return found
 
 
 def install(archives: dict[str, Path], dest: Path) -> None:
-    extract_zip(archives["data.zip"], dest, PASSWORD, _json_into("data"))
-    extract_zip(archives["generated-responses.zip"], dest, PASSWORD, _json_into("generated-responses"))
-    extract_zip(archives["czech.zip"], dest, PASSWORD, _json_into("czech"))
-    found = set()
+    """Write the layout above under `dest` from the verified archives (by file name)."""
+    for archive, (top, folder, required) in ZIPPED_JSON.items():
+        written = extract_zip(archives[archive], dest, PASSWORD, _json_from(top, folder))
+        missing = sorted(set(required) - {p.name for p in written})
+        if missing or not written:
+            raise UserError(f"expected files missing: {', '.join(missing) or top + '/*.json'}",
+                            file=archives[archive])
+    found: set[str] = set()
     for name in ("ELITR-English-dev.tar.zip", "ELITR-English-test.tar.zip"):
         found |= _meetings_from_tar(archives[name], dest)
     missing = sorted(set(MEETING_IDS) - found)
