@@ -3,11 +3,11 @@ inside Python packages, and content hashes that name a model in cache keys."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from pathlib import Path
 from typing import Any, Callable
 
+from lceval.datahome import sha256_file
 from lceval.errors import UserError
 
 BOOL = {"0": False, "1": True, "false": False, "true": True, "no": False, "yes": True}
@@ -64,9 +64,5 @@ def file_sha256(path: Path) -> str:
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _SHA256:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _SHA256[key] = digest.hexdigest()
+        _SHA256[key] = sha256_file(path)
     return _SHA256[key]

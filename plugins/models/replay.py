@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from lceval import hookimpl
+from lceval.datahome import data_home
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest
@@ -26,21 +26,6 @@ from lceval.types import Generation, GenerationRequest
 SCHEME = "replay"
 SPLIT_PLACEHOLDER = "{split}"
 _SCORE_SUFFIX = "_score"
-
-
-def _data_home() -> Path:
-    """The engine's data home; the rule is repeated here so the backend still works with a
-    core that predates `lceval.datahome`."""
-    try:
-        from lceval.datahome import data_home
-
-        return Path(data_home())
-    except ImportError:
-        if os.environ.get("LCEVAL_DATA"):
-            return Path(os.environ["LCEVAL_DATA"]).expanduser()
-        import platformdirs
-
-        return Path(platformdirs.user_cache_dir("lceval")) / "data"
 
 
 def _normalize(text: str) -> str:
@@ -138,7 +123,7 @@ class ReplayBackend(ModelBackend):
         if path.is_absolute():
             candidates = [path]
         else:
-            candidates = [Path.cwd() / path, _data_home() / "elitr-bench" / path]
+            candidates = [Path.cwd() / path, data_home() / "elitr-bench" / path]
         for candidate in candidates:
             if candidate.is_file():
                 return candidate

@@ -59,14 +59,18 @@ class Plugins:
     conflicts: list[str] = field(default_factory=list)
     owner: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin
 
-    def get(self, kind: str, name: str) -> Any:
-        table = {
+    def table(self, kind: str) -> dict[str, Any]:
+        """The registry of one plugin kind (every kind but "specs", which is a folder list)."""
+        return {
             "model": self.models,
             "judge": self.judges,
             "retriever": self.retrievers,
             "task-type": self.task_types,
             "dataset": self.datasets,
         }[kind]
+
+    def get(self, kind: str, name: str) -> Any:
+        table = self.table(kind)
         if name not in table:
             failed = [i for i in self.infos if i.error]
             hint = ""
@@ -162,13 +166,7 @@ def _registrar(result: Plugins, info: PluginInfo, kind: str) -> Callable[..., No
             name, value = dataset.name, dataset
         else:
             name, value = args
-        table = {
-            "model": result.models,
-            "judge": result.judges,
-            "retriever": result.retrievers,
-            "task-type": result.task_types,
-            "dataset": result.datasets,
-        }[kind]
+        table = result.table(kind)
         if name in table:
             first = result.owner[(kind, name)]
             result.conflicts.append(

@@ -3,7 +3,6 @@ model -> judge -> samples. Knows no benchmark and no backend by name."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from tqdm import tqdm
 
 from . import context as ctxpolicy
 from .cache import Cache, CachedModel, canonical_hash, messages_payload
+from .datahome import sha256_file
 from .errors import UserError
 from .interfaces import JudgeContext, Judge, TaskContext
 from .models import ModelSpec, backend_factory, make_model, parse_model_spec
@@ -19,7 +19,7 @@ from .plugins import Plugins
 from .registry import Registry
 from .scheduler import ConversationState, schedule
 from .spec import TaskSpec, check_options, with_overrides
-from .types import ContextCut, Conversation, GenerationRequest, JudgeInput, Message, Sample
+from .types import ContextCut, Conversation, GenerationRequest, JudgeInput, Sample
 
 
 @dataclass
@@ -71,11 +71,7 @@ class FileRecorder:
         path = Path(path)
         key = str(path.resolve())
         if key not in self.files:
-            h = hashlib.sha256()
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            self.files[key] = h.hexdigest()
+            self.files[key] = sha256_file(path)
 
 
 def _blame_overrides(exc: UserError, config: RunConfig) -> UserError:
@@ -265,4 +261,4 @@ def check_config(config: RunConfig) -> None:
         raise UserError(f"unknown context policy '{config.context_policy}'", field="--context-policy")
 
 
-__all__ = ["RunConfig", "RunState", "TaskRun", "execute", "check_config", "Message"]
+__all__ = ["RunConfig", "RunState", "TaskRun", "execute", "check_config"]
