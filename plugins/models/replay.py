@@ -21,7 +21,7 @@ from lceval import hookimpl
 from lceval.datahome import data_home
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
-from lceval.types import Generation, GenerationRequest
+from lceval.types import Generation, GenerationRequest, ScoredItem, ScoreSource
 
 SCHEME = "replay"
 SPLIT_PLACEHOLDER = "{split}"
@@ -199,3 +199,40 @@ def make_replay(model: str, options: dict[str, str]) -> ReplayBackend:
 @hookimpl
 def register_models(register: Callable[[str, Any], None]) -> None:
     register(SCHEME, make_replay)
+
+
+#: What each recorded score field is (paper 000, Section 5 and App. D).
+SOURCE_NOTES = {
+    "gpt-4-eval": "GPT-4 judge, 10-point rubric (Figs. 5-6)",
+    "prometheus-eval": "Prometheus judge, 5-point rubric recorded x2 (Figs. 7-8)",
+    "gold-human-eval": "expert annotators (organizers), 10-point rubric",
+    "silver-human-eval": "crowd annotators (Prolific), 10-point rubric, mean of annotators",
+}
+
+
+def read_recorded_scores(path: Path) -> list[ScoreSource] | None:
+    """Every `<scorer>_score` field of an ELITR-Bench generated-responses file as one score
+    source, for `lceval judge-agreement`; None if the file is not in that format."""
+    try:
+        recorded = RecordedFile.load(path)
+    except UserError:
+        return None
+    sources: dict[str, list[ScoredItem]] = {}
+    for (meeting, qid), question in recorded.questions.items():
+        item_id = f"{recorded.split}/{meeting}/{qid}" if recorded.split else f"{meeting}/{qid}"
+        for response in question["generated-responses"]:
+            for key, value in response.items():
+                if key.endswith(_SCORE_SUFFIX):
+                    name = key[: -len(_SCORE_SUFFIX)]
+                    sources.setdefault(name, []).append(ScoredItem(
+                        item_id=item_id, system=str(response["model"]), score=_score(value), cluster=meeting,
+                        response=str(response["generated-response"]).strip()))
+    if not sources:
+        return None
+    return [ScoreSource(name=name, items=items, origin=str(path), note=SOURCE_NOTES.get(name, ""))
+            for name, items in sources.items()]
+
+
+@hookimpl
+def register_score_sources(register: Callable[[str, Any], None]) -> None:
+    register("elitr-generated-responses", read_recorded_scores)

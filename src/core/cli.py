@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from .errors import UserError
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lceval", description="Evaluate long-context language models.")
     p.add_argument("-p", dest="plugin_flags", action="append", default=[], metavar="no:NAME",
                    help="disable the plugin NAME (repeatable), like pytest's -p no:NAME")
@@ -55,9 +55,39 @@ def _parser() -> argparse.ArgumentParser:
     dl = dsub.add_parser("list", help="datasets known to the installed plugins")
     dl.add_argument("--data-home")
 
-    rep = sub.add_parser("report", help="print the results of finished runs")
+    rep = sub.add_parser("report", help="print finished runs, or the papers' tables over several runs")
     rep.add_argument("run_dirs", nargs="+")
-    rep.add_argument("--format", choices=["table", "markdown", "json"], default="table")
+    rep.add_argument("--format", choices=["table", "json", "markdown", "csv", "latex"], default="table",
+                     help="table/json: each run on its own; markdown/csv/latex: models x tasks x groups, "
+                     "breakdowns and tests over all runs given")
+
+    sc = sub.add_parser("score", help="re-judge a finished run without generating again")
+    sc.add_argument("run_dir")
+    sc.add_argument("--judge", required=True, help="judge name or preset")
+    sc.add_argument("--judge-model", help="model spec the judge calls, if it needs one")
+    sc.add_argument("--output", help="folder for the new run directory (default: next to the source)")
+    sc.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
+
+    cmp_ = sub.add_parser("compare", help="paired comparison of two runs on the same items")
+    cmp_.add_argument("run_a")
+    cmp_.add_argument("run_b")
+    cmp_.add_argument("--task", action="append", help="only this task (repeatable; default: every shared task)")
+    cmp_.add_argument("--format", choices=["table", "markdown", "json"], default="table")
+    cmp_.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation draws")
+
+    ag = sub.add_parser("judge-agreement", help="agreement between judges, and between judges and people")
+    ag.add_argument("sources", nargs="+", metavar="[LABEL=]PATH[#SOURCE]",
+                    help="run directories and recorded-score files (e.g. an ELITR *-eval.json)")
+    ag.add_argument("--task", help="task of the run directories to read (default: all)")
+    ag.add_argument("--bins-of", help="source whose score bins the others are spread over (default: the first)")
+    ag.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    ag.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    ag.add_argument("--resample", choices=["clusters", "items"], default="clusters",
+                    help="bootstrap unit: whole clusters (meetings; default) or single items")
+    ag.add_argument("--seed", type=int, default=0)
+
+    for name, command in sorted(plugin_commands.items()):
+        command.add_arguments(sub.add_parser(name, help=command.help))
     return p
 
 
@@ -94,9 +124,10 @@ def _overrides(items: list[str]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
     try:
-        return _dispatch(args, argv)
+        commands = _plugin_commands(argv)
+        args = _parser(commands).parse_args(argv)
+        return _dispatch(args, argv, commands)
     except UserError as exc:
         print(f"lceval: error: {exc.render()}", file=sys.stderr)
         return 2
@@ -114,7 +145,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
+def _plugin_commands(argv: list[str]) -> dict[str, Any]:
+    """Sub-commands contributed by plugins (register_commands); plugins disabled with -p are
+    not asked."""
+    from .plugins import load_plugins
+
+    flags = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-p"]
+    flags += [a[2:] for a in argv if a.startswith("-pno:")]
+    disabled = [f[3:] for f in flags if f.startswith("no:")]
+    builtin = {"run", "tasks", "plugins", "validate", "data", "report", "score", "compare", "judge-agreement"}
+    return {k: v for k, v in load_plugins(disabled).commands.items() if k not in builtin}
+
+
+def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[str, Any]) -> int:
     from . import commands
 
     disabled = _disabled(args.plugin_flags)
@@ -155,6 +198,26 @@ def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     if args.command == "report":
         print(commands.report([Path(p) for p in args.run_dirs], args.format))
+        return 0
+    if args.command == "score":
+        run_dir, table = commands.score(
+            run_dir=Path(args.run_dir), judge=args.judge, judge_model=args.judge_model,
+            output=Path(args.output) if args.output else None,
+            cache_path=Path(args.cache) if args.cache else None, disabled_plugins=disabled,
+            command=["lceval", *argv])
+        print(table)
+        print(f"\nwrote {run_dir}")
+        return 0
+    if args.command == "compare":
+        print(commands.compare(Path(args.run_a), Path(args.run_b), args.task, args.format, args.seed))
+        return 0
+    if args.command == "judge-agreement":
+        print(commands.judge_agreement(args.sources, task=args.task, bins_of=args.bins_of, fmt=args.format,
+                                       n_boot=args.n_boot, seed=args.seed, resample=args.resample,
+                                       disabled_plugins=disabled))
+        return 0
+    if args.command in plugin_commands:
+        print(plugin_commands[args.command].run(args))
         return 0
     raise AssertionError(args.command)
 

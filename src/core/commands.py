@@ -156,20 +156,59 @@ def list_datasets(home: Path | None, disabled: list[str]) -> str:
 
 
 def report(run_dirs: list[Path], fmt: str) -> str:
+    """`table`/`json`: each run's own results; `markdown`/`csv`/`latex`: the papers' tables
+    (models x tasks x groups, breakdowns, tests) over all the runs given."""
     from .outputs import format_table
+    from .rundir import load_run
 
+    runs = [load_run(Path(d)) for d in run_dirs]
+    if fmt in ("markdown", "csv", "latex"):
+        from .tables import paper_tables
+
+        return paper_tables(runs, fmt)
     blocks = []
-    for run_dir in run_dirs:
-        path = run_dir / "results.json"
-        if not path.is_file():
-            raise UserError("not a finished run directory (no results.json)", file=run_dir)
-        try:
-            results = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise UserError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+    for run in runs:
         if fmt == "json":
-            blocks.append(json.dumps(results, indent=2))
-            continue
-        table = format_table(results, markdown=fmt == "markdown")
-        blocks.append(f"## {results['run_id']} ({results['model']})\n\n{table}")
+            blocks.append(json.dumps(run.results, indent=2))
+        else:
+            blocks.append(f"## {run.run_id} ({run.model})\n\n{format_table(run.results)}")
     return "\n\n".join(blocks)
+
+
+def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: Path | None = None,
+          cache_path: Path | None = None, disabled_plugins: list[str] | None = None,
+          command: list[str] | None = None) -> tuple[Path, str]:
+    """Re-judge a finished run into a new run directory (the source stays as it is)."""
+    from .cache import Cache
+    from .outputs import format_table, write_run
+    from .rescore import rescore_run
+    from .rundir import load_run
+
+    plugins, registry = _env(disabled_plugins or [])
+    run = load_run(Path(run_dir))
+    cache = Cache(cache_path or default_cache_path())
+    try:
+        state = rescore_run(run, judge, judge_model, plugins, registry, cache, command or [])
+        final, results = write_run(state, plugins, Path(output) if output else run.path.parent)
+    finally:
+        cache.close()
+    return final, format_table(results)
+
+
+def compare(run_a: Path, run_b: Path, tasks: list[str] | None, fmt: str, seed: int = 0) -> str:
+    from .compare import compare_runs, format_comparison
+    from .rundir import load_run
+
+    a, b = load_run(Path(run_a)), load_run(Path(run_b))
+    return format_comparison(a, b, compare_runs(a, b, tasks, seed=seed), fmt)
+
+
+def judge_agreement(sources: list[str], *, task: str | None = None, bins_of: str | None = None,
+                    fmt: str = "markdown", n_boot: int = 1000, seed: int = 0, resample: str = "clusters",
+                    disabled_plugins: list[str] | None = None) -> str:
+    from .agreement import agreement, format_agreement, merge_sources, read_sources
+
+    plugins = load_plugins(disabled_plugins or [])
+    found = merge_sources([s for arg in sources for s in read_sources(arg, plugins, task)])
+    rep = agreement(found, bins_of=bins_of, n_boot=n_boot, seed=seed, resample=resample)
+    return json.dumps(rep, indent=2) if fmt == "json" else format_agreement(rep)

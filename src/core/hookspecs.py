@@ -65,3 +65,24 @@ def register_spec_dirs(register):
 
     Every ``*.yaml`` in the folder is a task spec; its ``name`` field is the task name.
     """
+
+
+@hookspec
+def register_score_sources(register):
+    """Register readers of recorded scores, for ``lceval judge-agreement``.
+
+    ``register(name: str, reader: ScoreSourceReader)``, where ``reader(path)`` returns
+    ``None`` when the file is not in its format, else a list of
+    ``lceval.agreement.ScoreSource`` (one per scorer recorded in the file: e.g. a GPT-4 judge
+    and two groups of human annotators). Run directories are read by the engine itself.
+    """
+
+
+@hookspec
+def register_commands(register):
+    """Add ``lceval`` sub-commands that belong to one benchmark (e.g. building a haystack).
+
+    ``register(name: str, command: lceval.interfaces.Command)``: the command's
+    ``add_arguments(parser)`` declares its flags and ``run(args) -> str`` does the work and
+    returns what to print; it raises ``lceval.errors.UserError`` on bad input.
+    """

@@ -47,6 +47,11 @@ class ModelBackend(ABC):
     def detokenize(self, tokens: list[int]) -> str:
         raise NotImplementedError(f"{type(self).__name__} has no tokenizer")
 
+    def stats(self) -> dict[str, Any] | None:
+        """Backend-side accounting for the manifest (retries, failures by kind, cost), or
+        None. The engine's own counters (requests, cache hits, tokens) are kept anyway."""
+        return None
+
     def close(self) -> None:
         """Free the model (weights, servers). Called once at the end of a run."""
 
@@ -153,3 +158,19 @@ class Dataset:
     files: list[DatasetFile]
     install: Callable[[dict[str, Path], Path], None]
     license: str = ""
+
+
+class Command(ABC):
+    """A benchmark-specific sub-command a plugin adds to ``lceval`` (``lceval NAME ...``).
+
+    The engine builds its parser and calls ``run``; a command never prints by itself, so tests
+    call ``run`` with a parsed namespace and check the text."""
+
+    help: str = ""
+
+    @abstractmethod
+    def add_arguments(self, parser: Any) -> None:
+        """Declare flags on an ``argparse.ArgumentParser``."""
+
+    @abstractmethod
+    def run(self, args: Any) -> str: ...

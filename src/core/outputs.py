@@ -86,6 +86,8 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
         "seed": cfg.seeds[0],
         "usage": state.usage,
         "judge_usage": state.judge_usage,
+        "backend_stats": {"model": state.model_backend_stats, "judge": state.judge_backend_stats},
+        "source_run": state.source_run,
         "versions": {
             "lceval": __version__,
             "python": sys.version.split()[0],

@@ -29,6 +29,8 @@ KINDS = {
     "register_task_types": "task-type",
     "register_datasets": "dataset",
     "register_spec_dirs": "specs",
+    "register_score_sources": "score-source",
+    "register_commands": "command",
 }
 
 
@@ -54,6 +56,8 @@ class Plugins:
     retrievers: dict[str, Any] = field(default_factory=dict)
     task_types: dict[str, Any] = field(default_factory=dict)
     datasets: dict[str, Any] = field(default_factory=dict)
+    score_sources: dict[str, Any] = field(default_factory=dict)
+    commands: dict[str, Any] = field(default_factory=dict)
     spec_dirs: list[Path] = field(default_factory=list)
     infos: list[PluginInfo] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
@@ -67,6 +71,8 @@ class Plugins:
             "retriever": self.retrievers,
             "task-type": self.task_types,
             "dataset": self.datasets,
+            "score-source": self.score_sources,
+            "command": self.commands,
         }[kind]
 
     def get(self, kind: str, name: str) -> Any:

@@ -59,6 +59,10 @@ class RunState:
     tasks: list[TaskRun]
     usage: dict[str, Any]
     judge_usage: dict[str, Any] | None
+    #: set by `lceval score`: the run whose answers were re-judged
+    source_run: dict[str, Any] | None = None
+    model_backend_stats: dict[str, Any] | None = None
+    judge_backend_stats: dict[str, Any] | None = None
 
 
 class FileRecorder:
@@ -206,7 +210,7 @@ def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, Cont
             prefilled_tokens=gen.prefilled_tokens if gen else 0,
             completion_tokens=gen.completion_tokens if gen else 0,
             seconds=gen.seconds if gen else 0.0, cached=bool(gen and gen.cached),
-            generation_extras=dict(gen.extras) if gen else {},
+            generation_extras=dict(gen.extras) if gen else {}, question=turn.question,
         ))
     return samples
 
@@ -244,12 +248,15 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
             runs.append(TaskRun(spec=spec, samples=samples, judge_identity=judge_identity,
                                 files_read=dict(recorder.files)))
     finally:
+        model_stats = backend.stats()
+        judge_stats = judge_model.backend.stats() if judge_model is not None else None
         backend.close()
         if judge_model is not None:
             judge_model.backend.close()
     return RunState(config=config, model_spec=model_spec, model_identity=model.identity, tasks=runs,
                     usage=model.usage.as_dict(),
-                    judge_usage=judge_model.usage.as_dict() if judge_model else None)
+                    judge_usage=judge_model.usage.as_dict() if judge_model else None,
+                    model_backend_stats=model_stats, judge_backend_stats=judge_stats)
 
 
 def check_config(config: RunConfig) -> None:

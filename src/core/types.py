@@ -141,3 +141,30 @@ class Sample:
     seconds: float = 0.0
     cached: bool = False
     generation_extras: dict[str, Any] = field(default_factory=dict)
+    question: str = ""  # the bare question, so `lceval score` can re-judge without the dataset
+
+
+@dataclass
+class ScoredItem:
+    """One score a scorer (judge, annotator group) gave, for `lceval judge-agreement`.
+
+    Items of two sources are matched on (item_id, response text) when both carry the
+    response (so a judge's run and a recorded file line up whatever each calls the model),
+    else on (item_id, system). `label` is a categorical verdict beside the score, e.g. which
+    summary bullet a SummHay judge linked an insight to; agreement on it is reported too.
+    """
+
+    item_id: str
+    system: str  # the model (or model+prompt) that produced the judged text
+    score: float | None  # None = the scorer gave no usable score (excluded, counted)
+    cluster: str = ""  # e.g. meeting id: bootstrap resamples clusters
+    response: str | None = None
+    label: str | None = None
+
+
+@dataclass
+class ScoreSource:
+    name: str  # e.g. "gpt-4-eval", "rubric"
+    items: list[ScoredItem]
+    origin: str = ""  # the file or run directory it came from
+    note: str = ""  # e.g. "recorded x2 (1-5 scale doubled)"

@@ -67,9 +67,12 @@ def test_report_reads_finished_runs(tiny_home, tmp_path, capsys):
     from ..conftest import ScriptedModel, run_engine
 
     run_dir, _, _ = run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path)
+    assert main(["report", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "task" in out and "elitr_qa" in out and "dev" in out
     assert main(["report", str(run_dir), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
-    assert "| task | group | score |" in out and "| elitr_qa | dev |" in out
+    assert "| model | elitr_qa dev | elitr_qa test2 | elitr_qa mean |" in out
     assert main(["report", str(run_dir), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["schema_version"] == 1
     assert main(["report", str(tmp_path)]) == 2

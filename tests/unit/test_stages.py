@@ -1,0 +1,203 @@
+"""The stages after generation: `score` (re-judge), `compare` (paired test), `report` (paper
+tables), `judge-agreement`, and plugin-contributed commands and score sources."""
+
+from __future__ import annotations
+
+import json
+from itertools import product
+
+import numpy as np
+import pytest
+
+from lceval.cli import main
+from lceval.compare import paired_bootstrap, paired_permutation_p
+from lceval.errors import UserError
+
+from ..conftest import ScriptedModel, run_engine
+
+
+class EchoModel(ScriptedModel):
+    """Answers with the reference-like text for some items, so two models differ per item."""
+
+    def __init__(self, good: set[str]) -> None:
+        super().__init__()
+        self.good = good
+
+    def identity(self) -> dict:
+        return {"scheme": "echo", "good": sorted(self.good)}
+
+    def generate(self, requests):
+        gens = super().generate(requests)
+        for g, r in zip(gens, requests):
+            if r.request_id in self.good:
+                g.text = "They chose the orange dashboard; the microphone cable; Friday at noon; three; " \
+                         "[PERSON1] [PERSON2]; travel budget exhausted"
+        return gens
+
+
+def _samples(run_dir):
+    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+
+
+def test_score_rejudges_without_generating_and_keeps_the_source(tiny_home, tmp_path, capsys):
+    run_dir, results, _ = run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path)
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    code = main(["score", str(run_dir), "--judge", "gpt4-recorded", "--output", str(tmp_path / "scored")])
+    assert code == 0
+    out = capsys.readouterr().out
+    new_dir = tmp_path / "scored" / out.strip().splitlines()[-1].split("/")[-1]
+    assert new_dir.is_dir() and new_dir != run_dir
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before  # source untouched
+    manifest = json.loads((new_dir / "manifest.json").read_text())
+    assert manifest["source_run"]["run_id"] == results["run_id"]
+    assert manifest["usage"]["generated"] == 0
+    samples = _samples(new_dir)
+    assert len(samples) == len(_samples(run_dir))
+    # the scripted model has no recorded scores: every judgment is "missing", never a number
+    assert {s["judgments"][0]["parse_status"] for s in samples} == {"missing"}
+    assert all(s["score"] is None for s in samples)
+    new_results = json.loads((new_dir / "results.json").read_text())
+    assert new_results["tasks"]["elitr_qa"]["accounting"]["judge_parse_failures"] == len(samples)
+    # the same answers re-judged by the lexical judge give the original run's numbers back
+    assert main(["score", str(run_dir), "--judge", "lexical", "--output", str(tmp_path / "again")]) == 0
+    again = next((tmp_path / "again").iterdir())
+    assert json.loads((again / "results.json").read_text())["tasks"]["elitr_qa"]["metrics"]["score"]["value"] \
+        == pytest.approx(results["tasks"]["elitr_qa"]["metrics"]["score"]["value"])
+
+
+def test_score_refuses_old_runs_without_questions(tiny_home, tmp_path, capsys):
+    run_dir, _, _ = run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path)
+    lines = _samples(run_dir)
+    for rec in lines:
+        rec.pop("question")
+    (run_dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert main(["score", str(run_dir), "--judge", "lexical", "--output", str(tmp_path / "x")]) == 2
+    assert "no stored question" in capsys.readouterr().err
+    assert main(["score", str(tmp_path / "nope"), "--judge", "lexical"]) == 2
+
+
+def test_permutation_p_matches_hand_enumeration():
+    diffs = np.array([1.0, 2.0, -0.5, 3.0])
+    # all 16 sign patterns: count |sum| >= 5.5 (observed 1 + 2 - 0.5 + 3)
+    sums = [abs(sum(s * d for s, d in zip(signs, diffs))) for signs in product([-1, 1], repeat=4)]
+    expected = sum(1 for v in sums if v >= 5.5 - 1e-12) / 16
+    assert paired_permutation_p(diffs, 1000, 0) == pytest.approx(expected)
+    assert expected == pytest.approx(4 / 16)
+    assert paired_permutation_p(np.zeros(3), 1000, 0) == 1.0
+    # many pairs all in A's favour: Monte Carlo p is tiny but never 0
+    p = paired_permutation_p(np.ones(40), 2000, 0)
+    assert 0 < p < 0.001
+
+
+def test_paired_bootstrap_resamples_clusters():
+    diffs = np.array([1.0, 1.0, 3.0, 3.0])
+    low, high = paired_bootstrap(diffs, ["a", "a", "b", "b"], 2000, 0.95, 0)
+    assert low == pytest.approx(1.0) and high == pytest.approx(3.0)  # only 3 distinct means exist
+    assert paired_bootstrap(diffs, ["a"] * 4, 100, 0.95, 0) == (None, None)
+
+
+def test_compare_is_paired_on_items(tiny_home, tmp_path, capsys):
+    good = {"dev/meeting_en_dev_901/2", "dev/meeting_en_dev_902/2", "test2/meeting_en_test2_901/2"}
+    a_dir, a_res, _ = run_engine(EchoModel(good), "elitr_qa", tiny_home, tmp_path / "a")
+    b_dir, b_res, _ = run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path / "b")
+    assert main(["compare", str(a_dir), str(b_dir), "--format", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    (row,) = rep["comparisons"]
+    a = {s["item_id"]: s["score"] for s in _samples(a_dir)}
+    b = {s["item_id"]: s["score"] for s in _samples(b_dir)}
+    diffs = [a[k] - b[k] for k in a]
+    assert row["n_pairs"] == 7 and row["diff"] == pytest.approx(sum(diffs) / 7)
+    assert row["wins"] == sum(d > 0 for d in diffs) and row["losses"] == sum(d < 0 for d in diffs)
+    assert row["p_value"] == pytest.approx(paired_permutation_p(np.array(diffs), 20000, 0))
+    assert row["ci_low"] <= row["diff"] <= row["ci_high"]
+    assert main(["compare", str(a_dir), str(b_dir), "--task", "elitr_conv"]) == 2
+
+
+def test_report_paper_tables_in_three_formats(tiny_home, tmp_path, capsys):
+    a_dir, a_res, _ = run_engine(EchoModel({"dev/meeting_en_dev_901/2"}), "elitr_qa", tiny_home, tmp_path / "a")
+    b_dir, _, _ = run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path / "b")
+    assert main(["report", str(a_dir), str(b_dir), "--format", "csv"]) == 0
+    import csv
+    import io
+
+    text = capsys.readouterr().out
+    rows = list(csv.reader(io.StringIO(text)))
+    header = rows[0]
+    assert header[:2] == ["table", "model"] and "elitr_qa/dev" in header and "elitr_qa/mean" in header
+    first = rows[1]
+    metric = a_res["tasks"]["elitr_qa"]["metrics"]["score"]
+    assert float(first[header.index("elitr_qa/dev")]) == pytest.approx(metric["groups"]["dev"]["value"], rel=1e-5)
+    assert float(first[header.index("elitr_qa/mean")]) == pytest.approx(metric["mean_of_groups"], rel=1e-5)
+    assert any(r[0].startswith("elitr_qa: breakdowns") for r in rows[1:])
+    assert main(["report", str(a_dir), str(b_dir), "--format", "latex"]) == 0
+    tex = capsys.readouterr().out
+    assert "\\multicolumn{3}{c}{elitr\\_qa}" in tex and "\\begin{tabular}" in tex
+    assert "lost\\_in\\_the\\_middle p" in tex
+
+
+def test_judge_agreement_between_runs(tiny_home, tmp_path, capsys):
+    run_dir, _, _ = run_engine(EchoModel({"dev/meeting_en_dev_901/2"}), "elitr_qa", tiny_home, tmp_path)
+    assert main(["score", str(run_dir), "--judge", "lexical", "--output", str(tmp_path / "s")]) == 0
+    capsys.readouterr()
+    rescored = next((tmp_path / "s").iterdir())
+    assert main(["judge-agreement", f"first={run_dir}", f"second={rescored}", "--format", "json",
+                 "--n-boot", "50"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    (pair,) = rep["pairs"]
+    assert pair["matched"] == 7 and rep["matched_by"] == "item and response text"
+    assert pair["item"]["pearson"]["value"] == pytest.approx(1.0)  # same deterministic judge twice
+    with pytest.raises(UserError):
+        from lceval.commands import judge_agreement
+
+        judge_agreement([str(run_dir)])  # one source is not an agreement
+
+
+def test_plugin_commands_and_score_sources_register_through_hooks(tmp_path, capsys, monkeypatch):
+    from lceval import hookimpl
+    from lceval.interfaces import Command
+    from lceval.types import ScoredItem, ScoreSource
+
+    class Hello(Command):
+        help = "say hello"
+
+        def add_arguments(self, parser):
+            parser.add_argument("--name", default="world")
+
+        def run(self, args):
+            return f"hello {args.name}"
+
+    def reader(path):
+        if path.suffix != ".scores":
+            return None
+        rows = [line.split() for line in path.read_text().splitlines()]
+        return [ScoreSource(name=col, items=[ScoredItem(item_id=r[0], system="m", score=float(r[i + 1]),
+                                                        cluster=r[0][0]) for r in rows])
+                for i, col in enumerate(["x", "y"])]
+
+    class Plugin:
+        @hookimpl
+        def register_commands(self, register):
+            register("hello", Hello())
+
+        @hookimpl
+        def register_score_sources(self, register):
+            register("two-columns", reader)
+
+    import lceval.commands as cmdmod
+    import lceval.plugins as plugmod
+
+    real = plugmod.load_plugins
+    patched = lambda disabled=(), extra=(): real(disabled, [("demo", Plugin())])  # noqa: E731
+    monkeypatch.setattr(plugmod, "load_plugins", patched)
+    monkeypatch.setattr(cmdmod, "load_plugins", patched)
+    assert main(["hello", "--name", "lceval"]) == 0
+    assert capsys.readouterr().out.strip() == "hello lceval"
+    f = tmp_path / "t.scores"
+    f.write_text("a1 1 2\na2 2 4\nb1 3 6.5\nb2 4 8\n")
+    assert main(["judge-agreement", str(f), "--format", "json", "--n-boot", "20"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["matched_by"] == "item and system"
+    assert rep["pairs"][0]["item"]["spearman"]["value"] == pytest.approx(1.0)
+    assert [b["bin"] for b in rep["bins"]["y"]] == [1, 2, 3, 4]
+    assert "demo" in {i.name for i in plugmod.load_plugins().infos}
+    assert main(["judge-agreement", str(tmp_path / "nothing.txt")]) == 2
