@@ -99,6 +99,8 @@ class UsageCounters:
     prefilled_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    #: requests the backend gave up on (finish_reason "error"): not cached, asked again next run
+    failed: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,6 +143,13 @@ class CachedModel:
             if len(outs) != len(chunk):
                 raise RuntimeError(f"backend returned {len(outs)} answers for {len(chunk)} requests")
             for i, gen in zip(chunk, outs):
+                if gen.finish_reason == "error":
+                    # an API request that failed past its retries is no answer: never stored,
+                    # so the same command run again asks it again
+                    self.usage.failed += 1
+                    self.usage.seconds += gen.seconds
+                    results[i] = gen
+                    continue
                 record = asdict(gen)
                 record.pop("cached", None)
                 self.cache.put(self.key(requests[i]), "generate", record)

@@ -31,6 +31,7 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     r.add_argument("--seed", default="0", help="seed or comma-separated seeds (mean ± std across them)")
     r.add_argument("--output", default="runs", help="folder for run directories (default: ./runs)")
     r.add_argument("--context-policy", choices=["error", "skip", "truncate-middle", "truncate-left"])
+    r.add_argument("--retriever", help="retriever plugin for tasks that retrieve (sets options.retriever)")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a spec field, e.g. --set options.history=gold (YAML value)")
     r.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
@@ -165,7 +166,7 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
         reports = commands.run(
             tasks=args.tasks, models=args.model, judge=args.judge, judge_model=args.judge_model,
             splits=args.split, limit=args.limit, seeds=_seeds(args.seed), output=Path(args.output),
-            context_policy=args.context_policy, overrides=_overrides(args.overrides),
+            context_policy=args.context_policy, retriever=args.retriever, overrides=_overrides(args.overrides),
             cache_path=Path(args.cache) if args.cache else None,
             data_home=Path(args.data_home) if args.data_home else None,
             disabled_plugins=disabled, progress=not args.no_progress, command=["lceval", *argv],

@@ -32,7 +32,7 @@ def default_cache_path() -> Path:
 
 def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model: str | None = None,
         splits: list[str] | None = None, limit: int | None = None, seeds: list[int] | None = None,
-        output: Path = Path("runs"), context_policy: str | None = None,
+        output: Path = Path("runs"), context_policy: str | None = None, retriever: str | None = None,
         overrides: dict[str, Any] | None = None, cache_path: Path | None = None,
         data_home: Path | None = None, disabled_plugins: list[str] | None = None,
         progress: bool = True, command: list[str] | None = None) -> list[tuple[Path, str]]:
@@ -54,7 +54,7 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
             config = RunConfig(
                 tasks=tasks, model=model, judge=judge, judge_model=judge_model, splits=splits,
                 limit=limit, seeds=seeds or [0], output=Path(output), context_policy=context_policy,
-                overrides=overrides or {}, cache_path=cache.path, data_home=home,
+                retriever=retriever, overrides=overrides or {}, cache_path=cache.path, data_home=home,
                 disabled_plugins=disabled_plugins or [], progress=progress, command=command or [],
             )
             check_config(config)

@@ -119,6 +119,10 @@ class TaskContext:
     #: Every data file the task type reads must be passed through here: its sha256 goes into
     #: the manifest.
     record_file: Callable[[Path], None]
+    #: Retrievers the installed plugins provide, by name (for task types that retrieve): a
+    #: task type looks its spec's retriever up here, so third-party retrievers plug in.
+    retrievers: dict[str, "RetrieverFactory"] = field(default_factory=dict)
+    seed: int = 0  # the run's first seed, for task types that shuffle (document order ...)
 
 
 class TaskType(ABC):

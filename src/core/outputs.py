@@ -75,7 +75,7 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
         "config": {
             "tasks": cfg.tasks, "model": cfg.model, "judge": cfg.judge, "judge_model": cfg.judge_model,
             "splits": cfg.splits, "limit": cfg.limit, "seeds": cfg.seeds,
-            "context_policy": cfg.context_policy, "overrides": cfg.overrides,
+            "context_policy": cfg.context_policy, "retriever": cfg.retriever, "overrides": cfg.overrides,
             "disabled_plugins": cfg.disabled_plugins,
         },
         "resolved": {
@@ -171,6 +171,12 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
                          "", "", "", "", ""))
         for tname, t in (metric.get("tests") or {}).items():
             rows.append((name, tname, f"p={_fmt(t['p_value'], 3)}", "", f"{t['n_a']}/{t['n_b']}", "", "", ""))
+        for mname, extra in task["metrics"].items():
+            if mname == "score":
+                continue
+            value = extra.get("mean_of_groups") if extra.get("groups") else extra["value"]
+            rows.append((name, mname, _fmt(value), "" if extra.get("groups") else _ci(extra), str(extra["n"]),
+                         "", "", ""))
     return rows
 
 

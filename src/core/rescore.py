@@ -70,7 +70,7 @@ def rescore_run(run: FinishedRun, judge: str, judge_model: str | None, plugins: 
         tasks=str(cfg.get("tasks", "")), model=str(cfg.get("model", run.model)), judge=judge,
         judge_model=judge_model, splits=cfg.get("splits"), limit=cfg.get("limit"),
         seeds=list(cfg.get("seeds") or run.results.get("seeds") or [0]),
-        context_policy=cfg.get("context_policy"), overrides=dict(cfg.get("overrides") or {}),
+        context_policy=cfg.get("context_policy"), retriever=cfg.get("retriever"), overrides=dict(cfg.get("overrides") or {}),
         cache_path=cache.path, disabled_plugins=list(cfg.get("disabled_plugins") or []),
         progress=False, command=command,
     )

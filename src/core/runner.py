@@ -33,6 +33,7 @@ class RunConfig:
     seeds: list[int] = field(default_factory=lambda: [0])
     output: Path = Path("runs")
     context_policy: str | None = None
+    retriever: str | None = None  # --retriever: sets the spec option `retriever`
     overrides: dict[str, Any] = field(default_factory=dict)  # --set path=value on every spec
     cache_path: Path | None = None
     data_home: Path | None = None
@@ -87,6 +88,9 @@ def _blame_overrides(exc: UserError, config: RunConfig) -> UserError:
             return UserError(exc.message, field=f"--set {key}")
     if config.context_policy and field.startswith("context"):
         return UserError(exc.message, field="--context-policy")
+    if config.retriever and field.startswith("options"):
+        return UserError(exc.message, field="--retriever",
+                         hint="This task type takes no retriever, or not this one.")
     return exc
 
 
@@ -98,7 +102,8 @@ def load_task(spec: TaskSpec, config: RunConfig, plugins: Plugins, data_home: Pa
     except UserError as exc:
         raise _blame_overrides(exc, config) from None
     ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home,
-                      splits=config.splits, limit=config.limit, record_file=recorder)
+                      splits=config.splits, limit=config.limit, record_file=recorder,
+                      retrievers=dict(plugins.retrievers), seed=config.seeds[0])
     return task_type.load(ctx)
 
 
@@ -112,6 +117,8 @@ def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
         node[keys[-1]] = value
     if config.context_policy:
         overrides.setdefault("context", {})["policy"] = config.context_policy
+    if config.retriever:
+        overrides.setdefault("options", {})["retriever"] = config.retriever
     try:
         return with_overrides(spec, overrides)
     except UserError as exc:

@@ -4,7 +4,7 @@ the engine computes ELITR's breakdowns and Welch test without knowing ELITR."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, Callable
 
 from .stats import across_seeds, cluster_bootstrap, welch_one_tailed
 from .types import Sample
@@ -18,31 +18,42 @@ def primary_score(sample: Sample) -> float | None:
     return j.score if j.parse_status == "ok" else None
 
 
-def _summary(samples: list[Sample], cluster_by: str | None, seed: int) -> dict[str, Any]:
-    scored = [(s, primary_score(s)) for s in samples]
+def detail_value(sample: Sample, name: str) -> float | None:
+    """A further number the judge reported in its details (e.g. SummHay's coverage beside the
+    joint score); None when the answer or judgment is missing or failed."""
+    if primary_score(sample) is None:
+        return None
+    value = sample.judgments[0].details.get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _summary(samples: list[Sample], cluster_by: str | None, seed: int,
+             value_of: Callable[[Sample], float | None] = primary_score) -> dict[str, Any]:
+    scored = [(s, value_of(s)) for s in samples]
     scored = [(s, v) for s, v in scored if v is not None]
     values = [v for _, v in scored]
     clusters = [str(s.metadata.get(cluster_by, s.conv_id)) if cluster_by else s.item_id for s, _ in scored]
     return cluster_bootstrap(values, clusters, seed=seed)
 
 
-def _by_seed_mean(samples: list[Sample]) -> dict[str, Any] | None:
+def _by_seed_mean(samples: list[Sample], value_of: Callable[[Sample], float | None]) -> dict[str, Any] | None:
     seeds = sorted({s.seed for s in samples})
     if len(seeds) < 2:
         return None
     per_seed = []
     for seed in seeds:
-        vals = [v for s in samples if s.seed == seed and (v := primary_score(s)) is not None]
+        vals = [v for s in samples if s.seed == seed and (v := value_of(s)) is not None]
         per_seed.append(sum(vals) / len(vals) if vals else None)
     out = across_seeds(per_seed)
     out["seeds"] = seeds
     return out
 
 
-def _block(samples: list[Sample], report: dict[str, Any], seed: int) -> dict[str, Any]:
+def _block(samples: list[Sample], report: dict[str, Any], seed: int,
+           value_of: Callable[[Sample], float | None] = primary_score) -> dict[str, Any]:
     cluster_by = report.get("cluster_by")
-    block = _summary(samples, cluster_by, seed)
-    seeds = _by_seed_mean(samples)
+    block = _summary(samples, cluster_by, seed, value_of)
+    seeds = _by_seed_mean(samples, value_of)
     if seeds:
         block["across_seeds"] = seeds
     breakdowns: dict[str, Any] = {}
@@ -50,16 +61,16 @@ def _block(samples: list[Sample], report: dict[str, Any], seed: int) -> dict[str
         groups: dict[str, list[Sample]] = defaultdict(list)
         for s in samples:
             groups[str(s.metadata.get(fieldname))].append(s)
-        breakdowns[fieldname] = {k: _summary(v, cluster_by, seed) for k, v in sorted(groups.items())}
+        breakdowns[fieldname] = {k: _summary(v, cluster_by, seed, value_of) for k, v in sorted(groups.items())}
     if breakdowns:
         block["breakdowns"] = breakdowns
     tests: dict[str, Any] = {}
     for test in report.get("tests", []):
         if test["kind"] == "welch_one_tailed":
             inside = [v for s in samples if str(s.metadata.get(test["field"])) == str(test["value"])
-                      and (v := primary_score(s)) is not None]
+                      and (v := value_of(s)) is not None]
             outside = [v for s in samples if str(s.metadata.get(test["field"])) != str(test["value"])
-                       and (v := primary_score(s)) is not None]
+                       and (v := value_of(s)) is not None]
             res = welch_one_tailed(inside, outside, test.get("alternative", "less"))
             res.update(field=test["field"], value=test["value"], description=test.get("description", ""))
             tests[test["name"]] = res
@@ -68,32 +79,40 @@ def _block(samples: list[Sample], report: dict[str, Any], seed: int) -> dict[str
     return block
 
 
+def _metric(samples: list[Sample], report: dict[str, Any], seed: int,
+            value_of: Callable[[Sample], float | None]) -> dict[str, Any]:
+    metric = _block(samples, report, seed, value_of)
+    group_by = report.get("group_by")
+    if group_by:
+        groups: dict[str, list[Sample]] = defaultdict(list)
+        for s in samples:
+            groups[str(s.metadata.get(group_by))].append(s)
+        metric["groups"] = {k: _block(v, report, seed, value_of) for k, v in sorted(groups.items())}
+        means = [g["value"] for g in metric["groups"].values() if g["value"] is not None]
+        metric["mean_of_groups"] = sum(means) / len(means) if means else None
+        metric["group_by"] = group_by
+    return metric
+
+
 def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity: dict[str, Any],
                seed: int = 0) -> dict[str, Any]:
     """Results of one task: overall, per group (e.g. split) and the mean of group means."""
     report = spec_data.get("report", {})
-    group_by = report.get("group_by")
     n = len(samples)
     unanswered = sum(1 for s in samples if s.response is None)
     parse_failures = sum(1 for s in samples if s.response is not None and s.judgments
                          and s.judgments[0].parse_status != "ok")
     truncated = sum(1 for s in samples if s.context_cut.action == "truncated")
     skipped = sum(1 for s in samples if s.context_cut.action == "skipped")
-    metric = _block(samples, report, seed)
-    if group_by:
-        groups: dict[str, list[Sample]] = defaultdict(list)
-        for s in samples:
-            groups[str(s.metadata.get(group_by))].append(s)
-        metric["groups"] = {k: _block(v, report, seed) for k, v in sorted(groups.items())}
-        means = [g["value"] for g in metric["groups"].values() if g["value"] is not None]
-        metric["mean_of_groups"] = sum(means) / len(means) if means else None
-        metric["group_by"] = group_by
+    metrics = {"score": _metric(samples, report, seed, primary_score)}
+    for name in report.get("metrics", []):
+        metrics[name] = _metric(samples, report, seed, lambda s, name=name: detail_value(s, name))
     return {
         "type": spec_data["type"],
         "description": spec_data["description"],
         "judge": judge_identity,
         "n_samples": n,
-        "metrics": {"score": metric},
+        "metrics": metrics,
         "accounting": {
             "answered": n - unanswered,
             "unanswered": unanswered,

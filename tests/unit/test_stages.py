@@ -201,3 +201,25 @@ def test_plugin_commands_and_score_sources_register_through_hooks(tmp_path, caps
     assert [b["bin"] for b in rep["bins"]["y"]] == [1, 2, 3, 4]
     assert "demo" in {i.name for i in plugmod.load_plugins().infos}
     assert main(["judge-agreement", str(tmp_path / "nothing.txt")]) == 2
+
+
+def test_report_metrics_aggregate_numbers_from_judgment_details():
+    from lceval.scoring import score_task
+    from lceval.types import ContextCut, Judgment, Sample
+
+    def sample(i, split, score, coverage, status="ok"):
+        return Sample(task="t", item_id=f"i{i}", conv_id=f"c{i}", turn_index=0, seed=0,
+                      metadata={"split": split, "doc": f"d{i % 2}"}, prompt_hash="", response="r",
+                      reference="", context_cut=ContextCut("error", 1, 1),
+                      judgments=[Judgment(item_id=f"i{i}", judge="j", score=score if status == "ok" else None,
+                                          parse_status=status, details={"coverage": coverage})])
+
+    samples = [sample(0, "a", 10, 50.0), sample(1, "a", 20, 100.0), sample(2, "b", 30, 0.0),
+               sample(3, "b", 99, 77.0, status="parse_failure")]
+    spec = {"type": "x", "description": "", "report": {"group_by": "split", "cluster_by": "doc",
+                                                        "metrics": ["coverage"]}}
+    res = score_task(samples, spec, {"judge": "j"})
+    cov = res["metrics"]["coverage"]
+    assert cov["value"] == pytest.approx(50.0) and cov["n"] == 3  # the failed judgment is excluded
+    assert cov["groups"]["a"]["value"] == pytest.approx(75.0) and cov["mean_of_groups"] == pytest.approx(37.5)
+    assert res["metrics"]["score"]["value"] == pytest.approx(20.0)
