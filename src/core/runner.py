@@ -196,8 +196,13 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
 
 def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, ContextCut, str]],
                judge: Judge, seed: int) -> list[Sample]:
+    # a request the backend gave up on (API errors past the retries) is no answer: it is
+    # counted as a generation failure and never judged
+    answered = [(conv, i, None if gen is not None and gen.finish_reason == "error" else gen, cut, h,
+                 gen.extras if gen is not None and gen.finish_reason == "error" else None)
+                for conv, i, gen, cut, h in answered]
     inputs: list[JudgeInput] = []
-    for conv, i, gen, _, _ in answered:
+    for conv, i, gen, _, _, _ in answered:
         if gen is not None:
             turn = conv.turns[i]
             inputs.append(JudgeInput(item_id=turn.item_id, question=turn.question, response=gen.text,
@@ -205,7 +210,7 @@ def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, Cont
                                      generation_extras=dict(gen.extras)))
     verdicts = {j.item_id: j for j in judge.judge(inputs)} if inputs else {}
     samples = []
-    for conv, i, gen, cut, prompt_hash in answered:
+    for conv, i, gen, cut, prompt_hash, failure in answered:
         turn = conv.turns[i]
         samples.append(Sample(
             task=spec.name, item_id=turn.item_id, conv_id=conv.conv_id, turn_index=i, seed=seed,
@@ -217,7 +222,8 @@ def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, Cont
             prefilled_tokens=gen.prefilled_tokens if gen else 0,
             completion_tokens=gen.completion_tokens if gen else 0,
             seconds=gen.seconds if gen else 0.0, cached=bool(gen and gen.cached),
-            generation_extras=dict(gen.extras) if gen else {}, question=turn.question,
+            generation_extras=dict(gen.extras) if gen else ({"generation_failed": failure} if failure is not None else {}),
+            question=turn.question,
         ))
     return samples
 

@@ -36,7 +36,10 @@ class ConversationState:
     def record(self, generation: Any, prompt_hash: str) -> None:
         self.generations.append(generation)
         self.prompt_hashes.append(prompt_hash)
-        if self.next_turn >= len(self.conv.turns):
+        failed = getattr(generation, "finish_reason", "") == "error"
+        if self.next_turn >= len(self.conv.turns) or (failed and self.conv.history == "model"):
+            # with the model's own history, later turns would build on an answer that does
+            # not exist: they are left unasked (skipped) rather than asked on a broken history
             self.done = True
 
     def finish_skipped(self) -> None:

@@ -116,6 +116,7 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
         "accounting": {
             "answered": n - unanswered,
             "unanswered": unanswered,
+            "generation_failures": sum(1 for s in samples if "generation_failed" in s.generation_extras),
             "judge_parse_failures": parse_failures,
             "truncated": truncated,
             "skipped": skipped,
