@@ -223,3 +223,34 @@ def test_report_metrics_aggregate_numbers_from_judgment_details():
     assert cov["value"] == pytest.approx(50.0) and cov["n"] == 3  # the failed judgment is excluded
     assert cov["groups"]["a"]["value"] == pytest.approx(75.0) and cov["mean_of_groups"] == pytest.approx(37.5)
     assert res["metrics"]["score"]["value"] == pytest.approx(20.0)
+
+
+class FlakyModel(ScriptedModel):
+    """Gives up (finish_reason "error", as an API backend does past its retries) on one item."""
+
+    def __init__(self, bad: str) -> None:
+        super().__init__()
+        self.bad = bad
+
+    def generate(self, requests):
+        gens = super().generate(requests)
+        for g in gens:
+            if g.request_id == self.bad:
+                g.text, g.finish_reason, g.extras = "", "error", {"error": "HTTP 503 after 6 attempts"}
+        return gens
+
+
+def test_failed_generations_are_counted_not_judged_and_asked_again(tiny_home, tmp_path):
+    bad = "dev/meeting_en_dev_902/1"
+    model = FlakyModel(bad)
+    run_dir, results, state = run_engine(model, "elitr_qa", tiny_home, tmp_path / "one")
+    acc = results["tasks"]["elitr_qa"]["accounting"]
+    assert acc["generation_failures"] == 1 and acc["unanswered"] == 1
+    assert results["tasks"]["elitr_qa"]["metrics"]["score"]["n"] == 6
+    rec = next(s for s in _samples(run_dir) if s["item_id"] == bad)
+    assert rec["response"] is None and rec["judgments"] == []
+    assert rec["generation_extras"]["generation_failed"]["error"].startswith("HTTP 503")
+    assert state.usage["failed"] == 1
+    again = FlakyModel("none")
+    run_engine(again, "elitr_qa", tiny_home, tmp_path / "two")
+    assert [r.request_id for r in again.calls] == [bad]  # only the failed one is asked again
