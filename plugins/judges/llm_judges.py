@@ -24,6 +24,9 @@ Where we depart from them, on purpose: the authors wrote a placeholder score 0 w
 marker was missing and checked by hand. We never invent a score: an output without the
 marker, or with a score outside the rubric's range, is retried with a fresh seed, and after
 `max_attempts` it is recorded as a parse failure (score None), which results.json counts.
+A judge request the backend gave up on (an API error past its own retries) is no output to
+parse: it is recorded as `missing` with the error, not retried here and not cached, so
+running the same command again asks it again.
 """
 
 from __future__ import annotations
@@ -225,6 +228,7 @@ class LLMJudge(Judge):
     def judge(self, items: list[JudgeInput]) -> list[Judgment]:
         raws: dict[int, list[str]] = {i: [] for i in range(len(items))}
         parsed: dict[int, Parsed] = {}
+        errors: dict[int, Any] = {}  # the judge model gave no answer at all (API failure)
         pending = list(range(len(items)))
         messages = {i: self.messages(item) for i, item in enumerate(items)}
         for attempt in range(self.attempts_allowed()):
@@ -240,14 +244,24 @@ class LLMJudge(Judge):
             outputs = self.model.generate(requests)
             still: list[int] = []
             for i, gen in zip(pending, outputs):
+                if gen.finish_reason == "error":
+                    # the backend already retried; it is no verdict to parse, and not cached,
+                    # so the same command run again asks it again (with the same seed)
+                    errors[i] = gen.extras.get("error") or "judge model returned no answer"
+                    continue
                 raws[i].append(gen.text)
                 parsed[i] = self.definition.parse(gen.text)
                 if parsed[i].score is None:
                     still.append(i)
             pending = still
-        return [self._judgment(item, parsed[i], raws[i]) for i, item in enumerate(items)]
+        return [self._judgment(item, parsed.get(i), raws[i], errors.get(i)) for i, item in enumerate(items)]
 
-    def _judgment(self, item: JudgeInput, result: Parsed, raws: list[str]) -> Judgment:
+    def _judgment(self, item: JudgeInput, result: Parsed | None, raws: list[str], error: Any) -> Judgment:
+        if error is not None or result is None:
+            return Judgment(item_id=item.item_id, judge=self.name, score=None, parse_status="missing",
+                            raw=raws[-1] if raws else "", attempts=len(raws) + 1,
+                            details={"judge_error": error, "attempt_outputs": list(raws),
+                                     "attempt_seeds": [self.attempt_seed(k) for k in range(len(raws) + 1)]})
         details: dict[str, Any] = {
             "feedback": result.feedback,
             "verdict": result.verdict,

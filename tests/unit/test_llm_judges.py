@@ -50,10 +50,14 @@ def reference_of(request: GenerationRequest) -> str:
     return re.search(r"### Reference answer \(score \d+\):\n(.*?)\n\n", request.messages[-1].content, re.S).group(1)
 
 
+def judge_with(backend: ModelBackend, tmp_path: Path, make=make_rubric, seed: int = 2023, **options):
+    model = CachedModel(backend, Cache(tmp_path / "judge-cache.sqlite"), "judge:x")
+    return make(JudgeContext(options=options, model=model, seed=seed))
+
+
 def judge_over(script: Script, tmp_path: Path, make=make_rubric, seed: int = 2023, **options):
     backend = ScriptedJudgeModel(script)
-    model = CachedModel(backend, Cache(tmp_path / "judge-cache.sqlite"), "judge:x")
-    return make(JudgeContext(options=options, model=model, seed=seed)), backend
+    return judge_with(backend, tmp_path, make, seed, **options), backend
 
 
 ITEM = JudgeInput(item_id="q1", question="Who opened the meeting?", response="It was [PERSON1].",
@@ -375,3 +379,20 @@ def test_llm_judge_without_judge_model_is_a_user_error(tiny_home, tmp_path):
 
     with pytest.raises(UserError, match="--judge-model"):
         run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path, judge="rubric")
+
+
+def test_a_judge_request_the_backend_gave_up_on_is_missing_and_asked_again(tmp_path):
+    class FailingOnce(ScriptedJudgeModel):
+        def generate(self, requests):
+            self.batches += 1
+            self.calls.extend(requests)
+            return [Generation(request_id=r.request_id, text="", finish_reason="error",
+                               extras={"error": {"kind": "server", "message": "503"}}) for r in requests]
+
+    backend = FailingOnce(lambda r: "")
+    (verdict,) = judge_with(backend, tmp_path).judge([ITEM])
+    assert verdict.score is None and verdict.parse_status == "missing"
+    assert verdict.details["judge_error"]["kind"] == "server" and len(backend.calls) == 1  # no reseeded retry
+    working = ScriptedJudgeModel(lambda r: "\\boxed{9}")
+    (again,) = judge_with(working, tmp_path).judge([ITEM])
+    assert again.score == 9.0 and len(working.calls) == 1  # the failure was not cached
