@@ -271,10 +271,18 @@ def _looks_malformed(text: str) -> bool:
 
 
 def _scrub(text: str, secrets: list[str]) -> str:
+    """Error texts go into samples.jsonl: no key may survive in them, whole or masked."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, "***")
+    text = re.sub(r"\b(sk|pk|key)-[A-Za-z0-9*_\-]{6,}", r"\1-***", text)
     return text[:_ERROR_TEXT_MAX]
+
+
+def _environment_secrets() -> list[str]:
+    """Values of variables that look like credentials (OPENAI_API_KEY, HF_TOKEN ...)."""
+    markers = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+    return [v for k, v in os.environ.items() if any(m in k.upper() for m in markers) and len(v) >= 8]
 
 
 class LiteLLMBackend(ModelBackend):
@@ -422,7 +430,8 @@ class LiteLLMBackend(ModelBackend):
         return body
 
     def _secrets(self, base: dict[str, Any]) -> list[str]:
-        return [v for v in (base.get("api_key"),) if isinstance(v, str) and v != "no-key"]
+        key = base.get("api_key")
+        return ([key] if isinstance(key, str) and key != "no-key" else []) + _environment_secrets()
 
     def _one(self, litellm: Any, base: dict[str, Any], request: GenerationRequest) -> Generation:
         payload = self._payload(request)

@@ -74,7 +74,9 @@ class FakeOpenAI:
             queue = self.script.get(item) or []
             behaviour = queue.pop(0) if queue else "ok"
         if behaviour[:3].isdigit():
-            data = json.dumps({"error": {"message": f"scripted {behaviour}", "type": "x"}}).encode()
+            # like some APIs, echo what was sent: error texts must be scrubbed before storing
+            message = f"scripted {behaviour}, credentials {h.headers.get('Authorization')}"
+            data = json.dumps({"error": {"message": message, "type": "x"}}).encode()
             h.send_response(int(behaviour[:3]))
             if behaviour.endswith("ra"):
                 h.send_header("Retry-After", "1")
@@ -198,11 +200,14 @@ def test_failure_past_budget_is_reported_not_cached_and_retried_next_run(server:
         cache.close()
 
 
-def test_bad_request_is_not_retried(server: FakeOpenAI) -> None:
+def test_bad_request_is_not_retried(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     server.script = {"x": ["400"]}
     model = backend(server)
     [gen] = model.generate([ask("x")])
     assert gen.finish_reason == "error" and gen.extras["error"]["kind"] == "bad_request"
+    assert "scripted 400, credentials Bearer ***" in gen.extras["error"]["message"]
+    assert SECRET not in json.dumps(gen.extras)
     assert server.hits == {"x": 1}
     assert model.stats()["retries"] == 0 and model.stats()["failed_by_kind"] == {"bad_request": 1}
 
