@@ -153,7 +153,7 @@ def format_table(results: dict[str, Any], markdown: bool = False) -> str:
 
 
 def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
-    rows = [("task", "group", "score", "95% CI", "n", "trunc", "skip", "parse-fail")]
+    rows = [("task", "group", "score", "95% CI", "n", "trunc", "skip", "no-score")]
     for name, task in results["tasks"].items():
         metric = task["metrics"]["score"]
         acc = task["accounting"]
@@ -164,7 +164,7 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         value = metric.get("mean_of_groups") if groups else metric["value"]
         rows.append((name, label, _fmt(value), "" if groups else _ci(metric), str(metric["n"]),
                      f"{acc['truncated_share']:.0%}", f"{acc['skipped_share']:.0%}",
-                     str(acc["judge_parse_failures"])))
+                     str(acc["judge_parse_failures"] + acc.get("judge_missing", 0) + acc.get("unanswered", 0))))
         seeds = metric.get("across_seeds")
         if seeds and seeds.get("mean") is not None:
             rows.append((name, f"{seeds['n_seeds']} seeds", f"{_fmt(seeds['mean'])} ± {_fmt(seeds['std'])}",

@@ -125,11 +125,42 @@ def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
         raise _blame_overrides(exc, config) from None
 
 
+def parse_judge_flag(text: str) -> tuple[str, dict[str, Any]]:
+    """`--judge NAME[,key=value...]`: a judge or preset, with options (YAML values) that
+    override the preset's."""
+    import yaml
+
+    name, *pairs = [p.strip() for p in text.split(",")]
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"judge option '{pair}' is not key=value", field="--judge")
+        try:
+            options[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UserError(f"value of judge option '{key}' is not valid YAML: {value!r}", field="--judge") from None
+    if not name:
+        raise UserError("--judge needs a judge name", field="--judge")
+    return name, options
+
+
 def make_judge(spec: TaskSpec, config: RunConfig, plugins: Plugins, registry: Registry,
                judge_model: CachedModel | None, seed: int) -> Judge:
-    chosen = registry.resolve_judge(config.judge) if config.judge else dict(spec.data["judge"])
-    factory = plugins.get("judge", chosen["name"])
-    judge = factory(JudgeContext(options=dict(chosen.get("options") or {}), model=judge_model, seed=seed))
+    if config.judge:
+        name, options = parse_judge_flag(config.judge)
+        chosen = registry.resolve_judge(name)
+        chosen["options"] = {**(chosen.get("options") or {}), **options}
+    else:
+        chosen = dict(spec.data["judge"])
+    try:
+        factory = plugins.get("judge", chosen["name"])
+        judge = factory(JudgeContext(options=dict(chosen.get("options") or {}), model=judge_model, seed=seed))
+    except UserError as exc:
+        blame_flag = not exc.file and (exc.field is None or exc.field.startswith("judge"))
+        if config.judge and blame_flag:  # the user's flag, not the spec, chose this judge
+            raise UserError(exc.message, field="--judge", hint=exc.hint) from None
+        raise
     if judge_model is not None and not judge.uses_model:
         raise UserError(f"judge '{chosen['name']}' does not call a model", field="--judge-model",
                         hint="Drop --judge-model, or pick a judge that uses one.")
@@ -243,13 +274,22 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
     for spec, conversations in loaded:
         if not conversations:
             raise spec.error("the task selected no questions (check --split and --limit)")
-    backend = make_model(model_spec, plugins)
-    model = CachedModel(backend, cache, model_spec.canonical)
     judge_model = None
+    if jspec is not None:
+        judge_model = CachedModel(make_model(jspec, plugins, field="--judge-model"), cache, jspec.canonical)
+    try:
+        # a judge that cannot be built (no --judge-model, bad option) fails before the
+        # system model is loaded, not after it
+        for spec, _ in loaded:
+            make_judge(spec, config, plugins, registry, judge_model, config.seeds[0])
+        backend = make_model(model_spec, plugins)
+    except BaseException:
+        if judge_model is not None:
+            judge_model.backend.close()
+        raise
+    model = CachedModel(backend, cache, model_spec.canonical)
     runs: list[TaskRun] = []
     try:
-        if jspec is not None:
-            judge_model = CachedModel(make_model(jspec, plugins, field="--judge-model"), cache, jspec.canonical)
         for spec, conversations in loaded:
             samples: list[Sample] = []
             judge_identity: dict[str, Any] = {}

@@ -100,8 +100,9 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
     report = spec_data.get("report", {})
     n = len(samples)
     unanswered = sum(1 for s in samples if s.response is None)
-    parse_failures = sum(1 for s in samples if s.response is not None and s.judgments
-                         and s.judgments[0].parse_status != "ok")
+    status = [s.judgments[0].parse_status for s in samples if s.response is not None and s.judgments]
+    parse_failures = status.count("parse_failure")  # the judge answered, but with no usable score
+    missing = status.count("missing")  # no verdict at all (no recorded score, judge API gave up)
     truncated = sum(1 for s in samples if s.context_cut.action == "truncated")
     skipped = sum(1 for s in samples if s.context_cut.action == "skipped")
     metrics = {"score": _metric(samples, report, seed, primary_score)}
@@ -118,6 +119,7 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
             "unanswered": unanswered,
             "generation_failures": sum(1 for s in samples if "generation_failed" in s.generation_extras),
             "judge_parse_failures": parse_failures,
+            "judge_missing": missing,
             "truncated": truncated,
             "skipped": skipped,
             "truncated_share": truncated / n if n else 0.0,

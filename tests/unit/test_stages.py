@@ -57,7 +57,8 @@ def test_score_rejudges_without_generating_and_keeps_the_source(tiny_home, tmp_p
     assert {s["judgments"][0]["parse_status"] for s in samples} == {"missing"}
     assert all(s["score"] is None for s in samples)
     new_results = json.loads((new_dir / "results.json").read_text())
-    assert new_results["tasks"]["elitr_qa"]["accounting"]["judge_parse_failures"] == len(samples)
+    acc = new_results["tasks"]["elitr_qa"]["accounting"]
+    assert acc["judge_missing"] == len(samples) and acc["judge_parse_failures"] == 0
     # the same answers re-judged by the lexical judge give the original run's numbers back
     assert main(["score", str(run_dir), "--judge", "lexical", "--output", str(tmp_path / "again")]) == 0
     again = next((tmp_path / "again").iterdir())
@@ -254,3 +255,44 @@ def test_failed_generations_are_counted_not_judged_and_asked_again(tiny_home, tm
     again = FlakyModel("none")
     run_engine(again, "elitr_qa", tiny_home, tmp_path / "two")
     assert [r.request_id for r in again.calls] == [bad]  # only the failed one is asked again
+
+
+def test_judge_flag_takes_options_and_bad_ones_blame_the_flag(tiny_home, tmp_path):
+    from lceval.runner import parse_judge_flag
+
+    assert parse_judge_flag("rubric,max_attempts=5,system_prompt=null") == \
+        ("rubric", {"max_attempts": 5, "system_prompt": None})
+    with pytest.raises(UserError) as err:
+        parse_judge_flag("rubric,oops")
+    assert err.value.field == "--judge"
+    with pytest.raises(UserError) as err:
+        run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path, judge="lexical,foo=1")
+    assert err.value.field == "--judge" and "foo" in err.value.message
+
+
+def test_a_judge_that_cannot_be_built_fails_before_the_model_loads(tiny_home, tmp_path):
+    loads = []
+
+    class CountingModel(ScriptedModel):
+        def __init__(self):
+            super().__init__()
+            loads.append(1)
+
+    from lceval import hookimpl
+    from lceval.cache import Cache
+    from lceval.plugins import load_plugins
+    from lceval.registry import load_registry
+    from lceval.runner import RunConfig, execute
+
+    class Plugin:
+        @hookimpl
+        def register_models(self, register):
+            register("counting", lambda name, options: CountingModel())
+
+    plugins = load_plugins(extra=[("counting", Plugin())])
+    cfg = RunConfig(tasks="elitr_qa", model="counting:x", judge="rubric", progress=False)
+    cache = Cache(tmp_path / "c.sqlite")
+    with pytest.raises(UserError) as err:
+        execute(cfg, plugins, load_registry(plugins), cache, tiny_home)
+    cache.close()
+    assert err.value.field == "--judge-model" and loads == []
