@@ -1,0 +1,170 @@
+"""Retrievers that need no model: `random`, `keywords`, `bm25`, `oracle`.
+
+Every retriever ranks *all* documents (most relevant first, ties kept in document order,
+as Python's stable sort in the authors' code); a task type then keeps the top ones up to its
+token budget. Paper 002 §5.1 and the authors' populate_retriever_scores.py:
+
+- `random` (Rand): a seeded uniform score per document (option `seed`, default 0).
+- `keywords` (KWs): the share of the query's keywords (lower-cased word tokens minus English
+  stop words, duplicates kept) that occur in the document (retrieve_from_keywords). NLTK's
+  word_tokenize is approximated by a regex (words and punctuation apart).
+- `bm25`: Okapi BM25, k1=1.5, b=0.75, idf = ln((N - n + 0.5) / (n + 0.5)) with negative idfs
+  floored at 0.25 x mean idf: rank_bm25's BM25Okapi, reimplemented (no dependency).
+- `oracle` (Orac): the number of the subtopic's insights a document holds. A bare query cannot
+  tell that, so the task type passes it: ``rank(query, documents, relevance=[count per doc])``
+  (retrievers with ``wants_relevance = True`` get that keyword). Without it, it is an error.
+"""
+
+from __future__ import annotations
+
+import math
+import random as _random
+import re
+from collections import Counter
+from typing import Any
+
+from lceval import hookimpl
+from lceval.errors import UserError
+from lceval.interfaces import Retriever
+
+#: NLTK's English stop-word list (nltk.corpus.stopwords.words('english')), as the authors use.
+STOP_WORDS = frozenset("""i me my myself we our ours ourselves you you're you've you'll you'd your yours
+yourself yourselves he him his himself she she's her hers herself it it's its itself they them their
+theirs themselves what which who whom this that that'll these those am is are was were be been being
+have has had having do does did doing a an the and but if or because as until while of at by for with
+about against between into through during before after above below to from up down in out on off over
+under again further then once here there when where why how all any both each few more most other some
+such no nor not only own same so than too very s t can will just don don't should should've now d ll m
+o re ve y ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven
+haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn
+wasn't weren weren't won won't wouldn wouldn't""".split())
+TOKEN = re.compile(r"\w+|[^\w\s]")
+WORD = re.compile(r"\w+")
+
+
+def keyword_tokens(text: str) -> list[str]:
+    return [t for t in TOKEN.findall(text.lower()) if t not in STOP_WORDS]
+
+
+def bm25_tokens(text: str) -> list[str]:
+    return [t for t in WORD.findall(text.lower()) if t not in STOP_WORDS]
+
+
+def order_by(scores: list[float]) -> list[int]:
+    """Indices by descending score; equal scores keep document order (stable)."""
+    return sorted(range(len(scores)), key=lambda i: -scores[i])
+
+
+class RandomRetriever(Retriever):
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def scores(self, query: str, documents: list[str]) -> list[float]:
+        rng = _random.Random(f"{self.seed}\x00{query}")  # per query, reproducible
+        return [rng.random() for _ in documents]
+
+    def rank(self, query: str, documents: list[str]) -> list[int]:
+        return order_by(self.scores(query, documents))
+
+
+class KeywordsRetriever(Retriever):
+    name = "keywords"
+
+    def scores(self, query: str, documents: list[str]) -> list[float]:
+        kws = keyword_tokens(query)
+        if not kws:
+            return [0.0] * len(documents)
+        out = []
+        for doc in documents:
+            vocab = set(keyword_tokens(doc))
+            out.append(sum(1 for kw in kws if kw in vocab) / len(kws))
+        return out
+
+    def rank(self, query: str, documents: list[str]) -> list[int]:
+        return order_by(self.scores(query, documents))
+
+
+class BM25Retriever(Retriever):
+    name = "bm25"
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
+        self.k1, self.b, self.epsilon = k1, b, epsilon
+
+    def scores(self, query: str, documents: list[str]) -> list[float]:
+        docs = [bm25_tokens(d) for d in documents]
+        n_docs = len(docs)
+        if not n_docs:
+            return []
+        avgdl = sum(len(d) for d in docs) / n_docs or 1.0
+        df: Counter[str] = Counter()
+        for d in docs:
+            df.update(set(d))
+        idf = {w: math.log(n_docs - n + 0.5) - math.log(n + 0.5) for w, n in df.items()}
+        floor = self.epsilon * (sum(idf.values()) / len(idf)) if idf else 0.0
+        idf = {w: (v if v >= 0 else floor) for w, v in idf.items()}
+        out = []
+        for d in docs:
+            tf = Counter(d)
+            norm = self.k1 * (1 - self.b + self.b * len(d) / avgdl)
+            out.append(sum(idf.get(q, 0.0) * tf[q] * (self.k1 + 1) / (tf[q] + norm)
+                           for q in bm25_tokens(query) if tf[q]))
+        return out
+
+    def rank(self, query: str, documents: list[str]) -> list[int]:
+        return order_by(self.scores(query, documents))
+
+
+class OracleRetriever(Retriever):
+    name = "oracle"
+    wants_relevance = True
+
+    def rank(self, query: str, documents: list[str], relevance: list[float] | None = None) -> list[int]:
+        if relevance is None or len(relevance) != len(documents):
+            raise UserError("the oracle retriever needs the gold relevance of every document "
+                            "(rank(query, documents, relevance=...)); this task type gives none",
+                            field="retriever")
+        return order_by([float(r) for r in relevance])
+
+
+def _options(name: str, options: dict[str, Any], allowed: dict[str, type]) -> dict[str, Any]:
+    out = {}
+    for key, value in (options or {}).items():
+        if key not in allowed:
+            raise UserError(f"retriever '{name}' has no option '{key}' (known: {', '.join(allowed) or 'none'})",
+                            field=f"retriever_options.{key}")
+        try:
+            out[key] = allowed[key](value)
+        except (TypeError, ValueError):
+            raise UserError(f"retriever '{name}': option '{key}' must be a {allowed[key].__name__}, "
+                            f"got {value!r}", field=f"retriever_options.{key}") from None
+    return out
+
+
+def make_random(options: dict[str, Any]) -> Retriever:
+    return RandomRetriever(**_options("random", options, {"seed": int}))
+
+
+def make_keywords(options: dict[str, Any]) -> Retriever:
+    _options("keywords", options, {"seed": int})
+    return KeywordsRetriever()
+
+
+def make_bm25(options: dict[str, Any]) -> Retriever:
+    opts = _options("bm25", options, {"seed": int, "k1": float, "b": float, "epsilon": float})
+    opts.pop("seed", None)
+    return BM25Retriever(**opts)
+
+
+def make_oracle(options: dict[str, Any]) -> Retriever:
+    _options("oracle", options, {"seed": int})
+    return OracleRetriever()
+
+
+@hookimpl
+def register_retrievers(register):
+    register("random", make_random)
+    register("keywords", make_keywords)
+    register("bm25", make_bm25)
+    register("oracle", make_oracle)

@@ -1,0 +1,23 @@
+"""SummHay plugin (paper 002, Summary of a Haystack): the `summhay` task type, its spec
+folder and, when the engine can install schema-checked files, the `summhay` dataset."""
+
+from __future__ import annotations
+
+
+from lceval import hookimpl
+
+
+@hookimpl
+def register_task_types(register):
+    from .task import SummhayTaskType
+
+    register("summhay", SummhayTaskType())
+
+
+@hookimpl
+def register_datasets(register):
+    from .dataset import summhay_dataset
+
+    dataset = summhay_dataset()
+    if dataset is not None:
+        register(dataset)

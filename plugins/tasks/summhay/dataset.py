@@ -1,0 +1,58 @@
+"""The `summhay` dataset: haystack JSON files in the official schema, under the data home's
+`summhay/` folder (one haystack per file, as the authors' `data/topic_*.json`).
+
+The 10 published haystacks (salesforce/summary-of-a-haystack `data/`, also the Hugging Face
+dataset Salesforce/summary-of-a-haystack) have no checksums we could pin offline, so this
+dataset is not verified by sha256 but by content: `collect(source)` takes a folder (or one
+file) of haystack JSON files and checks every one against the schema (haystack.py) before
+anything is installed; the engine then records the sha256 of each installed file, and the
+task type records it again in every run's manifest.
+
+It needs one engine feature: a Dataset whose `files` is empty and whose `collect` is set
+(`lceval data fetch summhay --from FOLDER` calls `collect(FOLDER)` instead of verifying
+archives). Until the engine's Dataset has that field, the dataset is not registered and the
+task type reads `options.haystack` (a file or folder) or a hand-made data-home folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+from lceval.errors import UserError
+from lceval.interfaces import Dataset
+
+from .haystack import haystack_files, load_haystack
+
+DESCRIPTION = ("Summary of a Haystack: haystacks of ~100 documents with subtopics, insights and the "
+               "insight->document map (official schema; --from a folder of haystack JSON files)")
+
+
+def collect(source: Path) -> dict[str, Path]:
+    """Every haystack JSON file of `source`, each checked against the official schema."""
+    files = haystack_files(Path(source).expanduser())
+    topics: dict[str, Path] = {}
+    for path in files:
+        hay = load_haystack(path)
+        if hay.topic_id in topics:
+            raise UserError(f"topic_id {hay.topic_id} is also in {topics[hay.topic_id].name}", file=path,
+                            field="topic_id")
+        topics[hay.topic_id] = path
+    return {p.name: p for p in topics.values()}
+
+
+def install(archives: dict[str, Path], dest: Path) -> None:
+    """Copy the checked haystack files into the data home's summhay/ folder."""
+    if not archives:
+        raise UserError("no haystack JSON file to install", field="--from")
+    for name, path in archives.items():
+        shutil.copyfile(path, dest / name)
+
+
+def summhay_dataset() -> Dataset | None:
+    """The Dataset, or None while the engine cannot install unpinned (schema-checked) files."""
+    if "collect" not in {f.name for f in dataclasses.fields(Dataset)}:
+        return None
+    return Dataset(name="summhay", description=DESCRIPTION, files=[], install=install,  # type: ignore[call-arg]
+                   license="Apache-2.0", collect=collect)

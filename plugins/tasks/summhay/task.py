@@ -1,0 +1,234 @@
+"""SummHay task type: summarize a haystack of documents for one subtopic's query, citing
+documents as [i] (paper 002, "Summary of a Haystack", §3.3 and §5).
+
+One conversation per subtopic. The prompt is the authors' domain prompt (conversations /
+news, prompts.py) with the document list where the authors put it ("Conversation 3:\\n...").
+The number of bullets asked is the number of the subtopic's insights (§3.3; for news the
+number of those present in some document, as populate_summaries.get_insights_discussed).
+
+Settings (options):
+- `retriever: full` sends every document (the Full columns of Table 2). Any other value is a
+  registered retriever (`random`, `keywords`, `bm25`, `embedding`, `oracle`, a third party's)
+  that ranks all documents for the query "<query> <subtopic>" (populate_retriever_scores);
+  the top ones up to `budget_tokens` (default 15000, §5.1) are kept, the last one cut to fit
+  (budget.py says how tokens are counted). `stored:NAME` uses the scores the authors stored
+  in the haystack file under `retriever.NAME` (e.g. `stored:vector`, `stored:rerank3`).
+- `order` (§5.4, Table 3): `haystack` = the file's order (the paper's "Random": published
+  haystacks are in one arbitrary order), `random` = shuffled with `seed`, `top` / `bottom` =
+  documents sorted by how many of the subtopic's insights they hold, most relevant first /
+  last (populate_summaries --full_summ_sorted / --full_summ_reverse_sorted), `rank` = the
+  retriever's order (the authors' RAG order). Default `auto`: `rank` with a retriever,
+  `haystack` for full context.
+- `no_document: true`: the §5.5 baseline, no document shown (prompts.NO_DOCUMENT_*).
+
+Document numbers never change with the order or the retriever: the model cites the
+number the document has in the file, which is what the scorer compares with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+from typing import Any
+
+from lceval.errors import UserError
+from lceval.interfaces import Retriever, TaskContext, TaskType
+from lceval.types import CONTEXT_SLOT, Conversation, Turn
+
+from . import budget as budgets
+from .haystack import DOMAINS, Haystack, Subtopic, haystack_files, load_haystack
+from .prompts import document_block, summarization_prompt
+
+ORDERS = ("auto", "haystack", "random", "top", "bottom", "rank")
+
+OPTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "haystack": {"type": "string", "minLength": 1,
+                     "description": "A haystack JSON file or a folder of them (default: the data home's summhay/)"},
+        "domain": {"enum": ["auto", *DOMAINS]},
+        "retriever": {"type": "string", "minLength": 1},
+        "retriever_options": {"type": "object"},
+        "budget_tokens": {"type": "integer", "minimum": 1},
+        "budget_tokenizer": {"enum": list(budgets.TOKENIZERS)},
+        "order": {"enum": list(ORDERS)},
+        "seed": {"type": "integer"},
+        "no_document": {"type": "boolean"},
+    },
+}
+
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "domain": "auto",
+    "retriever": "full",
+    "retriever_options": {},
+    "budget_tokens": 15000,
+    "budget_tokenizer": "auto",
+    "order": "auto",
+    "seed": 0,
+    "no_document": False,
+}
+
+
+def query_string(subtopic: Subtopic) -> str:
+    """What every retriever ranks against (populate_retriever_scores: query + " " + subtopic)."""
+    return f"{subtopic.query} {subtopic.subtopic}"
+
+
+def make_retriever(name: str, options: dict[str, Any], seed: int, plugins: Any = None) -> Retriever:
+    """A registered retriever by name, its factory given the spec's retriever_options + seed."""
+    if plugins is None:
+        from lceval.plugins import load_plugins
+
+        plugins = load_plugins()
+    factory = plugins.get("retriever", name)
+    return factory({"seed": seed, **(options or {})})
+
+
+def rank_documents(retriever: Retriever | str, haystack: Haystack, subtopic: Subtopic) -> list[int]:
+    """Indices of the haystack's documents, most relevant first. `stored:NAME` reads the
+    authors' stored scores; a retriever with `wants_relevance` also gets the gold counts."""
+    texts = [d.text for d in haystack.documents]
+    if isinstance(retriever, str):
+        name = retriever.split(":", 1)[1]
+        scores = subtopic.retriever_scores.get(name)
+        if scores is None:
+            raise UserError(f"haystack has no stored '{name}' scores for subtopic {subtopic.subtopic_id}",
+                            file=haystack.path, field=f"subtopics.retriever.{name}")
+        try:
+            vals = [float(scores[d.document_id]) for d in haystack.documents]
+        except (KeyError, TypeError, ValueError):
+            raise UserError(f"stored '{name}' scores do not cover every document", file=haystack.path,
+                            field=f"subtopics.retriever.{name}") from None
+        return sorted(range(len(texts)), key=lambda i: -vals[i])
+    if getattr(retriever, "wants_relevance", False):
+        ranking = retriever.rank(query_string(subtopic), texts,  # type: ignore[call-arg]
+                                 relevance=haystack.relevance(subtopic))
+    else:
+        ranking = retriever.rank(query_string(subtopic), texts)
+    ranking = [int(i) for i in ranking]
+    if sorted(ranking) != list(range(len(texts))):
+        raise UserError(f"retriever '{getattr(retriever, 'name', retriever)}' must rank every document "
+                        "exactly once", field="options.retriever")
+    return ranking
+
+
+def order_documents(indices: list[int], order: str, haystack: Haystack, subtopic: Subtopic,
+                    seed: int) -> list[int]:
+    """Put the kept documents in the §5.4 order (sorts are stable, as the authors')."""
+    if order == "rank":
+        return list(indices)
+    if order == "haystack":
+        return sorted(indices)
+    if order == "random":
+        shuffled = sorted(indices)
+        random.Random(f"{seed}/{haystack.topic_id}").shuffle(shuffled)
+        return shuffled
+    rel = haystack.relevance(subtopic)
+    return sorted(sorted(indices), key=lambda i: -rel[i] if order == "top" else rel[i])
+
+
+class SummhayTaskType(TaskType):
+    options_schema = OPTIONS_SCHEMA
+    dataset = "summhay"
+
+    def load(self, ctx: TaskContext) -> list[Conversation]:
+        opts = {**DEFAULT_OPTIONS, **ctx.spec.get("options", {})}
+        spec_path = ctx.spec_path
+        location = Path(opts["haystack"]).expanduser() if opts.get("haystack") else \
+            ctx.data_home / ctx.spec.get("dataset", self.dataset)
+        if opts.get("haystack") and not location.is_absolute():
+            location = Path.cwd() / location
+        domains = ctx.splits or ctx.spec.get("splits") or list(DOMAINS)
+        for d in domains:
+            if d not in DOMAINS:
+                raise UserError(f"unknown split '{d}' (SummHay splits are its domains: {', '.join(DOMAINS)})",
+                                field="--split")
+        name = opts["retriever"]
+        retriever: Retriever | str | None = None
+        if name.startswith("stored:"):
+            retriever = name
+        elif name != "full":
+            retriever = make_retriever(name, opts["retriever_options"], opts["seed"],
+                                       getattr(ctx, "plugins", None))
+        if opts["no_document"] and retriever is not None:
+            raise UserError("no_document shows no document: leave retriever at 'full'", file=spec_path,
+                            field="options.no_document")
+        order = opts["order"]
+        if order == "auto":
+            order = "haystack" if retriever is None else "rank"
+        if order == "rank" and retriever is None:
+            raise UserError("order 'rank' needs a retriever", file=spec_path, field="options.order")
+        count = budgets.counter(opts["budget_tokenizer"]) if retriever is not None else None
+        conversations: list[Conversation] = []
+        for path in haystack_files(location):
+            ctx.record_file(path)
+            hay = load_haystack(path, None if opts["domain"] == "auto" else opts["domain"])
+            if hay.domain not in domains:
+                continue
+            for subtopic in hay.subtopics:
+                if ctx.limit is not None and len(conversations) >= ctx.limit:
+                    return conversations
+                conversations.append(self._conversation(hay, subtopic, retriever, order, count, opts))
+        if not conversations and not ctx.limit:
+            raise UserError(f"no haystack of the selected domains ({', '.join(domains)})", file=location)
+        return conversations
+
+    @staticmethod
+    def _conversation(hay: Haystack, subtopic: Subtopic, retriever: Retriever | str | None, order: str,
+                      count: budgets.Counter | None, opts: dict[str, Any]) -> Conversation:
+        texts = [d.text for d in hay.documents]
+        cut_doc: int | None = None
+        if opts["no_document"]:
+            kept_text: dict[int, str] = {}
+            indices: list[int] = []
+        elif retriever is None:
+            indices = list(range(len(texts)))
+            kept_text = dict(enumerate(texts))
+        else:
+            assert count is not None
+            ranking = rank_documents(retriever, hay, subtopic)
+            kept = budgets.fill_budget(texts, ranking, opts["budget_tokens"], count)
+            indices = [k.index for k in kept]
+            kept_text = {k.index: k.text for k in kept}
+            cut_doc = next((hay.documents[k.index].number for k in kept if k.cut), None)
+        indices = order_documents(indices, order, hay, subtopic, opts["seed"])
+        context = "".join(document_block(hay.domain, hay.documents[i].number, kept_text[i]) for i in indices)
+        asked = subtopic.insights if hay.domain == "conversation" else hay.insights_discussed(subtopic)
+        n_docs = len(texts) if opts["no_document"] else len(indices)
+        prompt = summarization_prompt(
+            hay.domain, n_documents=n_docs, n_insights=len(asked), topic=hay.topic,
+            participants=hay.participants, subtopic=subtopic.subtopic, query=subtopic.query,
+            documents="" if opts["no_document"] else CONTEXT_SLOT, no_document=opts["no_document"])
+        gold = hay.gold_cites()
+        rel = hay.relevance(subtopic)
+        item_id = f"{hay.topic_id}/{subtopic.subtopic_id}"
+        numbers = [hay.documents[i].number for i in indices]
+        metadata = {
+            "topic_id": hay.topic_id,
+            "subtopic_id": subtopic.subtopic_id,
+            "domain": hay.domain,
+            "retriever": "none" if opts["no_document"] else opts["retriever"],
+            "order": "none" if opts["no_document"] else order,
+            "budget_tokens": opts["budget_tokens"] if retriever is not None else None,
+            "budget_tokenizer": count.name if count is not None else None,
+            "n_bullets_asked": len(asked),
+            "documents_in_context": numbers,
+            "document_cut_to_budget": cut_doc,
+            "relevant_in_context": sum(1 for i in indices if rel[i] > 0),
+            "relevant_in_haystack": sum(1 for r in rel if r > 0),
+            # what the coverage judge scores against: every insight of the subtopic (§4.1)
+            "insights": [{"insight_id": i.insight_id, "insight": i.text,
+                          "gold": sorted(gold.get(i.insight_id, set()))} for i in subtopic.insights],
+        }
+        reference = "\n".join(f"- {i.text} {''.join(f'[{n}]' for n in sorted(gold.get(i.insight_id, set())))}"
+                              for i in subtopic.insights)
+        return Conversation(
+            conv_id=item_id,
+            context=context,
+            context_id=hashlib.sha256(context.encode("utf-8")).hexdigest()[:16],
+            turns=[Turn(item_id=item_id, user=prompt, reference=reference, question=subtopic.query,
+                        metadata=metadata)],
+            metadata={"topic_id": hay.topic_id, "domain": hay.domain},
+        )
