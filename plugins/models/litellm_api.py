@@ -25,32 +25,25 @@ litellm is imported only inside functions, with its remote cost map and telemetr
 
 from __future__ import annotations
 
-import email.utils
 import os
 import random
 import re
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
-from lceval.types import Generation, GenerationRequest
+from lceval.types import Generation, GenerationRequest, Message
 
 from . import local_files
+from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, MalformedResponse,
+                        classify, environment_secrets, retry_after_seconds, scrub)
 
 SCHEME = "litellm"
 _INSTALL_HINT = "Install it with: pip install 'lceval[api]'"
-#: Kinds of failed attempts, in the order `stats()` lists them.
-RETRYABLE_KINDS = ("rate_limit", "server", "timeout", "connection", "malformed")
-FINAL_KINDS = ("bad_request", "context_window")  # not retried: the same request fails again
-FATAL_KINDS = ("auth", "not_found")  # the run stops: every request would fail the same way
-#: Longest Retry-After honoured; a server asking for more is waited on this long per retry.
-RETRY_AFTER_CAP_S = 600.0
-_ERROR_TEXT_MAX = 500
 
 
 def _positive(cast: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -87,6 +80,13 @@ def _api_base(value: str) -> str:
     return value.rstrip("/")
 
 
+def _tokenizer_spec(value: str) -> str:
+    scheme, sep, model = value.partition(":")
+    if not sep or scheme not in ("llamacpp", "hf") or not model:
+        raise ValueError(value)
+    return value
+
+
 #: option -> (converter raising ValueError/KeyError, what a valid value looks like)
 _OPTIONS: local_files.OptionTable = {
     "api_base": (_api_base, "an http(s) URL without user:password@, ?query or #fragment "
@@ -102,6 +102,7 @@ _OPTIONS: local_files.OptionTable = {
     "output_cost_per_mtok": (_non_negative(float), "a non-negative price in USD per million tokens"),
     "context_window": (_positive(int), "a positive integer (tokens)"),
     "repeat_penalty_field": (_env_name, "a request body field name, e.g. repetition_penalty"),
+    "tokenizer": (_tokenizer_spec, "llamacpp:GGUF (a path or pkg:MODULE/FILE.gguf) or hf:NAME_OR_FOLDER"),
 }
 _DEFAULTS: dict[str, Any] = {"concurrency": 4, "max_retries": 6, "timeout": 600.0,
                              "backoff_base": 1.0, "backoff_max": 60.0}
@@ -137,154 +138,6 @@ def import_litellm() -> Any:
     return litellm
 
 
-class MalformedResponse(Exception):
-    """A 200 answer we cannot use (no choices, no message): retried like a server error."""
-
-
-@dataclass
-class ApiStats:
-    """Per-run accounting, thread-safe. Tokens and cost count successful responses only, so
-    nothing is charged twice however many attempts a request took."""
-
-    attempts: int = 0  # HTTP requests sent
-    succeeded: int = 0
-    retries: int = 0
-    failed: int = 0  # requests given up (past the retry budget, or not retryable)
-    errors: dict[str, int] = field(default_factory=dict)  # failed attempts by kind
-    failed_by_kind: dict[str, int] = field(default_factory=dict)  # last error of failed requests
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    cost_usd: float = 0.0
-    responses_without_cost: int = 0
-    slept_s: float = 0.0
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def bump(self, name: str, kind: str | None = None, amount: float = 1) -> None:
-        with self.lock:
-            if kind is None:
-                setattr(self, name, getattr(self, name) + amount)
-            else:
-                table = getattr(self, name)
-                table[kind] = table.get(kind, 0) + int(amount)
-
-    def as_dict(self) -> dict[str, Any]:
-        with self.lock:
-            return {
-                "attempts": self.attempts, "succeeded": self.succeeded, "retries": self.retries,
-                "failed": self.failed, "errors": dict(sorted(self.errors.items())),
-                "failed_by_kind": dict(sorted(self.failed_by_kind.items())),
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "cached_prompt_tokens": self.cached_prompt_tokens,
-                # a partial sum would understate the bill: unknown as soon as one price is
-                "cost_usd": (round(self.cost_usd, 8) if self.responses_without_cost == 0 else None),
-                "responses_without_cost": self.responses_without_cost,
-                "backoff_seconds": round(self.slept_s, 3),
-            }
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """`Retry-After` of the failed response (seconds or an HTTP date), wherever litellm or the
-    openai SDK kept the headers."""
-    candidates: list[Any] = []
-    response = getattr(exc, "response", None)
-    candidates.append(getattr(response, "headers", None))
-    candidates.append(getattr(exc, "litellm_response_headers", None))
-    candidates.append(getattr(exc, "headers", None))
-    for headers in candidates:
-        if not headers:
-            continue
-        try:
-            value = headers.get("retry-after") or headers.get("Retry-After")
-        except Exception:  # noqa: BLE001  (a header container we do not know)
-            continue
-        if value is None:
-            continue
-        value = str(value).strip()
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            pass
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            continue
-        return max(0.0, when.timestamp() - time.time())
-    return None
-
-
-def classify(exc: BaseException, litellm: Any) -> str:
-    """The kind of a failed attempt; decides retry, failure or stop. "internal" (not an API
-    error at all, e.g. a bug) is re-raised rather than retried."""
-    if isinstance(exc, MalformedResponse):
-        return "malformed"
-    if not _is_api_error(exc):
-        return "internal"
-    text = str(exc).lower()
-    status = getattr(exc, "status_code", None)
-    if _looks_malformed(text) and not (isinstance(status, int) and status < 500):
-        # litellm reports a 200 body it cannot parse as an InternalServerError of its own
-        return "malformed"
-    checks = [
-        ("Timeout", "timeout"),
-        ("RateLimitError", "rate_limit"),
-        ("AuthenticationError", "auth"),
-        ("PermissionDeniedError", "auth"),
-        ("NotFoundError", "not_found"),
-        ("ContextWindowExceededError", "context_window"),
-        ("InternalServerError", "server"),
-        ("ServiceUnavailableError", "server"),
-        ("BadGatewayError", "server"),
-    ]
-    for name, kind in checks:
-        cls = getattr(litellm, name, None)
-        if isinstance(cls, type) and isinstance(exc, cls):
-            return kind
-    if isinstance(status, int):
-        if status == 429:
-            return "rate_limit"
-        if status in (401, 403):
-            return "auth"
-        if status == 404:
-            return "not_found"
-        if status == 408:
-            return "timeout"
-        if 500 <= status < 600:
-            return "server"
-        if 400 <= status < 500:
-            return "bad_request"
-    if "timed out" in text or "timeout" in text:
-        return "timeout"
-    return "connection"
-
-
-def _is_api_error(exc: BaseException) -> bool:
-    import httpx
-    import openai
-
-    return isinstance(exc, (openai.OpenAIError, httpx.HTTPError, ConnectionError, TimeoutError))
-
-
-def _looks_malformed(text: str) -> bool:
-    return any(s in text for s in ("expecting value", "jsondecodeerror", "json decode",
-                                   "unterminated string", "extra data", "'choices' that is not"))
-
-
-def _scrub(text: str, secrets: list[str]) -> str:
-    """Error texts go into samples.jsonl: no key may survive in them, whole or masked."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    text = re.sub(r"\b(sk|pk|key)-[A-Za-z0-9*_\-]{6,}", r"\1-***", text)
-    return text[:_ERROR_TEXT_MAX]
-
-
-def _environment_secrets() -> list[str]:
-    """Values of variables that look like credentials (OPENAI_API_KEY, HF_TOKEN ...)."""
-    markers = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-    return [v for k, v in os.environ.items() if any(m in k.upper() for m in markers) and len(v) >= 8]
-
-
 class LiteLLMBackend(ModelBackend):
     """One API model. Requests of a batch run on a thread pool of `concurrency` workers."""
 
@@ -302,6 +155,7 @@ class LiteLLMBackend(ModelBackend):
         self._stop = threading.Event()
         self._rng = random.Random()
         self._litellm: Any = None
+        self._tokenizer_backend: ModelBackend | None = None
         #: waits `seconds` unless the batch is being abandoned; tests replace it
         self.sleep: Callable[[float], Any] = self._stop.wait
 
@@ -314,6 +168,44 @@ class LiteLLMBackend(ModelBackend):
 
     def stats(self) -> dict[str, Any]:
         return self._stats.as_dict()
+
+    # -- tokenizer: only with tokenizer=..., the model's own (an API hides it) -------------
+    def _local_tokenizer(self) -> ModelBackend | None:
+        """A local backend of the same model used only for its tokenizer and chat template
+        (never to generate), so the context policy can cut inputs precisely."""
+        spec = self.options.get("tokenizer")
+        if spec is None:
+            return None
+        if self._tokenizer_backend is None:
+            scheme, _, name = spec.partition(":")
+            if scheme == "llamacpp":
+                from .llamacpp import make_llamacpp
+
+                self._tokenizer_backend = make_llamacpp(name, {})
+            else:
+                from .hf import make_hf
+
+                self._tokenizer_backend = make_hf(name, {})
+        return self._tokenizer_backend
+
+    def count_tokens(self, messages: list[Message]) -> int | None:
+        local = self._local_tokenizer()
+        return local.count_tokens(messages) if local is not None else None
+
+    def tokenize(self, text: str) -> list[int] | None:
+        local = self._local_tokenizer()
+        return local.tokenize(text) if local is not None else None
+
+    def detokenize(self, tokens: list[int]) -> str:
+        local = self._local_tokenizer()
+        if local is None:
+            return super().detokenize(tokens)
+        return local.detokenize(tokens)
+
+    def close(self) -> None:
+        if self._tokenizer_backend is not None:
+            self._tokenizer_backend.close()
+            self._tokenizer_backend = None
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         if not requests:
@@ -431,7 +323,7 @@ class LiteLLMBackend(ModelBackend):
 
     def _secrets(self, base: dict[str, Any]) -> list[str]:
         key = base.get("api_key")
-        return ([key] if isinstance(key, str) and key != "no-key" else []) + _environment_secrets()
+        return ([key] if isinstance(key, str) and key != "no-key" else []) + environment_secrets()
 
     def _one(self, litellm: Any, base: dict[str, Any], request: GenerationRequest) -> Generation:
         payload = self._payload(request)
@@ -450,7 +342,7 @@ class LiteLLMBackend(ModelBackend):
                 if kind == "internal":
                     raise
                 self._stats.bump("errors", kind)
-                message = _scrub(f"{type(exc).__name__}: {exc}", self._secrets(base))
+                message = scrub(f"{type(exc).__name__}: {exc}", self._secrets(base))
                 if kind in FATAL_KINDS:
                     raise self._fatal(kind, message) from None
                 if kind in FINAL_KINDS or attempt >= budget:

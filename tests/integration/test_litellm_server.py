@@ -73,3 +73,19 @@ def test_elitr_run_end_to_end_then_fully_cached(llama_server: LlamaServer, tiny_
     again = json.loads((only_run(tmp_path / "again") / "manifest.json").read_text())
     assert again["usage"]["cache_hits"] == 7 and again["usage"]["generated"] == 0
     assert again["backend_stats"]["model"]["attempts"] == 0  # nothing sent to the server
+
+
+def test_context_policy_cuts_with_the_models_own_tokenizer(llama_server: LlamaServer, tiny_home: Path,
+                                                           tmp_path: Path) -> None:
+    """tokenizer=llamacpp:GGUF lends the API model its tokenizer and chat template, so
+    truncate-middle can cut to a window; the server's own count proves every prompt fit."""
+    window, answer = 160, 24
+    spec = llama_server.spec(tokenizer=f"llamacpp:{SMOLLM2}", context_window=str(window))
+    assert main(["run", "--tasks", "elitr_qa", "--model", spec, "--data-home", str(tiny_home),
+                 "--output", str(tmp_path / "runs"), "--no-progress", "--context-policy", "truncate-middle",
+                 "--set", f"generation.max_new_tokens={answer}"]) == 0
+    samples = [json.loads(line) for line in (only_run(tmp_path / "runs") / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 7 and all(s["response"] for s in samples)
+    assert all(s["prompt_tokens"] + answer <= window for s in samples), [s["prompt_tokens"] for s in samples]
+    cut = {s["metadata"]["meeting_id"] for s in samples if s["context_cut"]["action"] == "truncated"}
+    assert {"meeting_en_dev_901", "meeting_en_dev_902"} <= cut  # their full prompts need 193 and 164

@@ -299,6 +299,7 @@ def test_identity_names_model_and_base_only(server: FakeOpenAI) -> None:
     ({"max_retries": "-1"}, "non-negative"),
     ({"api_key_env": "sk-abc"}, "NAME of an environment variable"),
     ({"temperature": "1"}, "unknown litellm option 'temperature'"),
+    ({"tokenizer": "gpt2"}, "llamacpp:GGUF .* or hf:NAME_OR_FOLDER"),
 ])
 def test_bad_options(options: dict[str, str], pattern: str) -> None:
     with pytest.raises(UserError, match=pattern) as err:

@@ -1,0 +1,169 @@
+"""What a backend calling a remote API needs whatever the client library: the kind of a
+failed attempt (retry, give up, or stop the run), the server's Retry-After, error texts
+with no credential left in them, and thread-safe per-run accounting."""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Kinds of failed attempts, in the order `stats()` lists them.
+RETRYABLE_KINDS = ("rate_limit", "server", "timeout", "connection", "malformed")
+FINAL_KINDS = ("bad_request", "context_window")  # not retried: the same request fails again
+FATAL_KINDS = ("auth", "not_found")  # the run stops: every request would fail the same way
+#: Longest Retry-After honoured; a server asking for more is waited on this long per retry.
+RETRY_AFTER_CAP_S = 600.0
+ERROR_TEXT_MAX = 500
+
+
+class MalformedResponse(Exception):
+    """A 200 answer we cannot use (no choices, no message): retried like a server error."""
+
+
+@dataclass
+class ApiStats:
+    """Per-run accounting, thread-safe. Tokens and cost count successful responses only, so
+    nothing is charged twice however many attempts a request took."""
+
+    attempts: int = 0  # HTTP requests sent
+    succeeded: int = 0
+    retries: int = 0
+    failed: int = 0  # requests given up (past the retry budget, or not retryable)
+    errors: dict[str, int] = field(default_factory=dict)  # failed attempts by kind
+    failed_by_kind: dict[str, int] = field(default_factory=dict)  # last error of failed requests
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cost_usd: float = 0.0
+    responses_without_cost: int = 0
+    slept_s: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def bump(self, name: str, kind: str | None = None, amount: float = 1) -> None:
+        with self.lock:
+            if kind is None:
+                setattr(self, name, getattr(self, name) + amount)
+            else:
+                table = getattr(self, name)
+                table[kind] = table.get(kind, 0) + int(amount)
+
+    def as_dict(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "attempts": self.attempts, "succeeded": self.succeeded, "retries": self.retries,
+                "failed": self.failed, "errors": dict(sorted(self.errors.items())),
+                "failed_by_kind": dict(sorted(self.failed_by_kind.items())),
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "cached_prompt_tokens": self.cached_prompt_tokens,
+                # a partial sum would understate the bill: unknown as soon as one price is
+                "cost_usd": (round(self.cost_usd, 8) if self.responses_without_cost == 0 else None),
+                "responses_without_cost": self.responses_without_cost,
+                "backoff_seconds": round(self.slept_s, 3),
+            }
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    """`Retry-After` of the failed response (seconds or an HTTP date), wherever litellm or the
+    openai SDK kept the headers."""
+    candidates: list[Any] = []
+    response = getattr(exc, "response", None)
+    candidates.append(getattr(response, "headers", None))
+    candidates.append(getattr(exc, "litellm_response_headers", None))
+    candidates.append(getattr(exc, "headers", None))
+    for headers in candidates:
+        if not headers:
+            continue
+        try:
+            value = headers.get("retry-after") or headers.get("Retry-After")
+        except Exception:  # noqa: BLE001  (a header container we do not know)
+            continue
+        if value is None:
+            continue
+        value = str(value).strip()
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            continue
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def classify(exc: BaseException, litellm: Any) -> str:
+    """The kind of a failed attempt; decides retry, failure or stop. "internal" (not an API
+    error at all, e.g. a bug) is re-raised rather than retried."""
+    if isinstance(exc, MalformedResponse):
+        return "malformed"
+    if not _is_api_error(exc):
+        return "internal"
+    text = str(exc).lower()
+    status = getattr(exc, "status_code", None)
+    if _looks_malformed(text) and not (isinstance(status, int) and status < 500):
+        # litellm reports a 200 body it cannot parse as an InternalServerError of its own
+        return "malformed"
+    checks = [
+        ("Timeout", "timeout"),
+        ("RateLimitError", "rate_limit"),
+        ("AuthenticationError", "auth"),
+        ("PermissionDeniedError", "auth"),
+        ("NotFoundError", "not_found"),
+        ("ContextWindowExceededError", "context_window"),
+        ("InternalServerError", "server"),
+        ("ServiceUnavailableError", "server"),
+        ("BadGatewayError", "server"),
+    ]
+    for name, kind in checks:
+        cls = getattr(litellm, name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return kind
+    if isinstance(status, int):
+        if status == 429:
+            return "rate_limit"
+        if status in (401, 403):
+            return "auth"
+        if status == 404:
+            return "not_found"
+        if status == 408:
+            return "timeout"
+        if 500 <= status < 600:
+            return "server"
+        if 400 <= status < 500:
+            return "bad_request"
+    if "timed out" in text or "timeout" in text:
+        return "timeout"
+    return "connection"
+
+
+def _is_api_error(exc: BaseException) -> bool:
+    import httpx
+    import openai
+
+    return isinstance(exc, (openai.OpenAIError, httpx.HTTPError, ConnectionError, TimeoutError))
+
+
+def _looks_malformed(text: str) -> bool:
+    return any(s in text for s in ("expecting value", "jsondecodeerror", "json decode",
+                                   "unterminated string", "extra data", "'choices' that is not"))
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """Error texts go into samples.jsonl: no key may survive in them, whole or masked."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = re.sub(r"\b(sk|pk|key)-[A-Za-z0-9*_\-]{6,}", r"\1-***", text)
+    return text[:ERROR_TEXT_MAX]
+
+
+def environment_secrets() -> list[str]:
+    """Values of variables that look like credentials (OPENAI_API_KEY, HF_TOKEN ...)."""
+    markers = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+    return [v for k, v in os.environ.items() if any(m in k.upper() for m in markers) and len(v) >= 8]
