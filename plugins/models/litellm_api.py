@@ -305,8 +305,11 @@ class LiteLLMBackend(ModelBackend):
         body: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "max_tokens": params.max_new_tokens, "temperature": params.temperature,
-            "top_p": params.top_p, "seed": params.seed,
+            "seed": params.seed,
         }
+        if params.top_p != 1.0:
+            # 1.0 is every API's default; some (recent Claude models) refuse top_p beside temperature
+            body["top_p"] = params.top_p
         if params.stop:
             body["stop"] = list(params.stop)
         if params.repeat_penalty != 1.0:

@@ -27,7 +27,7 @@ SECRET = "sk-secret-123"
 
 class FakeOpenAI:
     """`/v1/chat/completions` answering each item (the last user message) from a script:
-    a list of behaviours consumed one per request, then "ok" forever.
+    a list of behaviours consumed one per request, then `default` ("ok") forever.
 
     Behaviours: "ok", "hold" (ok after a pause, to overlap requests), "429", "429ra" (with
     Retry-After: 1), "400", "401", "404", "500", "503", "badjson", "nochoices", "emptychoices",
@@ -40,7 +40,8 @@ class FakeOpenAI:
         self.hits: dict[str, int] = {}
         self.bodies: list[dict[str, Any]] = []
         self.auth: list[str | None] = []
-        self.inflight = self.max_inflight = 0
+        self.inflight = self.max_inflight = self.answered = 0
+        self.default = "ok"  # the behaviour once an item's script is used up
         self.lock = threading.Lock()
         self.hang_s, self.hold_s = hang_s, hold_s
         fake = self
@@ -72,7 +73,7 @@ class FakeOpenAI:
             self.bodies.append(body)
             self.auth.append(h.headers.get("Authorization"))
             queue = self.script.get(item) or []
-            behaviour = queue.pop(0) if queue else "ok"
+            behaviour = queue.pop(0) if queue else self.default
         if behaviour[:3].isdigit():
             # like some APIs, echo what was sent: error texts must be scrubbed before storing
             message = f"scripted {behaviour}, credentials {h.headers.get('Authorization')}"
@@ -96,6 +97,8 @@ class FakeOpenAI:
             ok["choices"] = []
         data = b'{"choices": [ oops' if behaviour == "badjson" else json.dumps(ok).encode()
         self._send(h, data)
+        with self.lock:
+            self.answered += 1
 
     @staticmethod
     def _send(h: BaseHTTPRequestHandler, data: bytes, status_sent: bool = False) -> None:
@@ -253,6 +256,8 @@ def test_sampling_parameters_reach_the_server(server: FakeOpenAI) -> None:
     assert (body["max_tokens"], body["temperature"], body["top_p"], body["seed"], body["stop"]) == \
         (7, 0.6, 0.9, 5, ["###"])
     assert "repeat_penalty" not in body and "repetition_penalty" not in body
+    backend(server).generate([ask("p", GenerationParams(max_new_tokens=7))])
+    assert "top_p" not in server.bodies[-1] and "stop" not in server.bodies[-1]  # defaults left out
 
 
 def test_repeat_penalty_is_refused_unless_mapped(server: FakeOpenAI) -> None:
@@ -270,6 +275,17 @@ def test_cost_from_per_million_token_prices(server: FakeOpenAI) -> None:
     each = (10 * 2.5 + 3 * 10) / 1e6
     assert all(g.extras["cost_usd"] == pytest.approx(each) for g in gens)
     assert model.stats()["cost_usd"] == pytest.approx(2 * each)
+
+
+def test_cost_from_litellms_price_map_when_the_model_is_known(server: FakeOpenAI) -> None:
+    from lceval_plugins.models.litellm_api import import_litellm
+
+    prices = import_litellm().model_cost["gpt-4o-mini"]  # the bundled map: no network
+    model = make_litellm("openai/gpt-4o-mini", {"api_base": server.url})
+    model.generate([ask("a"), ask("b")])
+    each = 10 * prices["input_cost_per_token"] + 3 * prices["output_cost_per_token"]
+    assert each > 0 and model.stats()["cost_usd"] == pytest.approx(2 * each)
+    assert model.stats()["responses_without_cost"] == 0
 
 
 def test_key_comes_from_the_named_environment_variable(server: FakeOpenAI,
@@ -341,3 +357,30 @@ def test_engine_run_keeps_the_key_out_of_every_file(server: FakeOpenAI, tiny_hom
     assert cache in files and len(files) >= 4
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_ctrl_c_exits_at_once_with_requests_in_flight(tiny_home: Path, tmp_path: Path) -> None:
+    """Ctrl-C must not wait for in-flight API calls to time out: the workers are daemons."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    fake = FakeOpenAI(hang_s=30.0)  # every request hangs far longer than the test waits
+    try:
+        fake.default = "hang"
+        cmd = [sys.executable, "-m", "lceval", "run", "--tasks", "elitr_qa", "--split", "dev", "--limit", "2",
+               "--model", f"litellm:openai/fake,api_base={fake.url},timeout=120,concurrency=2",
+               "--data-home", str(tiny_home), "--output", str(tmp_path / "runs"), "--no-progress"]
+        proc = subprocess.Popen(cmd, env={**os.environ, "OPENAI_API_KEY": "x"}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while sum(fake.hits.values()) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert sum(fake.hits.values()) == 2, proc.communicate(timeout=30)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 130, err
+        assert fake.answered == 0  # it left while both requests were still in flight
+    finally:
+        fake.close()
