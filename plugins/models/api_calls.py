@@ -106,6 +106,9 @@ def classify(exc: BaseException, litellm: Any) -> str:
         return "internal"
     text = str(exc).lower()
     status = getattr(exc, "status_code", None)
+    if re.search(r"missing[^.]{0,40}(credentials|api[ _-]?key)|api_key client option must be set", text):
+        # no key at all: litellm reports it as a 500 of its own
+        return "auth"
     if _looks_malformed(text) and not (isinstance(status, int) and status < 500):
         # litellm reports a 200 body it cannot parse as an InternalServerError of its own
         return "malformed"

@@ -429,7 +429,7 @@ class LiteLLMBackend(ModelBackend):
             hint = (f"Check the key in ${env}." if env else
                     "Set the provider's key variable (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY) "
                     "or name one with api_key_env=NAME.")
-            return UserError(f"the API refused the credentials for model '{self.model}' ({message})",
+            return UserError(f"no usable credentials for model '{self.model}' ({message})",
                              field="--model", hint=hint)
         return UserError(f"the API does not know model '{self.model}' ({message})", field="--model",
                          hint="Check the model name and api_base.")

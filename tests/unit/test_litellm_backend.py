@@ -215,7 +215,7 @@ def test_bad_request_is_not_retried(server: FakeOpenAI, monkeypatch: pytest.Monk
     assert model.stats()["retries"] == 0 and model.stats()["failed_by_kind"] == {"bad_request": 1}
 
 
-@pytest.mark.parametrize("status, needle", [("401", "refused the credentials"), ("404", "does not know model")])
+@pytest.mark.parametrize("status, needle", [("401", "no usable credentials"), ("404", "does not know model")])
 def test_auth_and_unknown_model_stop_the_run(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch,
                                              status: str, needle: str) -> None:
     monkeypatch.setenv("MY_KEY", SECRET)
@@ -224,6 +224,13 @@ def test_auth_and_unknown_model_stop_the_run(server: FakeOpenAI, monkeypatch: py
         backend(server, api_key_env="MY_KEY").generate([ask("x")])
     assert SECRET not in str(err.value)
     assert server.hits == {"x": 1}
+
+
+def test_missing_key_stops_the_run(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(UserError, match="no usable credentials.*OPENAI_API_KEY"):
+        make_litellm("openai/gpt-4o", {"max_retries": "3"}).generate([ask("x")])  # no api_base: no request
+    assert server.hits == {}
 
 
 def test_concurrency_is_bounded(server: FakeOpenAI, tmp_path: Path) -> None:
