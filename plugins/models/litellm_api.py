@@ -71,12 +71,11 @@ def _env_name(value: str) -> str:
 
 
 def _api_base(value: str) -> str:
-    """Credentials in a URL would end up in the manifest's command line: refused."""
+    """Credentials in a URL would end up in the manifest's command line: refused (before
+    this converter, by `parse_options`, without echoing the URL)."""
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(value)
-    if parts.username or parts.password or parts.query or parts.fragment:
-        raise KeyError(value)
     return value.rstrip("/")
 
 
@@ -89,8 +88,7 @@ def _tokenizer_spec(value: str) -> str:
 
 #: option -> (converter raising ValueError/KeyError, what a valid value looks like)
 _OPTIONS: local_files.OptionTable = {
-    "api_base": (_api_base, "an http(s) URL without user:password@, ?query or #fragment "
-                 "(credentials come from the environment)"),
+    "api_base": (_api_base, "an http(s) URL"),
     "api_key_env": (_env_name, "the NAME of an environment variable holding the key"),
     "concurrency": (_positive(int), "a positive integer"),
     "batch_size": (_positive(int), "a positive integer"),
@@ -115,6 +113,12 @@ def parse_options(options: dict[str, str], model: str) -> dict[str, Any]:
                             f"(option '{key}')", field=key,
                             hint="Put the key in an environment variable (e.g. OPENAI_API_KEY) "
                                  "or name one with api_key_env=NAME.")
+    base = urlsplit(options.get("api_base", ""))
+    if base.username or base.password or base.query or base.fragment:
+        # said without echoing the URL: what is in it may be a credential
+        raise UserError(f"{SCHEME} option api_base must be a URL without user:password@, ?query or "
+                        "#fragment", field="api_base",
+                        hint="Credentials come from the environment (api_key_env=NAME).")
     parsed = {**_DEFAULTS, **local_files.parse_options(options, _OPTIONS, SCHEME, model)}
     parsed.setdefault("batch_size", 2 * parsed["concurrency"])
     return parsed

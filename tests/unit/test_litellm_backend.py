@@ -315,8 +315,8 @@ def test_identity_names_model_and_base_only(server: FakeOpenAI) -> None:
 
 @pytest.mark.parametrize("options, pattern", [
     ({"api_key": SECRET}, "never takes a secret"),
-    ({"api_base": "http://user:pw@host:1/v1"}, "without user:password"),
-    ({"api_base": "http://host/v1?token=abc"}, "without user:password"),
+    ({"api_base": f"http://user:{SECRET}@host:1/v1"}, "without user:password"),
+    ({"api_base": f"http://host/v1?token={SECRET}"}, "without user:password"),
     ({"api_base": "ftp://host"}, "http\\(s\\) URL"),
     ({"concurrency": "0"}, "positive integer"),
     ({"max_retries": "-1"}, "non-negative"),
