@@ -21,3 +21,10 @@ def register_datasets(register):
     dataset = summhay_dataset()
     if dataset is not None:
         register(dataset)
+
+
+@hookimpl
+def register_commands(register):
+    from .commands import SummhayCommand
+
+    register("summhay", SummhayCommand())
