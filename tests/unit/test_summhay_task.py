@@ -115,3 +115,53 @@ def test_limit_and_bad_options(haystack_dir, tmp_path):
         run("summhay_full", haystack_dir, tmp_path, order="rank")
     with pytest.raises(UserError, match="haystack"):
         run("summhay_full", tmp_path / "missing", tmp_path)
+
+
+def test_retriever_flag_third_party_retriever_and_reported_metrics(haystack_dir, tmp_path):
+    """--retriever overrides the spec; a retriever from any plugin is used like a built-in;
+    coverage and citation F1 are reported beside the joint score (report.metrics)."""
+    import os
+    from pathlib import Path
+
+    from lceval import hookimpl
+    from lceval.cache import Cache
+    from lceval.interfaces import Retriever
+    from lceval.plugins import load_plugins
+    from lceval.registry import load_registry
+    from lceval.runner import RunConfig, execute
+
+    class Reverse(Retriever):
+        name = "reverse"
+
+        def rank(self, query, documents):
+            return list(range(len(documents)))[::-1]
+
+    model = ScriptedModel(window=8192)
+
+    class Extra:
+        @hookimpl
+        def register_models(self, register):
+            register("scripted", lambda name, options: model)
+
+        @hookimpl
+        def register_retrievers(self, register):
+            register("reverse", lambda options: Reverse())
+
+    plugins = load_plugins(extra=[("extra", Extra())])
+    cfg = RunConfig(tasks="summhay_full", model="scripted:x", progress=False, retriever="reverse",
+                    overrides={"options.haystack": str(haystack_dir), "options.budget_tokenizer": "words",
+                               "options.budget_tokens": 100, "options.order": "rank"})
+    cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
+    try:
+        state = execute(cfg, plugins, load_registry(plugins), cache, tmp_path / "data")
+    finally:
+        cache.close()
+    samples = state.tasks[0].samples
+    assert all(s.metadata["retriever"] == "reverse" for s in samples)
+    shown = docs_shown(model.calls[0])
+    assert shown == list(range(N_DOCS, N_DOCS - len(shown), -1)) and len(shown) < N_DOCS
+    from lceval.scoring import score_task
+
+    res = score_task(samples, state.tasks[0].spec.data, {})
+    assert {"score", "coverage", "citation_f1", "words_per_bullet"} <= set(res["metrics"])
+    assert res["metrics"]["coverage"]["value"] == 0.0

@@ -25,6 +25,8 @@ from lceval.errors import UserError
 DOMAINS = ("conversation", "news")
 #: JSON files that may sit next to haystacks but are not ones (data-home record, annotations)
 NOT_HAYSTACKS = frozenset({"CHECKSUMS.json", "eval_benchmark_data.json"})
+HINT = ("Put haystack JSON files there (the authors' data/topic_*.json), or pass "
+        "--set options.haystack=FILE_OR_FOLDER; a demo one: lceval summhay synth --template FILE")
 
 
 @dataclass
@@ -170,8 +172,7 @@ def parse_haystack(data: Any, path: Path | None = None, domain: str | None = Non
 def load_haystack(path: Path, domain: str | None = None) -> Haystack:
     path = Path(path)
     if not path.is_file():
-        raise UserError("haystack file not found", file=path,
-                        hint="Run: lceval data fetch summhay --from FOLDER, or set options.haystack")
+        raise UserError("haystack file not found", file=path, hint=HINT)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -189,5 +190,4 @@ def haystack_files(location: Path) -> list[Path]:
                        if not p.name.startswith(".") and p.name not in NOT_HAYSTACKS)
         if files:
             return files
-    raise UserError("no haystack JSON file here", file=location,
-                    hint="Run: lceval data fetch summhay --from FOLDER, or set options.haystack")
+    raise UserError("no haystack JSON file here", file=location, hint=HINT)

@@ -34,7 +34,7 @@ def _mean(values: list[float]) -> float:
 def retrieval_report(haystacks: Haystack | Path | Iterable[Haystack | Path], retrievers: Iterable[str],
                      budgets_tokens: Iterable[int] = (15000,), tokenizer: str = "auto", seed: int = 0,
                      retriever_options: dict[str, dict[str, Any]] | None = None,
-                     plugins: Any = None) -> dict[str, Any]:
+                     factories: dict[str, Any] | None = None) -> dict[str, Any]:
     """{"tokenizer", "seconds", "rows": [{retriever, budget, n_insights, source_share,
     best_citation_f1, reachable, documents_kept, subtopics: [...]}]}. `retrievers` are
     registered names or `stored:NAME` (the scores stored in the haystack file)."""
@@ -47,7 +47,7 @@ def retrieval_report(haystacks: Haystack | Path | Iterable[Haystack | Path], ret
     rows = []
     for name in retrievers:
         retriever: Any = name if name.startswith("stored:") else make_retriever(
-            name, (retriever_options or {}).get(name, {}), seed, plugins)
+            name, (retriever_options or {}).get(name, {}), seed, factories)
         per_budget: dict[int, list[dict[str, Any]]] = {b: [] for b in budget_list}
         for hay in hays:
             texts = [d.text for d in hay.documents]

@@ -54,7 +54,8 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "budget_tokens": {"type": "integer", "minimum": 1},
         "budget_tokenizer": {"enum": list(budgets.TOKENIZERS)},
         "order": {"enum": list(ORDERS)},
-        "seed": {"type": "integer"},
+        "seed": {"type": ["integer", "null"],
+                 "description": "For the random retriever and order; default: the run's --seed"},
         "no_document": {"type": "boolean"},
     },
 }
@@ -66,7 +67,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "budget_tokens": 15000,
     "budget_tokenizer": "auto",
     "order": "auto",
-    "seed": 0,
+    "seed": None,
     "no_document": False,
 }
 
@@ -76,14 +77,18 @@ def query_string(subtopic: Subtopic) -> str:
     return f"{subtopic.query} {subtopic.subtopic}"
 
 
-def make_retriever(name: str, options: dict[str, Any], seed: int, plugins: Any = None) -> Retriever:
-    """A registered retriever by name, its factory given the spec's retriever_options + seed."""
-    if plugins is None:
+def make_retriever(name: str, options: dict[str, Any], seed: int,
+                   factories: dict[str, Any] | None = None) -> Retriever:
+    """A registered retriever by name, its factory given the spec's retriever_options + seed.
+    `factories`: the engine's TaskContext.retrievers; None loads the installed plugins."""
+    if not factories:
         from lceval.plugins import load_plugins
 
-        plugins = load_plugins()
-    factory = plugins.get("retriever", name)
-    return factory({"seed": seed, **(options or {})})
+        factories = load_plugins().retrievers
+    if name not in factories:
+        raise UserError(f"unknown retriever '{name}' (known: full, stored:NAME, {', '.join(sorted(factories))})",
+                        field="options.retriever")
+    return factories[name]({"seed": seed, **(options or {})})
 
 
 def rank_documents(retriever: Retriever | str, haystack: Haystack, subtopic: Subtopic) -> list[int]:
@@ -135,6 +140,8 @@ class SummhayTaskType(TaskType):
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         opts = {**DEFAULT_OPTIONS, **ctx.spec.get("options", {})}
+        if opts["seed"] is None:
+            opts["seed"] = int(getattr(ctx, "seed", 0))
         spec_path = ctx.spec_path
         location = Path(opts["haystack"]).expanduser() if opts.get("haystack") else \
             ctx.data_home / ctx.spec.get("dataset", self.dataset)
@@ -151,7 +158,7 @@ class SummhayTaskType(TaskType):
             retriever = name
         elif name != "full":
             retriever = make_retriever(name, opts["retriever_options"], opts["seed"],
-                                       getattr(ctx, "plugins", None))
+                                       getattr(ctx, "retrievers", None))
         if opts["no_document"] and retriever is not None:
             raise UserError("no_document shows no document: leave retriever at 'full'", file=spec_path,
                             field="options.no_document")
@@ -211,6 +218,7 @@ class SummhayTaskType(TaskType):
             "domain": hay.domain,
             "retriever": "none" if opts["no_document"] else opts["retriever"],
             "order": "none" if opts["no_document"] else order,
+            "seed": opts["seed"],
             "budget_tokens": opts["budget_tokens"] if retriever is not None else None,
             "budget_tokenizer": count.name if count is not None else None,
             "n_bullets_asked": len(asked),
