@@ -282,3 +282,13 @@ def test_retrieval_report_reads_stored_scores():
     assert sub_row["documents_kept"] == 1  # the last document (highest stored score), cut to 1 token
     with pytest.raises(UserError):
         retrieval_report(parse_haystack(data), ["stored:rerank3"], [1], tokenizer="words")
+
+
+def test_auto_budget_tokenizer_never_downloads(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+
+    def no_network():
+        raise AssertionError("auto must not try tiktoken without its cached file")
+
+    monkeypatch.setattr(budget, "_tiktoken", no_network)
+    assert budget.counter("auto").name == "words"

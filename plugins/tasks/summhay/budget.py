@@ -10,7 +10,9 @@ Counting is stated in every sample (`budget_tokenizer`):
 - `words`: no dependency, for offline use. A document costs ceil(4/3 x whitespace words)
   tokens, the paper's own ratio (§3.2: "750 words ... roughly 1,000 tokens"); a cut document
   keeps that many words. An approximation, and labelled as one.
-- `auto` (default): `cl100k_base` when it loads, else `words`.
+- `auto` (default): `cl100k_base` when tiktoken is installed and its cl100k_base file is
+  already in tiktoken's cache (no network attempt, so an offline run never waits on one),
+  else `words`.
 """
 
 from __future__ import annotations
@@ -50,6 +52,20 @@ def _words() -> Counter:
     return Counter("words", encode, decode)
 
 
+CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+
+
+def _cl100k_cached() -> bool:
+    """Whether tiktoken would load cl100k_base from its cache (tiktoken/load.py read_file_cached)."""
+    import hashlib
+    import os
+    import tempfile
+
+    folder = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR",
+                                                                  os.path.join(tempfile.gettempdir(), "data-gym-cache")))
+    return bool(folder) and os.path.exists(os.path.join(folder, hashlib.sha1(CL100K_URL.encode()).hexdigest()))
+
+
 @lru_cache(maxsize=None)
 def _tiktoken() -> Counter | None:
     try:
@@ -67,7 +83,7 @@ def counter(name: str = "auto") -> Counter:
                         field="options.budget_tokenizer")
     if name == "words":
         return _words()
-    found = _tiktoken()
+    found = _tiktoken() if name == "cl100k_base" or _cl100k_cached() else None
     if found is not None:
         return found
     if name == "cl100k_base":
