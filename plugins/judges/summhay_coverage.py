@@ -90,6 +90,9 @@ def _scored(judge: str, item: JudgeInput, verdicts: list[dict[str, Any]], bullet
     per = [score_insight(str(ins["insight_id"]), v["coverage"], v["bullet_id"], bullets,
                          {int(g) for g in ins.get("gold", [])}) for ins, v in zip(_insights(item), verdicts)]
     details = summarize_scores(per, bullets)
+    # per-insight verdicts for `lceval judge-agreement` (score = coverage, label = linked line)
+    details["subitems"] = [{"id": p.insight_id, "score": p.coverage,
+                            "label": None if p.bullet_id is None else str(p.bullet_id)} for p in per]
     details.update(extra)
     return Judgment(item_id=item.item_id, judge=judge, score=details["joint"], raw=raw, attempts=attempts,
                     details=details)

@@ -115,3 +115,26 @@ def test_offline_judge_agreement_floor(annotated):
             labels.append(COVERAGE_POINTS[normalize_label(human[p["insight_id"]])])
             preds.append(p["coverage"])
     assert np.corrcoef(labels, preds)[0, 1] > 0.6
+
+
+def test_annotated_file_as_score_sources(annotated):
+    """`lceval judge-agreement eval_benchmark_data.json` reads one source per scorer."""
+    from lceval_plugins.tasks.summhay.annotations import read_annotated
+
+    sources = {s.name: s for s in read_annotated(ANNOTATED)}
+    assert set(sources) == {"human", "prompted_gpt-4o", "prompted_claude3-haiku", "prompted_claude3-opus",
+                            "prompted_gemini-1.5-pro", "prompted_gpt3.5", "9fs_gpt-4o"}
+    human = {(i.item_id, i.system): i for i in sources["human"].items}
+    gpt = {(i.item_id, i.system): i for i in sources["prompted_gpt-4o"].items}
+    assert len(human) == len(gpt) == 1419
+    keys = sorted(human)
+    assert np.corrcoef([human[k].score for k in keys], [gpt[k].score for k in keys])[0, 1] == pytest.approx(0.716, abs=5e-4)
+    linked = [k for k in keys if human[k].label is not None and gpt[k].label is not None]
+    assert np.mean([human[k].label == gpt[k].label for k in linked]) == pytest.approx(0.889, abs=5e-4)
+
+
+def test_annotation_reader_declines_other_files(tmp_path):
+    from lceval_plugins.tasks.summhay.annotations import read_annotated
+
+    (tmp_path / "x.json").write_text('{"meetings": []}')
+    assert read_annotated(tmp_path / "x.json") is None

@@ -158,6 +158,7 @@ def test_llm_coverage_judge_scores_and_retries_with_new_seeds():
     assert d["coverage"] == 75.0 and d["per_insight"][0]["f1"] == 1.0
     assert d["per_insight"][1]["precision"] == 0.5 and d["per_insight"][1]["recall"] == 1.0
     assert j.score == pytest.approx((100 * 1.0 + 50 * 2 / 3) / 2)
+    assert d["subitems"] == [{"id": "i1", "score": 100.0, "label": "1"}, {"id": "i2", "score": 50.0, "label": "2"}]
 
 
 def test_llm_coverage_judge_records_parse_failure_without_score():

@@ -28,3 +28,10 @@ def register_commands(register):
     from .commands import SummhayCommand
 
     register("summhay", SummhayCommand())
+
+
+@hookimpl
+def register_score_sources(register):
+    from .annotations import read_annotated
+
+    register("summhay-annotations", read_annotated)

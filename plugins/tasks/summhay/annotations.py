@@ -1,0 +1,62 @@
+"""The authors' human-annotated summaries (eval_benchmark_data.json in
+salesforce/summary-of-a-haystack, also in ../shared/datasets/summhay) as score sources for
+`lceval judge-agreement`: one source for the human annotation and one per recorded
+automatic evaluator (GPT-4o, GPT-4o 9-shot, Claude 3 Haiku/Opus, Gemini 1.5 Pro, GPT-3.5).
+
+Items are insights of a summary: item_id `<subtopic_id>/<insight_id>`, system = the summary's
+`summkey` (retriever + summarizer), cluster = the subtopic, score = coverage 100/50/0, label =
+the bullet the insight was linked to, as a 1-based summary line. The human `candidate_id` is
+the 0-based line and the evaluators' `bullet_id` the 1-based one (the authors' notebook
+compares `bullet_id - 1 == candidate_id`); "no_selection" / "NA" give no label. With these,
+`lceval judge-agreement FILE` reproduces Table 1 of paper 002 (GPT-4o: Pearson 0.716 on the
+1,419 insights, same bullet 88.9%).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lceval.types import ScoredItem, ScoreSource
+
+from .scoring import COVERAGE_POINTS, normalize_label
+
+NOTES = {
+    "human": "professional annotators (paper 002 §4.2)",
+    "prompted_gpt-4o": "GPT-4o, the paper's evaluator (Appendix A.2 prompt)",
+    "9fs_gpt-4o": "GPT-4o with 9 few-shot examples",
+}
+
+
+def _item(x: dict, insight_id: str, coverage: object, bullet: int | None) -> ScoredItem:
+    label = normalize_label(coverage)
+    return ScoredItem(item_id=f"{x['subtopic_id']}/{insight_id}", system=str(x["summkey"]),
+                      score=COVERAGE_POINTS[label] if label else None, cluster=str(x["subtopic_id"]),
+                      label=None if bullet is None else str(bullet))
+
+
+def read_annotated(path: Path) -> list[ScoreSource] | None:
+    """None when `path` is not that file's format."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, list) or not data or not all(
+            isinstance(x, dict) and {"summkey", "subtopic_id", "annotation", "summary"} <= set(x) for x in data):
+        return None
+    sources: dict[str, list[ScoredItem]] = {"human": []}
+    for x in data:
+        for a in x["annotation"]:
+            cand = a.get("candidate_id")
+            bullet = int(cand) + 1 if isinstance(cand, (int, str)) and str(cand).isdigit() else None
+            sources["human"].append(_item(x, a["insight_id"], a.get("coverage"), bullet))
+        for key, preds in x.items():
+            if not key.startswith("predictions_") or not isinstance(preds, list):
+                continue
+            name = key[len("predictions_"):]
+            for p in preds:
+                bid = p.get("bullet_id")
+                bullet = bid if isinstance(bid, int) and not isinstance(bid, bool) else None
+                sources.setdefault(name, []).append(_item(x, p["insight_id"], p.get("coverage"), bullet))
+    return [ScoreSource(name=name, items=items, origin=str(path), note=NOTES.get(name, "recorded evaluator"))
+            for name, items in sources.items()]
