@@ -55,3 +55,27 @@ def test_template_haystack_end_to_end_with_smollm2(tmp_path):
     assert position.returncode == 0 and "Position sensitivity" in position.stdout, position.stderr
     report = lceval("summhay", "retrieval-report", str(hay), "--tokenizer", "words", "--budgets", "300,3000")
     assert report.returncode == 0 and "| oracle | 3000 |" in report.stdout, report.stderr
+
+
+def test_llm_coverage_judge_with_smollm2_counts_parse_failures(tmp_path):
+    """SmolLM2 as the coverage judge: every insight is asked (retried when unparseable); a
+    summary with an unparseable verdict has no score and is counted, never scored 0."""
+    hay = tmp_path / "hay" / "template.json"
+    assert lceval("summhay", "synth", "--template", str(hay), "--documents", "8").returncode == 0
+    out = tmp_path / "runs"
+    res = lceval("run", "--tasks", "summhay_rag_oracle", "--model", "smollm2", "--judge", "summhay-coverage,max_new_tokens=40",
+                 "--judge-model", "smollm2", "--limit", "1", "--output", str(out), "--no-progress",
+                 "--set", f"options.haystack={hay}", "--set", "options.budget_tokenizer=words",
+                 "--set", "options.budget_tokens=300", "--set", "generation.max_new_tokens=96")
+    assert res.returncode == 0, res.stderr
+    (run_dir,) = [p for p in out.iterdir() if not p.name.startswith(".")]
+    (sample,) = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    j = sample["judgments"][0]
+    usage = json.loads((run_dir / "manifest.json").read_text())["judge_usage"]
+    assert usage["requests"] >= 3  # one per insight, more when retried
+    if j["parse_status"] == "ok":
+        assert 0 <= j["score"] <= 100 and len(j["details"]["per_insight"]) == 3
+    else:
+        assert j["score"] is None and j["details"]["failures"] and j["attempts"] == 3
+        results = json.loads((run_dir / "results.json").read_text())["tasks"]["summhay_rag_oracle"]
+        assert results["accounting"]["judge_parse_failures"] == 1

@@ -165,3 +165,28 @@ def test_retriever_flag_third_party_retriever_and_reported_metrics(haystack_dir,
     res = score_task(samples, state.tasks[0].spec.data, {})
     assert {"score", "coverage", "citation_f1", "words_per_bullet"} <= set(res["metrics"])
     assert res["metrics"]["coverage"]["value"] == 0.0
+
+
+def test_news_domain_asks_for_the_insights_present_in_documents(tmp_path):
+    """populate_summaries: the news prompt asks for as many bullets as the subtopic has
+    insights present in some document; scoring still covers every insight (§4.1)."""
+    from lceval_plugins.tasks.summhay.template import template_haystack
+
+    data = template_haystack(n_subtopics=1, insights_per_subtopic=3, n_documents=6, copies=2, domain="news")
+    missing = data["subtopics"][0]["insights"][2]["insight_id"]
+    for doc in data["documents"]:
+        doc["insights_included"] = [i for i in doc["insights_included"] if i != missing]
+    folder = tmp_path / "news"
+    folder.mkdir()
+    (folder / "news.json").write_text(json.dumps(data))
+    model, samples, _, _ = run("summhay_full", folder, tmp_path)
+    prompt = model.calls[0].messages[0].content
+    assert prompt.startswith("You are given 6 news articles") and "Article 1:\n" in prompt
+    assert "summarize the 2 main insights" in prompt
+    assert samples[0].metadata["n_bullets_asked"] == 2 and len(samples[0].metadata["insights"]) == 3
+    assert samples[0].metadata["insights"][2]["gold"] == []
+    model, _, _, _ = run("summhay_full", folder, tmp_path / "s", **{"domain": "conversation"})
+    assert "conversations within the following scenario" in model.calls[0].messages[0].content
+    with pytest.raises(UserError, match="no haystack of the selected domains"):
+        run_engine(ScriptedModel(window=8192), "summhay_full", tmp_path / "d", tmp_path / "x",
+                   splits=["conversation"], overrides={"options.haystack": str(folder)})
