@@ -89,15 +89,34 @@ def fit(x, y, ridge: float = RIDGE) -> dict:
             "weights": [round(float(v), 6) for v in sol.x[1:]], "intercept": round(float(sol.x[0]), 6)}
 
 
-def derive(datasets: Path) -> dict:
-    """The constants the judge ships, from the dev file alone."""
+def dev_data(datasets: Path):
     import numpy as np
 
     items = load_items(datasets / "elitr-bench" / "generated-responses" / DEV_FILE)
     items = [i for i in items if TARGET in i.scores]
-    x = features(items)
-    y = np.array([i.scores[TARGET] for i in items])
+    return items, features(items), np.array([i.scores[TARGET] for i in items])
+
+
+def derive(datasets: Path) -> dict:
+    """The constants the judge ships, from the dev file alone."""
+    _, x, y = dev_data(datasets)
     return fit(x, y)
+
+
+def dev_cross_validation(items: list[Item], x, y) -> float:
+    """Pearson with GPT-4 of leave-one-meeting-out predictions on dev: how well the model
+    generalises to unseen meetings, measured without touching test2."""
+    import numpy as np
+
+    from lceval_plugins.judges.semantic import predict
+
+    meetings = np.array([i.meeting for i in items])
+    pred = np.zeros_like(y)
+    for meeting in sorted(set(meetings)):
+        held = meetings == meeting
+        p = fit(x[~held], y[~held])
+        pred[held] = predict(x[held].tolist(), p["means"], p["scales"], p["weights"], p["intercept"])
+    return correlations(pred, y)[0]
 
 
 def correlations(a, b) -> tuple[float, float, float]:
@@ -164,8 +183,10 @@ def main() -> None:
     from lceval_plugins.judges.semantic import FEATURE_NAMES, minilm_encoder
 
     minilm_encoder()  # load once, outside the timing
-    params = derive(datasets)
-    print(f"fit on {DEV_FILE} against {TARGET}:")
+    items, x, y = dev_data(datasets)
+    params = fit(x, y)
+    print(f"fit on {DEV_FILE} against {TARGET}: {len(items)} responses; leave-one-meeting-out "
+          f"Pearson with {TARGET}: {dev_cross_validation(items, x, y):.3f}")
     for name, w in zip(FEATURE_NAMES, params["weights"]):
         print(f"  {name:20s} {w:+.3f}")
     print(f"  {'intercept':20s} {params['intercept']:+.3f}\n")

@@ -123,7 +123,7 @@ def _share(wanted: set[str], found: set[str]) -> float:
 # ---------------------------------------------------------------------------------------------
 TEXT_FEATURES = (
     "recall", "novel_recall", "head_novel_recall", "precision",
-    "ent_has", "ent_recall", "ent_first", "ent_wrong",
+    "ent_has", "ent_recall", "ent_precision", "ent_first", "ent_wrong",
     "num_has", "num_recall", "num_head_recall", "num_wrong",
     "name_has", "name_recall",
     "refusal", "refusal_unwarranted", "neg_missing", "neg_extra",
@@ -156,6 +156,9 @@ def text_features(question: str, response: str, reference: str) -> dict[str, flo
     f["ent_has"] = float(bool(want_ent))
     f["ent_recall"] = _share(want_ent, placeholders(r))
     f["ent_wrong"] = float(bool(others) and not (want_ent & head_ent))
+    # lists ("who were the participants?"): naming everyone is not knowing who
+    named = {e for e in placeholders(r) - placeholders(q) if re.sub(r"\d+", "", e) in kinds}
+    f["ent_precision"] = _share(named, want_ent)
     # the first entity of the wanted kind the response names is its answer ("X did it; Y said")
     first = next((e for e in _ordered_placeholders(r) if re.sub(r"\d+", "", e) in kinds
                   and e not in placeholders(q)), None)
@@ -176,7 +179,9 @@ def text_features(question: str, response: str, reference: str) -> dict[str, flo
     refusal = bool(REFUSAL.search(head))
     f["refusal"] = float(refusal)
     # rubric score 2: "insufficient knowledge ... even though the reference states otherwise"
-    f["refusal_unwarranted"] = float(refusal and not REFUSAL.search(a))
+    # ... unless the reference itself says it is unknown, or answers "no"
+    ref_no = re.match(r"\W*(?:no|none|nobody|never|nothing|not)\b", a, re.I)
+    f["refusal_unwarranted"] = float(refusal and not REFUSAL.search(a) and not ref_no)
     # polarity: "none of them accepted" vs "two accepted" reuses the words but not the meaning
     head_negative = bool(NEGATION.search(sentences(r, 1)[0]))
     f["neg_missing"] = float(ref_negative and not head_negative)
@@ -270,21 +275,21 @@ def minilm_encoder() -> Encoder:
 # (standardisation = dev means/stds; regularised least squares of the sigmoid model, ridge 1.0).
 # tests/unit/test_semantic_judge.py checks that the script still derives these numbers.
 MEANS: tuple[float, ...] = (
-    0.583585, 0.548198, 0.455231, 0.294691, 0.41844, 0.275401, 0.245075, 0.078802, 0.141844,
-    0.101261, 0.097715, 0.008668, 0.269504, 0.155687, 0.188337, 0.177305, 0.040189, 0.197006,
-    3.977024, 2.434614, 0.430269, 0.403693, 0.479517, 0.708793,
+    0.583585, 0.548198, 0.455231, 0.294691, 0.41844, 0.275401, 0.215758, 0.245075, 0.078802,
+    0.141844, 0.101261, 0.097715, 0.008668, 0.269504, 0.155687, 0.188337, 0.167849, 0.040189,
+    0.197006, 3.977024, 2.434614, 0.430269, 0.403693, 0.479517, 0.708793,
 )
 SCALES: tuple[float, ...] = (
-    0.418927, 0.432109, 0.440846, 0.255474, 0.493303, 0.439313, 0.430132, 0.26943, 0.34889,
-    0.294737, 0.290218, 0.092699, 0.443702, 0.359292, 0.390981, 0.381927, 0.196403, 0.397737,
-    0.930287, 1.071279, 0.200525, 0.215367, 0.204032, 0.138532,
+    0.418927, 0.432109, 0.440846, 0.255474, 0.493303, 0.439313, 0.37235, 0.430132, 0.26943,
+    0.34889, 0.294737, 0.290218, 0.092699, 0.443702, 0.359292, 0.390981, 0.373732, 0.196403,
+    0.397737, 0.930287, 1.071279, 0.200525, 0.215367, 0.204032, 0.138532,
 )
 WEIGHTS: tuple[float, ...] = (
-    0.113526, 0.863411, -0.085079, 0.02144, -0.666992, -0.13491, 0.546997, -0.068483, -0.29266,
-    0.30766, -0.109595, -0.034144, -0.098777, 0.144854, 0.592047, -0.866117, -0.261044,
-    -0.181922, -0.122821, 0.070102, 0.248459, -0.005604, 0.018825, 0.306209,
+    -0.033816, 0.982014, -0.080653, 0.000475, -0.666451, -0.159185, 0.098655, 0.499087,
+    -0.074856, -0.274821, 0.329202, -0.130504, -0.038939, -0.087607, 0.149338, 0.499711,
+    -0.82719, -0.227467, -0.133052, -0.141624, 0.103965, 0.26403, 0.006546, 0.03486, 0.314969,
 )
-INTERCEPT: float = 0.552757
+INTERCEPT: float = 0.556684
 
 
 def predict(rows: Sequence[Sequence[float]], means: Sequence[float] = MEANS,

@@ -87,6 +87,10 @@ def test_entity_features_tell_the_right_placeholder_from_a_wrong_one():
     later = text_features("Who left the meeting before the end?",
                           "[PERSON4] left early; [PERSON7] stayed to fix Overleaf.", "[PERSON7]")
     assert later["ent_recall"] == 1 and later["ent_first"] == 0
+    # a list that names everyone is not precise
+    listed = text_features("Who were the participants?", "[PERSON1], [PERSON2], [PERSON3] and [PERSON4].",
+                           "[PERSON1], [PERSON3]")
+    assert listed["ent_recall"] == 1 and listed["ent_precision"] == 0.5
     # entities of the question are given, not answered
     given = text_features("What should [PERSON3] do next?", "[PERSON3] should sleep.",
                           "[PERSON3] will annotate data")
@@ -104,6 +108,8 @@ def test_refusal_is_unwarranted_only_when_the_reference_knows_the_answer():
     refusal = "It is not mentioned in the transcript who is leading the meeting."
     assert text_features(q, refusal, "[PERSON3]")["refusal_unwarranted"] == 1
     assert text_features(q, refusal, "This is not mentioned")["refusal_unwarranted"] == 0
+    assert text_features("Was the date set?", "The date was not mentioned.", "No (a doodle will be sent)")[
+        "refusal_unwarranted"] == 0
     assert text_features(q, "[PERSON3] leads it.", "[PERSON3]")["refusal"] == 0
 
 
