@@ -161,6 +161,8 @@ def test_judge_with_a_stand_in_encoder_is_deterministic_and_explains_itself():
     assert set(first[0].details) == set(FEATURE_NAMES) and "ent_first=1" in first[0].raw
     assert all(1.0 <= j.score <= 10.0 and j.parse_status == "ok" for j in first)
     assert judge.judge([]) == []
+    (empty,) = judge.judge([JudgeInput("e", "Who?", "", "")])  # nothing to compare: still a score
+    assert 1.0 <= empty.score <= 10.0
 
 
 def test_semantic_judge_through_the_entry_point():
