@@ -84,7 +84,7 @@ def _check_definition(dataset: Dataset) -> None:
     if not dataset.name or PurePosixPath(dataset.name).name != dataset.name or dataset.name.startswith("."):
         raise UserError(f"invalid dataset name {dataset.name!r} (must be a plain folder name)",
                         field="name")
-    if not dataset.files:
+    if not dataset.files and dataset.collect is None:
         raise UserError(f"{where} declares no archives", field="files")
     for f in dataset.files:
         if not f.name or PurePosixPath(f.name).name != f.name or f.name in (".", ".."):
@@ -190,7 +190,15 @@ def fetch(dataset: Dataset, source: str | None = None, home: Path | None = None,
     # with what was installed, and the same hashes then serve the verification.
     archives: dict[str, Path] = {}
     hashes: dict[str, str] = {}
-    if local:
+    if dataset.collect is not None:  # no pinned checksums: files checked by content, then hashed
+        if not local:
+            raise UserError(f"dataset '{dataset.name}' has no published checksums to verify a download "
+                            "against", field="--from", hint=f"Run: lceval data fetch {dataset.name} --from FOLDER")
+        assert source is not None
+        archives = dict(dataset.collect(Path(source).expanduser()))
+        hashes = {name: sha256_file(path) for name, path in archives.items()}
+        expected = dict(hashes)
+    elif local:
         assert source is not None
         for file in dataset.files:
             archives[file.name] = _local_archive(file, dataset, source)

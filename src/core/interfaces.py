@@ -95,9 +95,16 @@ JudgeFactory = Callable[[JudgeContext], Judge]
 
 
 class Retriever(ABC):
-    """Ranks documents for a query (used by retrieval-augmented task types)."""
+    """Ranks documents for a query (used by retrieval-augmented task types).
+
+    The factory receives ``{"seed": run seed, **the spec's retriever_options}``. An oracle
+    that ranks by gold relevance sets ``wants_relevance = True`` and is then called as
+    ``rank(query, documents, relevance=[gold relevance of each document])``; task types that
+    know no gold relevance refuse such a retriever.
+    """
 
     name: str = "retriever"
+    wants_relevance: bool = False
 
     @abstractmethod
     def rank(self, query: str, documents: list[str]) -> list[int]:
@@ -162,6 +169,11 @@ class Dataset:
     files: list[DatasetFile]
     install: Callable[[dict[str, Path], Path], None]
     license: str = ""
+    #: For data published without checksums we could pin (e.g. SummHay's haystack files):
+    #: `collect(folder)` checks the files of a `--from` folder by their content (a schema) and
+    #: returns them by name; `files` stays empty, only `--from` installs, and the sha256 of
+    #: each collected file is recorded like an archive's.
+    collect: Callable[[Path], dict[str, Path]] | None = None
 
 
 class Command(ABC):
