@@ -276,8 +276,9 @@ def agreement(sources: list[ScoreSource], *, bins_of: str | None = None, n_boot:
 
 
 def _system_of(keyed_sources: dict[str, dict[Key, ScoredItem]], names: list[str], key: Key) -> str:
-    """The system label of a matched item, from the first source (in the order given)."""
-    return keyed_sources[names[0]][key].system
+    """The system label of a matched item: the shortest any source gives it (a recorded file
+    says `GPT-4` where a run says `replay:FILE#GPT-4`)."""
+    return min((keyed_sources[n][key].system for n in names), key=lambda label: (len(label), label))
 
 
 def _f(v: Any, d: int = 2) -> str:
