@@ -85,8 +85,9 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
         used = _count(model, fill_context(full_transcript(conv, earlier), text))
         excess = used + reserve - window
         if excess <= 0:
-            kept = len(model.tokenize(text) or [])
-            return text, ContextCut(policy, original, kept, "truncated")
+            # kept = tokens of the original context still there (the cut mark not counted),
+            # so kept < original always holds for a truncated context
+            return text, ContextCut(policy, original, keep, "truncated")
         keep -= excess + SAFETY_MARGIN
         if keep <= 0:
             break

@@ -71,3 +71,18 @@ def test_model_without_tokenizer_is_passed_through():
 
     text, cut = fit(conv(), Blind(window=None), "error", 50, 50)
     assert text == CONTEXT and cut.original_tokens is None
+
+
+def test_a_cut_that_removes_fewer_tokens_than_the_mark_adds_still_reports_fewer_kept():
+    """Kept tokens count the original context only: cutting 1 token and inserting the 3-word
+    mark must not report more tokens kept than there were."""
+    model = ScriptedModel(window=200)
+    c = conv()
+    original = len(model.tokenize(c.context))
+    overhead = model.count_tokens(fill_context(full_transcript(c, []), ""))
+    window = overhead + original + 50 + 8 - 1  # one token too many
+    model = ScriptedModel(window=window)
+    text, cut = fit(c, model, "truncate-middle", 50, 50)
+    assert cut.action == "truncated" and cut.original_tokens == original
+    assert cut.kept_tokens < original
+    assert model.count_tokens(fill_context(full_transcript(c, []), text)) + 50 <= window
