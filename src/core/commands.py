@@ -39,6 +39,7 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
     """Evaluate each model on `tasks`; returns (run directory, console table) per model."""
     from .cache import Cache
     from .outputs import format_table, write_run
+    from .datahome import using_data_home
     from .runner import RunConfig, check_config, execute
 
     plugins, registry = _env(disabled_plugins or [])
@@ -58,7 +59,8 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
                 disabled_plugins=disabled_plugins or [], progress=progress, command=command or [],
             )
             check_config(config)
-            state = execute(config, plugins, registry, cache, home)
+            with using_data_home(home):
+                state = execute(config, plugins, registry, cache, home)
             run_dir, results = write_run(state, plugins, Path(output))
             reports.append((run_dir, format_table(results)))
     finally:

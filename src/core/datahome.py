@@ -22,9 +22,10 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable
+from typing import Callable, Iterator
 
 from .errors import UserError
 from .interfaces import Dataset, DatasetFile
@@ -42,6 +43,24 @@ def data_home() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("lceval")) / "data"
+
+
+@contextmanager
+def using_data_home(home: Path | None) -> Iterator[None]:
+    """Make `--data-home` the data home of everything in the run, plugins included (a
+    backend such as `replay:` looks files up there), and restore the environment after."""
+    if home is None:
+        yield
+        return
+    before = os.environ.get("LCEVAL_DATA")
+    os.environ["LCEVAL_DATA"] = str(home)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LCEVAL_DATA", None)
+        else:
+            os.environ["LCEVAL_DATA"] = before
 
 
 def sha256_file(path: Path) -> str:

@@ -140,3 +140,18 @@ def test_malformed_files(tmp_path: Path, content: str, pattern: str) -> None:
     with pytest.raises(UserError, match=pattern) as err:
         ReplayBackend(f"{path}#ModelA", {})
     assert "bad.json" in str(err.value)
+
+
+def test_replay_finds_files_in_the_data_home_given_with_the_flag(real_home, tmp_path, monkeypatch):
+    """`--data-home` is the data home of plugins too: the relative replay file is found there."""
+    from lceval import commands
+
+    monkeypatch.setenv("LCEVAL_DATA", str(tmp_path / "elsewhere"))
+    (run_dir, _), = commands.run(
+        tasks="elitr_qa", models=["replay:generated-responses/elitr-bench-qa_{split}_st_gpt-4-eval.json#GPT-4"],
+        judge="gpt4-recorded", splits=["dev"], limit=2, output=tmp_path / "runs", data_home=real_home,
+        progress=False)
+    assert (run_dir / "results.json").is_file()
+    import os
+
+    assert os.environ["LCEVAL_DATA"] == str(tmp_path / "elsewhere")  # restored after the run
