@@ -24,6 +24,13 @@ def register_datasets(register):
 
 
 @hookimpl
+def register_models(register):
+    from .annotated import register as register_backend
+
+    register_backend(register)
+
+
+@hookimpl
 def register_commands(register):
     from .commands import SummhayCommand
 

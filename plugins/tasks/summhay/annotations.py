@@ -3,13 +3,20 @@ salesforce/summary-of-a-haystack, also in ../shared/datasets/summhay) as score s
 `lceval judge-agreement`: one source for the human annotation and one per recorded
 automatic evaluator (GPT-4o, GPT-4o 9-shot, Claude 3 Haiku/Opus, Gemini 1.5 Pro, GPT-3.5).
 
-Items are insights of a summary: item_id `<subtopic_id>/<insight_id>`, system = the summary's
-`summkey` (retriever + summarizer), cluster = the subtopic, score = coverage 100/50/0, label =
+Items are insights of a summary: item_id `<subtopic_id>/<summkey>/<insight_id>` (summkey =
+retriever + summarizer), system `summhay-replay:annotated`, cluster = the subtopic, score =
+coverage 100/50/0, label =
 the bullet the insight was linked to, as a 1-based summary line. The human `candidate_id` is
 the 0-based line and the evaluators' `bullet_id` the 1-based one (the authors' notebook
 compares `bullet_id - 1 == candidate_id`); "no_selection" / "NA" give no label. With these,
 `lceval judge-agreement FILE` reproduces Table 1 of paper 002 (GPT-4o: Pearson 0.716 on the
 1,419 insights, same bullet 88.9%).
+
+The system is the model of a run that replays these summaries (annotated.py): judge-agreement
+matches run items by (item id, system), so `lceval run --tasks summhay_annotated --model
+summhay-replay:annotated --judge J` gives items that line up with these one for one, and any
+coverage judge J sits beside the annotators and the six evaluators. (The summary's system is
+in the item id, so no per-summarizer means are reported.)
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from pathlib import Path
 
 from lceval.types import ScoredItem, ScoreSource
 
+from .annotated import SYSTEM
 from .scoring import COVERAGE_POINTS, normalize_label
 
 NOTES = {
@@ -30,7 +38,7 @@ NOTES = {
 
 def _item(x: dict, insight_id: str, coverage: object, bullet: int | None) -> ScoredItem:
     label = normalize_label(coverage)
-    return ScoredItem(item_id=f"{x['subtopic_id']}/{insight_id}", system=str(x["summkey"]),
+    return ScoredItem(item_id=f"{x['subtopic_id']}/{x['summkey']}/{insight_id}", system=SYSTEM,
                       score=COVERAGE_POINTS[label] if label else None, cluster=str(x["subtopic_id"]),
                       label=None if bullet is None else str(bullet))
 

@@ -20,6 +20,9 @@ Settings (options):
   retriever's order (the authors' RAG order). Default `auto`: `rank` with a retriever,
   `haystack` for full context.
 - `no_document: true`: the §5.5 baseline, no document shown (prompts.NO_DOCUMENT_*).
+- `source: annotated`: no haystack; one sample per summary of the authors' human-annotated
+  file (`annotations`, default the data home's summhay/eval_benchmark_data.json), to be
+  replayed by `summhay-replay:annotated` and re-judged (annotated.py, Table 1).
 
 Document numbers never change with the order or the retriever: the model cites the
 number the document has in the file, which is what the scorer compares with.
@@ -57,6 +60,9 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "seed": {"type": ["integer", "null"],
                  "description": "For the random retriever and order; default: the run's --seed"},
         "no_document": {"type": "boolean"},
+        "source": {"enum": ["haystack", "annotated"]},
+        "annotations": {"type": "string", "minLength": 1,
+                        "description": "For source: annotated (default: the data home's summhay/eval_benchmark_data.json)"},
     },
 }
 
@@ -69,6 +75,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "order": "auto",
     "seed": None,
     "no_document": False,
+    "source": "haystack",
 }
 
 
@@ -143,6 +150,8 @@ class SummhayTaskType(TaskType):
         if opts["seed"] is None:
             opts["seed"] = int(getattr(ctx, "seed", 0))
         spec_path = ctx.spec_path
+        if opts["source"] == "annotated":
+            return self._annotated(ctx, opts)
         location = Path(opts["haystack"]).expanduser() if opts.get("haystack") else \
             ctx.data_home / ctx.spec.get("dataset", self.dataset)
         if opts.get("haystack") and not location.is_absolute():
@@ -180,6 +189,19 @@ class SummhayTaskType(TaskType):
                 conversations.append(self._conversation(hay, subtopic, retriever, order, count, opts))
         if not conversations and not ctx.limit:
             raise UserError(f"no haystack of the selected domains ({', '.join(domains)})", file=location)
+        return conversations
+
+    def _annotated(self, ctx: TaskContext, opts: dict[str, Any]) -> list[Conversation]:
+        from .annotated import ANNOTATIONS_FILE, annotated_conversations
+
+        if ctx.splits:
+            raise UserError("the annotated summaries have no splits", field="--split")
+        path = Path(opts["annotations"]).expanduser() if opts.get("annotations") else \
+            ctx.data_home / ctx.spec.get("dataset", self.dataset) / ANNOTATIONS_FILE
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        conversations = annotated_conversations(path, ctx.limit)
+        ctx.record_file(path)
         return conversations
 
     @staticmethod

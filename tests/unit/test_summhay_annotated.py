@@ -1,0 +1,83 @@
+"""Re-judging annotated SummHay summaries: the `summhay_annotated` task replayed by
+`summhay-replay:annotated`, judged, and lined up with the recorded verdicts item for item."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lceval import commands
+from lceval.errors import UserError
+from lceval_plugins.tasks.summhay.annotated import make_backend
+
+SUMMARY = ["## Title line", "* The budget rose to 40 million dollars in 2021. [3]",
+           "* Maria Lopez leads the new Berlin office. [5][7]"]
+INSIGHTS = [{"insight_id": "i1", "insight": "The budget rose to 40 million dollars in 2021."},
+            {"insight_id": "i2", "insight": "Maria Lopez leads the Berlin office."},
+            {"insight_id": "i3", "insight": "The Tokyo launch slipped to March 2023."}]
+
+
+def entry(summkey: str) -> dict:
+    # human candidate_id is the 0-based line, the evaluator's bullet_id the 1-based one
+    return {"topic_fn": "data/t.json", "topic": "t", "subtopic_id": "s1", "subtopic": "plans",
+            "summkey": summkey, "summary": SUMMARY, "reference_insights": INSIGHTS,
+            "annotation": [{"insight_id": "i1", "coverage": "fully_covered", "candidate_id": "1"},
+                           {"insight_id": "i2", "coverage": "partially_covered", "candidate_id": "2"},
+                           {"insight_id": "i3", "coverage": "not_covered", "candidate_id": "no_selection"}],
+            "predictions_prompted_gpt-4o": [
+                {"coverage": "FULL_COVERAGE", "bullet_id": 2, "insight_id": "i1"},
+                {"coverage": "PARTIAL_COVERAGE", "bullet_id": 1, "insight_id": "i2"},
+                {"coverage": "NO_COVERAGE", "bullet_id": "NA", "insight_id": "i3"}]}
+
+
+@pytest.fixture
+def annotated(tmp_path):
+    path = tmp_path / "eval_benchmark_data.json"
+    path.write_text(json.dumps([entry("summary_subtopic_a"), entry("summary_subtopic_rag/b")]))
+    return path
+
+
+def test_replayed_run_lines_up_with_every_annotated_insight(annotated, tmp_path):
+    (run_dir, _), = commands.run(tasks="summhay_annotated", models=["summhay-replay:annotated"],
+                                 judge="summhay-coverage-offline", output=tmp_path / "runs",
+                                 overrides={"options.annotations": str(annotated)}, progress=False)
+    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    assert [s["item_id"] for s in samples] == ["s1/summary_subtopic_a", "s1/summary_subtopic_rag/b"]
+    assert samples[0]["response"] == "\n".join(SUMMARY)
+    rep = json.loads(commands.judge_agreement([str(run_dir), str(annotated)], fmt="json", n_boot=20))
+    pairs = {(p["a"], p["b"]): p for p in rep["pairs"]}
+    mine = pairs[("summhay-coverage-offline", "human")]
+    assert mine["matched"] == 6  # 2 summaries x 3 insights, every one matched
+    assert rep["items_in_all_sources"] == 6
+    # the offline judge links i1 to line 2 and i2 to line 3, as the annotator (0-based 1, 2)
+    assert mine["label_agreement"] == {"n": 4, "share": 1.0}
+    # GPT-4o linked i2 to the title line: one of its four linked insights differs
+    assert pairs[("human", "prompted_gpt-4o")]["label_agreement"] == {"n": 4, "share": 0.5}
+
+
+def test_second_run_is_served_from_the_cache(annotated, tmp_path):
+    usage = []
+    for n in range(2):
+        (run_dir, _), = commands.run(
+            tasks="summhay_annotated", models=["summhay-replay:annotated"], output=tmp_path / f"runs{n}",
+            overrides={"options.annotations": str(annotated)}, progress=False)
+        usage.append(json.loads((run_dir / "manifest.json").read_text())["usage"])
+    # the two summaries of one subtopic are two cache entries (the request names the summary)
+    assert (usage[0]["generated"], usage[0]["cache_hits"]) == (2, 0)
+    assert (usage[1]["generated"], usage[1]["cache_hits"]) == (0, 2)
+
+
+def test_backend_refuses_other_models_and_requests_without_a_summary():
+    with pytest.raises(UserError):
+        make_backend("gpt-4o", {})
+    from lceval.types import GenerationParams, GenerationRequest, Message
+
+    with pytest.raises(UserError, match="source: annotated"):
+        make_backend("annotated", {}).generate([GenerationRequest("x", [Message("user", "hi")], GenerationParams())])
+
+
+def test_missing_file_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="not found"):
+        commands.run(tasks="summhay_annotated", models=["summhay-replay:annotated"], output=tmp_path / "runs",
+                     overrides={"options.annotations": str(tmp_path / "nope.json")}, progress=False)
