@@ -39,7 +39,7 @@ def test_synth_template_and_retrieval_report(tmp_path):
     rep = json.loads(command("retrieval-report", str(tmp_path), "--retrievers", "random", "--tokenizer", "words",
                              "--format", "json"))
     assert rep["rows"][0]["budget"] == 15000 and rep["tokenizer"] == "words"
-    with pytest.raises(UserError, match="not implemented"):
+    with pytest.raises(UserError, match="either --template or --model"):
         command("synth", str(out))
     with pytest.raises(UserError):
         command("retrieval-report", str(out), "--budgets", "x")

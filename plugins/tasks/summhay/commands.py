@@ -1,7 +1,8 @@
 """`lceval summhay ...`: SummHay tools that are not a run.
 
 - `lceval summhay synth --template OUT.json [...]`: write the deterministic template
-  haystack (template.py). Synthesis with a generator model (§3.2) is not implemented yet.
+  haystack (template.py); `lceval summhay synth OUT.json --model SPEC --topic TEXT [...]`:
+  synthesis with a generator model (§3.2, synth.py), every call through the request cache.
 - `lceval summhay retrieval-report HAYSTACK [--retrievers ...] [--budgets ...]`: the
   retrieval-only report (retrieval_report.py), markdown or JSON, no model.
 - `lceval summhay position RUN_DIR...`: mean Coverage / Citation / Joint of the three
@@ -67,6 +68,23 @@ def position_table(run_dirs: list[Path], tasks: dict[str, str] = ORDER_TASKS) ->
     return {"orders": rows, "position_sensitivity": sensitivity}
 
 
+def _synth(args: Any) -> str:
+    from .synth import SynthConfig, synthesize
+
+    if not args.topic or not args.topic.strip():
+        raise UserError("synthesis needs a topic", field="--topic",
+                        hint='e.g. --topic "Three students prepare together for their statistics exam."')
+    participants = [p.strip() for p in args.participants.split(",") if p.strip()]
+    cfg = SynthConfig(topic=args.topic.strip(), domain=args.domain, participants=participants,
+                      n_subtopics=args.subtopics, insights_per_subtopic=args.insights, n_documents=args.documents,
+                      insights_per_document=args.insights_per_doc, words_per_document=args.words,
+                      max_retries=args.max_retries, seed=args.seed)
+    path, rec = synthesize(Path(args.out), cfg, args.model, cache_path=Path(args.cache) if args.cache else None)
+    return (f"wrote {path}: {cfg.n_subtopics} subtopics, {cfg.n_documents} documents; "
+            f"{rec['generated']} generated, {rec['cache_hits']} from the cache; "
+            f"{rec['document_regenerations']} document regenerations, {rec['unverified_documents']} unverified")
+
+
 class SummhayCommand(Command):
     help = "SummHay tools: template haystack, retrieval-only report, position sensitivity"
 
@@ -75,6 +93,14 @@ class SummhayCommand(Command):
         s = sub.add_parser("synth", help="write a haystack in the official schema")
         s.add_argument("out", help="output JSON file")
         s.add_argument("--template", action="store_true", help="deterministic template (no model)")
+        s.add_argument("--model", help="generator model spec: synthesize with it (§3.2)")
+        s.add_argument("--topic", help="the haystack's topic (with --model)")
+        s.add_argument("--participants", default="Alice,Ben,Chloe",
+                       help="comma-separated speakers of conversation documents")
+        s.add_argument("--insights-per-doc", type=int, default=3, help="insights each document carries (--model)")
+        s.add_argument("--words", type=int, default=750, help="words per document (--model; §3.2: 750)")
+        s.add_argument("--max-retries", type=int, default=5, help="regenerations per step (--model; A.1.3: 5)")
+        s.add_argument("--cache", help="request cache (default: lceval's, as `lceval run`)")
         s.add_argument("--subtopics", type=int, default=3)
         s.add_argument("--insights", type=int, default=3, help="insights per subtopic")
         s.add_argument("--documents", type=int, default=12)
@@ -96,9 +122,11 @@ class SummhayCommand(Command):
 
     def run(self, args: Any) -> str:
         if args.summhay_command == "synth":
-            if not args.template:
-                raise UserError("haystack synthesis with a generator model is not implemented yet",
-                                field="--template", hint="Pass --template for the deterministic template haystack.")
+            if args.template == bool(args.model):
+                raise UserError("pass either --template or --model SPEC", field="--model",
+                                hint="--template writes the deterministic demo haystack; --model synthesizes one.")
+            if args.model:
+                return _synth(args)
             from .template import write_template
 
             path = write_template(Path(args.out), n_subtopics=args.subtopics, insights_per_subtopic=args.insights,
