@@ -5,6 +5,8 @@
   synthesis with a generator model (§3.2, synth.py), every call through the request cache.
 - `lceval summhay retrieval-report HAYSTACK [--retrievers ...] [--budgets ...]`: the
   retrieval-only report (retrieval_report.py), markdown or JSON, no model.
+- `lceval summhay from-hf OUT_DIR`: the published haystacks from the Hugging Face dataset
+  Salesforce/summary-of-a-haystack as haystack JSON files (hf.py; needs `datasets`).
 - `lceval summhay position RUN_DIR...`: mean Coverage / Citation / Joint of the three
   position-bias tasks found in the run directories and the §5.4 Position Sensitivity.
 """
@@ -116,6 +118,11 @@ class SummhayCommand(Command):
         r.add_argument("--tokenizer", choices=["auto", "cl100k_base", "words"], default="auto")
         r.add_argument("--seed", type=int, default=0)
         r.add_argument("--format", choices=["md", "json"], default="md")
+        h = sub.add_parser("from-hf", help="write the Hugging Face dataset's haystacks as JSON files")
+        h.add_argument("out_dir")
+        h.add_argument("--dataset", default="Salesforce/summary-of-a-haystack")
+        h.add_argument("--split", default="train")
+        h.add_argument("--revision", help="a commit of the dataset repository, for a pinned copy")
         p = sub.add_parser("position", help="Position Sensitivity (§5.4) from runs of summhay_position")
         p.add_argument("run_dirs", nargs="+")
         p.add_argument("--format", choices=["md", "json"], default="md")
@@ -143,6 +150,12 @@ class SummhayCommand(Command):
             if args.format == "json":
                 return json.dumps(report, indent=1)
             return to_markdown(report)
+        if args.summhay_command == "from-hf":
+            from .hf import export_hf
+
+            paths = export_hf(Path(args.out_dir), args.dataset, args.split, args.revision)
+            return (f"wrote {len(paths)} haystacks to {args.out_dir}; install them with "
+                    f"`lceval data fetch summhay --from {args.out_dir}`")
         table = position_table([Path(p) for p in args.run_dirs])
         if args.format == "json":
             return json.dumps(table, indent=1)
