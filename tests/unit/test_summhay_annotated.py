@@ -9,6 +9,8 @@ import pytest
 
 from lceval import commands
 from lceval.errors import UserError
+from lceval.interfaces import ModelBackend
+from lceval.types import Generation, GenerationRequest
 from lceval_plugins.tasks.summhay.annotated import make_backend
 
 SUMMARY = ["## Title line", "* The budget rose to 40 million dollars in 2021. [3]",
@@ -81,3 +83,45 @@ def test_missing_file_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="not found"):
         commands.run(tasks="summhay_annotated", models=["summhay-replay:annotated"], output=tmp_path / "runs",
                      overrides={"options.annotations": str(tmp_path / "nope.json")}, progress=False)
+
+
+class VerdictModel(ModelBackend):
+    """A judge model that links every insight to the summary's second line, fully."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def identity(self) -> dict:
+        return {"scheme": "verdicts"}
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        self.prompts += [r.messages[0].content for r in requests]
+        return [Generation(request_id=r.request_id, text='{"coverage": "FULL_COVERAGE", "bullet_id": 2}')
+                for r in requests]
+
+
+def test_an_llm_coverage_judge_on_the_replayed_summaries(annotated, tmp_path):
+    """Any judge: the LLM coverage judge (Appendix A.2 prompt) through a scripted judge model."""
+    from lceval.cache import Cache
+    from lceval.outputs import write_run
+    from lceval.registry import load_registry
+    from lceval.runner import RunConfig, execute
+
+    from ..conftest import plugins_with_model
+
+    judge_model = VerdictModel()
+    plugins = plugins_with_model(judge_model)
+    cfg = RunConfig(tasks="summhay_annotated", model="summhay-replay:annotated", judge="summhay-coverage",
+                    judge_model="scripted:x", overrides={"options.annotations": str(annotated)}, progress=False)
+    cache = Cache(tmp_path / "cache.sqlite")
+    try:
+        state = execute(cfg, plugins, load_registry(plugins), cache, tmp_path / "data")
+    finally:
+        cache.close()
+    run_dir, _ = write_run(state, plugins, tmp_path / "runs")
+    assert len(judge_model.prompts) == 6 and SUMMARY[1] in judge_model.prompts[0]
+    rep = json.loads(commands.judge_agreement([str(run_dir), str(annotated)], fmt="json", n_boot=20))
+    pair = next(p for p in rep["pairs"] if {p["a"], p["b"]} == {"summhay-coverage", "human"})
+    assert pair["matched"] == 6
+    # line 2 is the annotators' candidate 1 for i1 only: 2 of the 4 insights both link agree
+    assert pair["label_agreement"] == {"n": 4, "share": 0.5}
