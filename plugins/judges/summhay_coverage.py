@@ -21,8 +21,10 @@ words_per_bullet, per_insight: [...]}.
   On the authors' 200 human-annotated summaries (eval_benchmark_data.json, 1,419 insights) the
   lexical default correlates 0.63 with the human coverage labels and links the same bullet in
   85% of cases (GPT-4o, the paper's evaluator: 0.716 / 88.9%, Table 1); embeddings lower it
-  (0.60 / 81%) and cost ~20 s, hence off by default. A CI-friendly stand-in, not the paper's
-  evaluator.
+  (0.60 / 81%) and cost ~2 min on 2 CPUs, hence off by default. A CI-friendly stand-in, not
+  the paper's evaluator. Any coverage judge is measured the same way: `lceval run --tasks
+  summhay_annotated --model summhay-replay:annotated --judge J` then `lceval judge-agreement
+  RUN_DIR eval_benchmark_data.json` (tasks/summhay/annotated.py).
 
 Both read the insights and gold cites from the sample metadata the `summhay` task type writes
 (`insights: [{insight_id, insight, gold}]`), so `lceval score` can re-judge a run without the
