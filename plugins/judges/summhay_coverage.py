@@ -24,7 +24,7 @@ words_per_bullet, per_insight: [...]}.
   (0.60 / 81%) and cost ~2 min on 2 CPUs, hence off by default. A CI-friendly stand-in, not
   the paper's evaluator. Any coverage judge is measured the same way: `lceval run --tasks
   summhay_annotated --model summhay-replay:annotated --judge J` then `lceval judge-agreement
-  RUN_DIR eval_benchmark_data.json` (tasks/summhay/annotated.py).
+  RUN_DIR eval_benchmark_data.json` (plugins/tasks/summhay/annotated.py).
 
 Both read the insights and gold cites from the sample metadata the `summhay` task type writes
 (`insights: [{insight_id, insight, gold}]`), so `lceval score` can re-judge a run without the
