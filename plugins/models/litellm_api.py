@@ -39,6 +39,7 @@ from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest, Message
 
 from . import local_files
+from .local_files import positive
 from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, MalformedResponse,
                         classify, environment_secrets, retry_after_seconds, scrub)
 
@@ -46,13 +47,6 @@ SCHEME = "litellm"
 _INSTALL_HINT = "Install it with: pip install 'lceval[api]'"
 
 
-def _positive(cast: Callable[[str], Any]) -> Callable[[str], Any]:
-    def convert(value: str) -> Any:
-        number = cast(value)
-        if number <= 0:
-            raise ValueError(value)
-        return number
-    return convert
 
 
 def _non_negative(cast: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -90,15 +84,15 @@ def _tokenizer_spec(value: str) -> str:
 _OPTIONS: local_files.OptionTable = {
     "api_base": (_api_base, "an http(s) URL"),
     "api_key_env": (_env_name, "the NAME of an environment variable holding the key"),
-    "concurrency": (_positive(int), "a positive integer"),
-    "batch_size": (_positive(int), "a positive integer"),
+    "concurrency": (positive(int), "a positive integer"),
+    "batch_size": (positive(int), "a positive integer"),
     "max_retries": (_non_negative(int), "a non-negative integer"),
-    "timeout": (_positive(float), "a positive number of seconds"),
-    "backoff_base": (_positive(float), "a positive number of seconds"),
-    "backoff_max": (_positive(float), "a positive number of seconds"),
+    "timeout": (positive(float), "a positive number of seconds"),
+    "backoff_base": (positive(float), "a positive number of seconds"),
+    "backoff_max": (positive(float), "a positive number of seconds"),
     "input_cost_per_mtok": (_non_negative(float), "a non-negative price in USD per million tokens"),
     "output_cost_per_mtok": (_non_negative(float), "a non-negative price in USD per million tokens"),
-    "context_window": (_positive(int), "a positive integer (tokens)"),
+    "context_window": (positive(int), "a positive integer (tokens)"),
     "repeat_penalty_field": (_env_name, "a request body field name, e.g. repetition_penalty"),
     "tokenizer": (_tokenizer_spec, "llamacpp:GGUF (a path or pkg:MODULE/FILE.gguf) or hf:NAME_OR_FOLDER"),
 }

@@ -24,7 +24,7 @@ from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest, Message
 
 from . import local_files
-from .local_files import file_sha256
+from .local_files import file_sha256, positive
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -34,13 +34,6 @@ _INSTALL_HINT = "Install it with: pip install 'lceval[llamacpp]'"
 _ROPE_SCALING = {"none": 0, "linear": 1, "yarn": 2}  # llama.cpp's LLAMA_ROPE_SCALING_TYPE_*
 
 
-def _positive(cast: Callable[[str], Any]) -> Callable[[str], Any]:
-    def convert(value: str) -> Any:
-        number = cast(value)
-        if number <= 0:
-            raise ValueError(value)
-        return number
-    return convert
 
 
 def _rope_scaling(value: str) -> str:
@@ -55,11 +48,11 @@ def _flag(value: str) -> bool:
 
 #: option -> (converter, what a valid value looks like)
 _OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
-    "n_ctx": (_positive(int), "a positive integer"),
-    "n_threads": (_positive(int), "a positive integer"),
-    "n_batch": (_positive(int), "a positive integer"),
-    "rope_freq_base": (_positive(float), "a positive number"),
-    "rope_freq_scale": (_positive(float), "a positive number"),
+    "n_ctx": (positive(int), "a positive integer"),
+    "n_threads": (positive(int), "a positive integer"),
+    "n_batch": (positive(int), "a positive integer"),
+    "rope_freq_base": (positive(float), "a positive number"),
+    "rope_freq_scale": (positive(float), "a positive number"),
     "rope_scaling_type": (_rope_scaling, "one of none|linear|yarn"),
     "chat_template": (str, "a jinja template file"),
     "verbose": (_flag, "0 or 1"),

@@ -66,3 +66,13 @@ def file_sha256(path: Path) -> str:
     if key not in _SHA256:
         _SHA256[key] = sha256_file(path)
     return _SHA256[key]
+
+
+def positive(cast: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Option parser for `key=value` model options that must be a positive number."""
+    def convert(value: str) -> Any:
+        number = cast(value)
+        if number <= 0:
+            raise ValueError(value)
+        return number
+    return convert
