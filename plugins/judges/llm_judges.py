@@ -31,12 +31,12 @@ running the same command again asks it again.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from lceval import hookimpl
+from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
@@ -177,15 +177,6 @@ DEFAULTS: dict[str, Any] = {"temperature": 0.6, "top_p": 0.9, "max_new_tokens": 
                             "repeat_penalty": 1.0, "max_attempts": 3}
 OPTIONS = (*DEFAULTS, "system_prompt")
 
-#: Attempt k (0-based) samples with seed + k x this stride. Attempt 0 uses the run seed itself
-#: (App. C.1); a large prime stride keeps the retries of run seed s apart from the first
-#: attempts of the next run seeds (2023, 2024, 2025 in the paper), which a +k scheme would
-#: share whenever greedy system answers repeat across seeds.
-RETRY_SEED_STRIDE = 1_000_003
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class LLMJudge(Judge):
@@ -218,7 +209,7 @@ class LLMJudge(Judge):
         return head + [Message("user", prompt)]
 
     def attempt_seed(self, attempt: int) -> int:
-        return self.seed + attempt * RETRY_SEED_STRIDE
+        return retry_seed(self.seed, attempt)
 
     def attempts_allowed(self) -> int:
         # greedy decoding ignores the seed: a retry would replay the same text from the cache

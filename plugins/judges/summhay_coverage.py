@@ -33,12 +33,12 @@ haystack.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
 
 from lceval import hookimpl
+from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
@@ -46,12 +46,7 @@ from lceval_plugins.judges.lexical import content_words
 from lceval_plugins.tasks.summhay.prompts import EVAL_SUMMHAY, coverage_prompt
 from lceval_plugins.tasks.summhay.scoring import normalize_label, score_insight, split_bullets, summarize_scores
 
-RETRY_SEED_STRIDE = 1_000_003
 JSON_OBJECT = re.compile(r"\{[^{}]*\}", re.S)
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def parse_verdict(text: str, n_bullets: int) -> tuple[dict[str, Any] | None, str]:
@@ -131,7 +126,7 @@ class CoverageLLMJudge(Judge):
     def params(self, attempt: int) -> GenerationParams:
         temp = self.temperature if attempt == 0 else self.retry_temperature
         return GenerationParams(max_new_tokens=self.max_new_tokens, temperature=temp,
-                                seed=self.seed + attempt * RETRY_SEED_STRIDE)
+                                seed=retry_seed(self.seed, attempt))
 
     def judge(self, items: list[JudgeInput]) -> list[Judgment]:
         # every (summary, insight) pair is one question; all pending ones go in one round
@@ -181,7 +176,7 @@ class CoverageLLMJudge(Judge):
         return out
 
     def identity(self) -> dict[str, Any]:
-        return {"judge": self.name, "version": 1, "template_sha256": _sha(EVAL_SUMMHAY),
+        return {"judge": self.name, "version": 1, "template_sha256": sha256_text(EVAL_SUMMHAY),
                 "temperature": self.temperature, "retry_temperature": self.retry_temperature,
                 "max_new_tokens": self.max_new_tokens, "max_attempts": self.max_attempts,
                 "retry_seed_stride": RETRY_SEED_STRIDE, "seed": self.seed, "judge_model": self.model.identity}

@@ -34,9 +34,24 @@ def strip_secrets(value: Any) -> Any:
     return value
 
 
-def canonical_hash(obj: Any) -> str:
-    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+#: A sampled call retried because its output was unusable (an unparseable judge verdict, a
+#: malformed synthesized document) uses seed + attempt x this stride: a new cache key, the
+#: same attempts replayed from the cache on a rerun, and - a large prime rather than +1 -
+#: never the first attempt of a neighbouring run seed (2023, 2024, 2025 in ELITR's App. C.1).
+RETRY_SEED_STRIDE = 1_000_003
+
+
+def retry_seed(seed: int, attempt: int) -> int:
+    return seed + attempt * RETRY_SEED_STRIDE
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of a text (prompt templates in judge identities)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical_hash(obj: Any) -> str:
+    return sha256_text(json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
 
 
 def messages_payload(messages: Iterable[Message]) -> list[dict[str, str]]:

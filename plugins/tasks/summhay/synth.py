@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lceval.cache import retry_seed
 from lceval.errors import UserError
 from lceval.types import GenerationParams, GenerationRequest, Message
 
 from .haystack import DOMAINS, parse_haystack
 
-RETRY_SEED_STRIDE = 1_000_003
 #: word-set Jaccard at or above which two subtopics / insights count as the same one
 DUPLICATE_JACCARD = 0.6
 SPECIFIC = re.compile(r"\d|(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
@@ -200,7 +200,7 @@ class Synthesizer:
     def _generate(self, prompt: str, attempt: int, stage: str) -> str:
         temp = 0.0 if attempt == 0 else self.cfg.temperature
         params = GenerationParams(max_new_tokens=self.cfg.max_new_tokens, temperature=temp,
-                                  seed=self.cfg.seed + attempt * RETRY_SEED_STRIDE)
+                                  seed=retry_seed(self.cfg.seed, attempt))
         req = GenerationRequest(request_id=f"synth/{stage}/{attempt}", messages=[Message("user", prompt)],
                                 params=params, hints={"stage": stage, "attempt": attempt})
         (gen,) = self.model.generate([req])
