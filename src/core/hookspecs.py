@@ -42,6 +42,16 @@ def register_judges(register):
 
 
 @hookspec
+def register_pairwise_judges(register):
+    """Register judges that compare two responses (for ``lceval rank``).
+
+    ``register(name: str, factory: PairwiseJudgeFactory)``, where ``factory(ctx: JudgeContext)``
+    returns a ``lceval.interfaces.PairwiseJudge``; ``ctx.model`` is the ``--judge-model``
+    backend (cached) or None.
+    """
+
+
+@hookspec
 def register_retrievers(register):
     """Register retrievers by name: ``register(name: str, factory: RetrieverFactory)``."""
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .types import Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message
+from .types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
+                    PairJudgment)
 
 if TYPE_CHECKING:
     from .cache import CachedModel
@@ -92,6 +93,33 @@ class JudgeContext:
 
 
 JudgeFactory = Callable[[JudgeContext], Judge]
+
+
+class PairwiseJudge(ABC):
+    """Compares two responses to the same unit and scores both sides on each criterion
+    (CREAM: completeness and conciseness of two summaries of one meeting).
+
+    The engine (`lceval rank`) shows every pair in both orders, so a judge never needs to
+    randomise positions itself; it turns the scores into matches for Elo and Bradley-Terry.
+    A judge that cannot parse its model's output returns ``parse_status="parse_failure"``
+    with ``scores_a = scores_b = None``: never a made-up score.
+    """
+
+    name: str = "pairwise"
+    #: The criteria every successful judgment scores, higher is better (e.g. completeness).
+    criteria: tuple[str, ...] = ("preference",)
+    uses_model: bool = False
+
+    @abstractmethod
+    def compare(self, pairs: list[PairInput]) -> list[PairJudgment]:
+        """One judgment per pair, in the same order."""
+
+    def identity(self) -> dict[str, Any]:
+        """What, besides the texts compared, determines the verdict (prompt hash, model)."""
+        return {"judge": self.name}
+
+
+PairwiseJudgeFactory = Callable[[JudgeContext], PairwiseJudge]
 
 
 class Retriever(ABC):

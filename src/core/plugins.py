@@ -25,6 +25,7 @@ DISABLE_ENV = "LCEVAL_DISABLE_PLUGINS"
 KINDS = {
     "register_models": "model",
     "register_judges": "judge",
+    "register_pairwise_judges": "pairwise-judge",
     "register_retrievers": "retriever",
     "register_task_types": "task-type",
     "register_datasets": "dataset",
@@ -53,6 +54,7 @@ class PluginInfo:
 class Plugins:
     models: dict[str, Any] = field(default_factory=dict)
     judges: dict[str, Any] = field(default_factory=dict)
+    pairwise_judges: dict[str, Any] = field(default_factory=dict)
     retrievers: dict[str, Any] = field(default_factory=dict)
     task_types: dict[str, Any] = field(default_factory=dict)
     datasets: dict[str, Any] = field(default_factory=dict)
@@ -68,6 +70,7 @@ class Plugins:
         return {
             "model": self.models,
             "judge": self.judges,
+            "pairwise-judge": self.pairwise_judges,
             "retriever": self.retrievers,
             "task-type": self.task_types,
             "dataset": self.datasets,

@@ -168,3 +168,31 @@ class ScoreSource:
     items: list[ScoredItem]
     origin: str = ""  # the file or run directory it came from
     note: str = ""  # e.g. "recorded x2 (1-5 scale doubled)"
+
+
+@dataclass
+class PairInput:
+    """Two responses to the same unit (two summaries of one meeting), in the order a pairwise
+    judge is shown them: `text_a` first. The engine asks each pair in both orders."""
+
+    unit_id: str  # what both texts answer, e.g. "test2/meeting_en_test2_001"
+    system_a: str
+    system_b: str
+    text_a: str
+    text_b: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PairJudgment:
+    """A pairwise judge's verdict on one ordered pair: a score per criterion for each side
+    (higher is better), or none at all when the output could not be parsed."""
+
+    unit_id: str
+    judge: str
+    scores_a: dict[str, float] | None  # criterion -> score of the text shown first
+    scores_b: dict[str, float] | None  # criterion -> score of the text shown second
+    parse_status: Literal["ok", "parse_failure", "missing"] = "ok"
+    raw: str = ""
+    attempts: int = 1
+    details: dict[str, Any] = field(default_factory=dict)  # e.g. key facts and their alignment
