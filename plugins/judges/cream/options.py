@@ -1,0 +1,66 @@
+"""Options of the model-calling CREAM judges (`--judge cream,max_key_facts=30`), checked like
+the `rubric` judge's: every value parsed and range-checked, unknown names refused.
+
+Defaults, and why:
+- max_key_facts 16: the paper's main setting (Sec. 4.1.2, "following precedent literature";
+  Table 5 is at 16); 30 is its other one (the most GPT-4o used effectively, Table 2);
+- temperature 0.0, top_p 1.0: the paper gives no sampling settings; greedy decoding makes the
+  judge deterministic, so a rerun (or another seed) replays the same verdict from the cache,
+  and a retry at temperature 0 would only replay the same text, hence one attempt (raise
+  the temperature to get retries with new seeds);
+- max_new_tokens 2048: reasoning over 16-30 facts plus the JSON answer;
+- max_attempts 3, as the other LLM judges;
+- system_prompt None: the paper prints no system message, so by default the prompt is the
+  only (user) turn; pass one to test its effect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lceval.errors import UserError
+from lceval.interfaces import JudgeContext
+from lceval.types import GenerationParams
+from lceval_plugins.judges.llm_judges import _number
+
+DEFAULTS: dict[str, Any] = {"max_key_facts": 16, "temperature": 0.0, "top_p": 1.0,
+                            "max_new_tokens": 2048, "max_attempts": 3, "system_prompt": None}
+
+
+def resolve_options(judge: str, given: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise UserError(f"unknown option(s) {', '.join(unknown)} for judge '{judge}' "
+                        f"(known: {', '.join(DEFAULTS)})", field="judge.options")
+    value = {**DEFAULTS, **given}
+    out: dict[str, Any] = {
+        "max_key_facts": _number("max_key_facts", value["max_key_facts"], int, 1, None, judge),
+        "temperature": _number("temperature", value["temperature"], float, 0.0, None, judge),
+        "top_p": _number("top_p", value["top_p"], float, 0.0, 1.0, judge),
+        "max_new_tokens": _number("max_new_tokens", value["max_new_tokens"], int, 1, None, judge),
+        "max_attempts": _number("max_attempts", value["max_attempts"], int, 1, None, judge),
+    }
+    if out["top_p"] == 0:
+        raise UserError(f"judge '{judge}' option 'top_p' must be above 0", field="judge.options.top_p")
+    system = value["system_prompt"]
+    if system is not None and not isinstance(system, str):
+        raise UserError(f"judge '{judge}' option 'system_prompt' must be text or null, got {system!r}",
+                        field="judge.options.system_prompt")
+    out["system_prompt"] = system
+    return out
+
+
+def require_model(judge: str, ctx: JudgeContext) -> None:
+    if ctx.model is None:
+        raise UserError(f"judge '{judge}' asks a language model and none was given", field="--judge-model",
+                        hint="Pass --judge-model SPEC (the paper uses GPT-4o: litellm:openai/gpt-4o-2024-05-13), "
+                        "or use the offline reference judge keyfacts-lexical.")
+
+
+def base_params(options: dict[str, Any], seed: int) -> GenerationParams:
+    return GenerationParams(max_new_tokens=options["max_new_tokens"], temperature=options["temperature"],
+                            top_p=options["top_p"], seed=seed)
+
+
+def with_seed(params: GenerationParams, seed: int) -> GenerationParams:
+    return GenerationParams(**{**params.as_dict(), "stop": tuple(params.stop), "seed": seed})

@@ -1,0 +1,135 @@
+"""`cream`: the pairwise judge of CREAM (paper 003, Sec. 4 and 4.1.2).
+
+One chain-of-thought prompt per ordered pair: the judge model reads both summaries (each with
+numbered sentences), extracts at most K non-redundant key facts from them together, and
+aligns every fact to the supporting sentences of each summary. From the alignment (parse.py):
+completeness and conciseness of each side, the raw pairwise scores of Tables 3-4, which
+`lceval rank` turns into Elo ratings (Sec. 4.1.1). The engine asks each pair in both orders,
+so position bias averages out there, not here.
+
+Retries: an unusable output is asked again with seed + k x RETRY_SEED_STRIDE when the
+temperature is above 0 (greedy decoding would only replay it from the cache), then recorded
+as parse_failure with every raw output. A request the backend gave up on (finish_reason
+"error") is `missing`: not retried here, not cached, asked again by the next run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
+from lceval.interfaces import JudgeContext, PairwiseJudge
+from lceval.types import GenerationRequest, Message, PairInput, PairJudgment
+
+from .options import base_params, require_model, resolve_options, with_seed
+from .parse import PairParse, ParseError, parse_pair
+from .prompts import CREAM_TEMPLATE, cream_prompt
+from .sentences import split_sentences
+
+#: Bump when the parsing or scoring changes what a verdict means (the template has its hash).
+VERSION = 1
+
+
+class CreamJudge(PairwiseJudge):
+    name = "cream"
+    criteria = ("completeness", "conciseness")
+    uses_model = True
+
+    def __init__(self, ctx: JudgeContext, options: dict[str, Any]) -> None:
+        require_model(self.name, ctx)
+        self.model = ctx.model
+        self.seed = int(ctx.seed)
+        self.max_key_facts: int = options["max_key_facts"]
+        self.max_attempts: int = options["max_attempts"]
+        self.system_prompt: str | None = options["system_prompt"]
+        self.params = base_params(options, self.seed)
+
+    def attempts_allowed(self) -> int:
+        # greedy decoding ignores the seed: a retry would replay the same text from the cache
+        return 1 if self.params.temperature == 0 else self.max_attempts
+
+    def messages(self, sentences_a: list[str], sentences_b: list[str]) -> list[Message]:
+        head = [Message("system", self.system_prompt)] if self.system_prompt is not None else []
+        return head + [Message("user", cream_prompt(sentences_a, sentences_b, self.max_key_facts))]
+
+    def compare(self, pairs: list[PairInput]) -> list[PairJudgment]:
+        sentences = [(split_sentences(p.text_a), split_sentences(p.text_b)) for p in pairs]
+        messages = [self.messages(a, b) for a, b in sentences]
+        raws: list[list[str]] = [[] for _ in pairs]
+        parsed: dict[int, PairParse] = {}
+        why: dict[int, str] = {}
+        errors: dict[int, Any] = {}
+        pending = list(range(len(pairs)))
+        for attempt in range(self.attempts_allowed()):
+            if not pending:
+                break
+            params = with_seed(self.params, retry_seed(self.seed, attempt))
+            # one generate call per round: batched backends judge these concurrently
+            requests = [GenerationRequest(request_id=pairs[i].unit_id, messages=messages[i], params=params,
+                                          hints={"judge": self.name, "unit_id": pairs[i].unit_id,
+                                                 "system_a": pairs[i].system_a, "system_b": pairs[i].system_b,
+                                                 "attempt": attempt})
+                        for i in pending]
+            outputs = self.model.generate(requests)
+            still = []
+            for i, gen in zip(pending, outputs):
+                if gen.finish_reason == "error":
+                    errors[i] = gen.extras.get("error") or "judge model returned no answer"
+                    continue
+                raws[i].append(gen.text)
+                try:
+                    parsed[i] = parse_pair(gen.text, len(sentences[i][0]), len(sentences[i][1]), self.max_key_facts)
+                    why.pop(i, None)
+                except ParseError as exc:
+                    why[i] = str(exc)
+                    still.append(i)
+            pending = still
+        return [self._judgment(p, sentences[i], parsed.get(i), raws[i], why.get(i), errors.get(i))
+                for i, p in enumerate(pairs)]
+
+    def _seeds(self, n: int) -> list[int]:
+        return [retry_seed(self.seed, k) for k in range(n)]
+
+    def _judgment(self, pair: PairInput, sentences: tuple[list[str], list[str]], result: PairParse | None,
+                  raws: list[str], why: str | None, error: Any) -> PairJudgment:
+        base = {"n_sentences_a": len(sentences[0]), "n_sentences_b": len(sentences[1]),
+                "attempt_outputs": list(raws)}
+        if error is not None:
+            return PairJudgment(unit_id=pair.unit_id, judge=self.name, scores_a=None, scores_b=None,
+                                parse_status="missing", raw=raws[-1] if raws else "", attempts=len(raws) + 1,
+                                details={**base, "judge_error": error, "attempt_seeds": self._seeds(len(raws) + 1)})
+        base["attempt_seeds"] = self._seeds(len(raws))
+        if result is None:
+            return PairJudgment(unit_id=pair.unit_id, judge=self.name, scores_a=None, scores_b=None,
+                                parse_status="parse_failure", raw=raws[-1] if raws else "", attempts=len(raws),
+                                details={**base, "failure": why or "no output"})
+        details = {
+            **base,
+            "key_facts": [{"fact": f, "a_lines": la, "b_lines": lb}
+                          for f, la, lb in zip(result.facts, result.a.lines, result.b.lines)],
+            "n_key_facts": len(result.facts),
+            "facts_over_cap": result.facts_over_cap,
+            "invalid_lines": {"a": result.a.invalid_lines, "b": result.b.invalid_lines},
+            "reasoning": result.reasoning,
+        }
+        return PairJudgment(unit_id=pair.unit_id, judge=self.name, scores_a=result.a.scores(),
+                            scores_b=result.b.scores(), raw=raws[-1], attempts=len(raws), details=details)
+
+    def identity(self) -> dict[str, Any]:
+        system = self.system_prompt
+        return {
+            "judge": self.name,
+            "version": VERSION,
+            "template_sha256": sha256_text(CREAM_TEMPLATE),
+            "system_prompt_sha256": sha256_text(system) if system is not None else None,
+            "max_key_facts": self.max_key_facts,
+            "params": {k: v for k, v in self.params.as_dict().items() if k not in ("seed", "stop")},
+            "seed": self.seed,
+            "max_attempts": self.max_attempts,
+            "retry_seed_stride": RETRY_SEED_STRIDE,
+            "judge_model": self.model.identity,
+        }
+
+
+def make_cream(ctx: JudgeContext) -> CreamJudge:
+    return CreamJudge(ctx, resolve_options("cream", dict(ctx.options)))

@@ -1,0 +1,185 @@
+"""`keyfacts`: the reference-based check of CREAM's ranking (paper 003, Table 1 "Human Summary"
+column and the gold rankings of Table 5), in FineSurE's two steps (ref. [10]):
+
+(a) key fact extraction from the human minutes alone, at most K facts. The request depends on
+    the minutes and the options only, so it is identical for every system's summary of a
+    meeting: the request cache asks it once per meeting, and every system is scored against
+    the very same facts;
+(b) alignment of those facts to the numbered sentences of one system's summary: for each fact
+    "Yes"/"No" and the supporting line numbers.
+
+Judgment.score = completeness in [0, 1] (share of the minutes' key facts the summary
+supports); details carry conciseness (share of the summary's sentences aligned to a
+supported fact) and the alignment. Several annotators' minutes of one meeting arrive joined
+by a "---" line; the extraction prompt says so and asks for each fact once.
+
+Retries and failures as the `cream` judge: a step's unusable output is retried with a new
+seed when the temperature is above 0, then the item is a parse_failure with the raw outputs
+of both steps; a request the backend gave up on makes the item `missing`. A summary with no
+sentence is not sent to step (b): it supports nothing and scores 0 on both (parse.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
+from lceval.errors import UserError
+from lceval.interfaces import Judge, JudgeContext
+from lceval.types import GenerationRequest, JudgeInput, Judgment, Message
+
+from .options import base_params, require_model, resolve_options, with_seed
+from .parse import ParseError, Side, parse_alignment, parse_facts
+from .prompts import ALIGNMENT_TEMPLATE, EXTRACTION_TEMPLATE, alignment_prompt, extraction_prompt
+from .sentences import split_sentences
+
+VERSION = 1
+
+
+def reference_details(facts: list[str], side: Side, n_sentences: int) -> dict[str, Any]:
+    """The details both reference judges report (same shape for `keyfacts-lexical`)."""
+    return {
+        "completeness": side.completeness(),
+        "conciseness": side.conciseness(),
+        "key_facts": [{"fact": f, "supported": ok, "lines": lines}
+                      for f, ok, lines in zip(facts, side.supported, side.lines)],
+        "aligned_lines": side.aligned_lines(),
+        "n_key_facts": len(facts),
+        "n_sentences": n_sentences,
+        "invalid_lines": side.invalid_lines,
+    }
+
+
+class _Step:
+    """One prompt per key, asked in rounds until parsed or out of attempts."""
+
+    def __init__(self) -> None:
+        self.raws: dict[Any, list[str]] = {}
+        self.results: dict[Any, Any] = {}
+        self.why: dict[Any, str] = {}
+        self.errors: dict[Any, Any] = {}
+
+
+class KeyFactsJudge(Judge):
+    name = "keyfacts"
+    scale = (0.0, 1.0)
+    uses_model = True
+
+    def __init__(self, ctx: JudgeContext, options: dict[str, Any]) -> None:
+        require_model(self.name, ctx)
+        self.model = ctx.model
+        self.seed = int(ctx.seed)
+        self.max_key_facts: int = options["max_key_facts"]
+        self.max_attempts: int = options["max_attempts"]
+        self.system_prompt: str | None = options["system_prompt"]
+        self.params = base_params(options, self.seed)
+
+    def attempts_allowed(self) -> int:
+        return 1 if self.params.temperature == 0 else self.max_attempts
+
+    def _messages(self, prompt: str) -> list[Message]:
+        head = [Message("system", self.system_prompt)] if self.system_prompt is not None else []
+        return head + [Message("user", prompt)]
+
+    def _run(self, step: str, prompts: dict[Any, tuple[str, str]], parse: Callable[[Any, str], Any]) -> _Step:
+        """Ask every prompt ({key: (request_id, prompt)}), retrying unparseable answers."""
+        state = _Step()
+        state.raws = {k: [] for k in prompts}
+        pending = list(prompts)
+        for attempt in range(self.attempts_allowed()):
+            if not pending:
+                break
+            params = with_seed(self.params, retry_seed(self.seed, attempt))
+            requests = [GenerationRequest(request_id=prompts[k][0], messages=self._messages(prompts[k][1]),
+                                          params=params, hints={"judge": self.name, "step": step,
+                                                                "item_id": prompts[k][0], "attempt": attempt})
+                        for k in pending]
+            outputs = self.model.generate(requests)
+            still = []
+            for key, gen in zip(pending, outputs):
+                if gen.finish_reason == "error":
+                    state.errors[key] = gen.extras.get("error") or "judge model returned no answer"
+                    continue
+                state.raws[key].append(gen.text)
+                try:
+                    state.results[key] = parse(key, gen.text)
+                    state.why.pop(key, None)
+                except ParseError as exc:
+                    state.why[key] = str(exc)
+                    still.append(key)
+            pending = still
+        return state
+
+    def judge(self, items: list[JudgeInput]) -> list[Judgment]:
+        for item in items:
+            if not item.reference.strip():
+                raise UserError(f"sample {item.item_id} has no reference minutes: judge 'keyfacts' checks a "
+                                "summary against them", field="judge")
+        # step (a): once per distinct reference text
+        refs: dict[str, str] = {}
+        for item in items:
+            refs.setdefault(item.reference, item.item_id)
+        extraction = self._run("extraction", {r: (f"{iid}#key-facts", extraction_prompt(r, self.max_key_facts))
+                                              for r, iid in refs.items()},
+                               lambda _r, text: parse_facts(text, self.max_key_facts))
+        # step (b): every summary whose minutes gave facts and that has sentences
+        sentences = {i: split_sentences(item.response) for i, item in enumerate(items)}
+        ask = {i: (item.item_id, alignment_prompt(extraction.results[item.reference][0], sentences[i]))
+               for i, item in enumerate(items) if item.reference in extraction.results and sentences[i]}
+        alignment = self._run("alignment", ask, lambda i, text: parse_alignment(
+            text, len(extraction.results[items[i].reference][0]), len(sentences[i])))
+        return [self._judgment(i, item, sentences[i], extraction, alignment) for i, item in enumerate(items)]
+
+    def _judgment(self, i: int, item: JudgeInput, sentences: list[str], ex: _Step, al: _Step) -> Judgment:
+        ref = item.reference
+        ex_raws, al_raws = ex.raws.get(ref, []), al.raws.get(i, [])
+        details: dict[str, Any] = {
+            "extraction_outputs": list(ex_raws),
+            "extraction_seeds": [retry_seed(self.seed, k) for k in range(len(ex_raws) + (ref in ex.errors))],
+            "alignment_outputs": list(al_raws),
+            "alignment_seeds": [retry_seed(self.seed, k) for k in range(len(al_raws) + (i in al.errors))],
+        }
+        attempts = len(ex_raws) + len(al_raws)
+        raw = al_raws[-1] if al_raws else ex_raws[-1] if ex_raws else ""
+
+        def failed(status: str, **why: Any) -> Judgment:
+            return Judgment(item_id=item.item_id, judge=self.name, score=None, parse_status=status, raw=raw,
+                            attempts=max(1, attempts + (status == "missing")), details={**details, **why})
+
+        if ref in ex.errors:
+            return failed("missing", judge_error=ex.errors[ref], step="extraction")
+        if ref not in ex.results:
+            return failed("parse_failure", failure=ex.why.get(ref, "no output"), step="extraction")
+        facts, ex_reasoning, over = ex.results[ref]
+        details.update(facts_over_cap=over, extraction_reasoning=ex_reasoning)
+        if i in al.errors:
+            return failed("missing", judge_error=al.errors[i], step="alignment")
+        if sentences and i not in al.results:
+            return failed("parse_failure", failure=al.why.get(i, "no output"), step="alignment")
+        if sentences:
+            side, al_reasoning = al.results[i]
+        else:  # nothing to align: no fact is supported
+            side, al_reasoning = Side(0, [[] for _ in facts], [False] * len(facts)), ""
+        details.update(reference_details(facts, side, len(sentences)), alignment_reasoning=al_reasoning)
+        return Judgment(item_id=item.item_id, judge=self.name, score=side.completeness(), raw=raw,
+                        attempts=attempts, details=details)
+
+    def identity(self) -> dict[str, Any]:
+        system = self.system_prompt
+        return {
+            "judge": self.name,
+            "version": VERSION,
+            "template_sha256": {"extraction": sha256_text(EXTRACTION_TEMPLATE),
+                                "alignment": sha256_text(ALIGNMENT_TEMPLATE)},
+            "system_prompt_sha256": sha256_text(system) if system is not None else None,
+            "max_key_facts": self.max_key_facts,
+            "params": {k: v for k, v in self.params.as_dict().items() if k not in ("seed", "stop")},
+            "seed": self.seed,
+            "max_attempts": self.max_attempts,
+            "retry_seed_stride": RETRY_SEED_STRIDE,
+            "judge_model": self.model.identity,
+        }
+
+
+def make_keyfacts(ctx: JudgeContext) -> KeyFactsJudge:
+    return KeyFactsJudge(ctx, resolve_options("keyfacts", dict(ctx.options)))
