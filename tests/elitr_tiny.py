@@ -41,6 +41,19 @@ TRANSCRIPTS = {
     "(PERSON6) The travel budget is exhausted, that is the budget problem.\n",
 }
 
+#: Human-style minutes (bullets under a header, as the real ones), for the `cream` task type.
+MINUTES = {
+    "meeting_en_dev_901": {"minutes_GENER_annot01.txt": "Demo planning\nDate: 1. 2. 2021\nAttendees: [PERSON1], "
+                           "[PERSON2], [PERSON3]\n\n- The orange dashboard was chosen for the demo.\n"
+                           "- The next meeting is on Friday at noon.\n\nMinutes submitted by: [ANNOTATOR1]\n",
+                           "minutes_GENER_annot02.txt": "- Orange dashboard chosen for the demo\n"
+                           "- Next meeting Friday noon\n"},
+    "meeting_en_dev_902": {"minutes_ORIG.txt": "- Three people attended.\n- The microphone cable broke during "
+                           "the test.\n"},
+    "meeting_en_test2_901": {"minutes_GENER_annot03.txt": "- [PERSON2] will write the report.\n"
+                             "- The travel budget is exhausted.\n"},
+}
+
 
 def build(home: Path) -> Path:
     """Write the dataset as `home/elitr-bench/...`; returns `home`."""
@@ -60,4 +73,8 @@ def build(home: Path) -> Path:
         (root / rel).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
     for mid, text in TRANSCRIPTS.items():
         (root / "transcripts" / f"{mid}.txt").write_text(text, encoding="utf-8")
+    for mid, files in MINUTES.items():
+        (root / "minutes" / mid).mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (root / "minutes" / mid / name).write_text(text, encoding="utf-8")
     return home
