@@ -87,6 +87,28 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
                     help="bootstrap unit: whole clusters (meetings; default) or single items")
     ag.add_argument("--seed", type=int, default=0)
 
+    rk = sub.add_parser("rank", help="rank the systems of runs by pairwise comparison (Elo, Bradley-Terry)")
+    rk.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    rk.add_argument("--judge", help="pairwise judge NAME[,key=value...] (default: the spec's rank.judge)")
+    rk.add_argument("--judge-model", help="model spec the judge calls, if it needs one")
+    rk.add_argument("--task", action="append", help="only this task (repeatable; default: every task of the runs)")
+    rk.add_argument("--criteria", help="comma-separated criteria to rank on (default: the spec's, else the judge's)")
+    rk.add_argument("--k-factor", type=float, default=32.0, help="Elo K-factor (default 32)")
+    rk.add_argument("--initial", type=float, default=1000.0, help="initial Elo rating (default 1000)")
+    rk.add_argument("--n-orders", type=int, default=1000, help="random match orders Elo is averaged over (default 1000)")
+    rk.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of units (default 1000)")
+    rk.add_argument("--bt-prior", type=float, default=0.0,
+                    help="virtual draws per pair of systems in the Bradley-Terry fit (default 0: maximum likelihood)")
+    rk.add_argument("--tie-margin", type=float, default=0.0,
+                    help="score differences up to this count as a draw (default 0: only equal scores)")
+    rk.add_argument("--no-swap", action="store_true", help="judge each pair in one order only (no position-bias control)")
+    rk.add_argument("--reference-judge", help="judge of the runs whose details give the reference ranking (default: any)")
+    rk.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
+    rk.add_argument("--seed", type=int, default=0, help="seed of the judge, match orders and resamples")
+    rk.add_argument("--output", default="rankings", help="folder for the rankings directory (default: ./rankings)")
+    rk.add_argument("--format", choices=["table", "markdown", "json"], default="table")
+    rk.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
+
     for name, command in sorted(plugin_commands.items()):
         command.add_arguments(sub.add_parser(name, help=command.help))
     return p
@@ -154,7 +176,8 @@ def _plugin_commands(argv: list[str]) -> dict[str, Any]:
     flags = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-p"]
     flags += [a[2:] for a in argv if a.startswith("-pno:")]
     disabled = [f[3:] for f in flags if f.startswith("no:")]
-    builtin = {"run", "tasks", "plugins", "validate", "data", "report", "score", "compare", "judge-agreement"}
+    builtin = {"run", "tasks", "plugins", "validate", "data", "report", "score", "compare", "judge-agreement",
+               "rank"}
     return {k: v for k, v in load_plugins(disabled).commands.items() if k not in builtin}
 
 
@@ -216,6 +239,20 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
         print(commands.judge_agreement(args.sources, task=args.task, bins_of=args.bins_of, fmt=args.format,
                                        n_boot=args.n_boot, seed=args.seed, resample=args.resample,
                                        disabled_plugins=disabled))
+        return 0
+    if args.command == "rank":
+        from .rank import RankOptions
+
+        opts = RankOptions(
+            criteria=[c.strip() for c in args.criteria.split(",") if c.strip()] if args.criteria else None,
+            k_factor=args.k_factor, initial=args.initial, n_orders=args.n_orders, n_boot=args.n_boot,
+            bt_prior=args.bt_prior, tie_margin=args.tie_margin, swap=not args.no_swap, seed=args.seed,
+            level=args.level, reference_judge=args.reference_judge, tasks=args.task)
+        path, text = commands.rank([Path(p) for p in args.run_dirs], judge=args.judge, judge_model=args.judge_model,
+                                   options=opts, output=Path(args.output), fmt=args.format,
+                                   cache_path=Path(args.cache) if args.cache else None, disabled_plugins=disabled)
+        print(text)
+        print(f"\nwrote {path}", file=sys.stderr if args.format == "json" else sys.stdout)
         return 0
     if args.command in plugin_commands:
         print(plugin_commands[args.command].run(args))

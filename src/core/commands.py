@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -214,3 +215,48 @@ def judge_agreement(sources: list[str], *, task: str | None = None, bins_of: str
     found = merge_sources([s for arg in sources for s in read_sources(arg, plugins, task)])
     rep = agreement(found, bins_of=bins_of, n_boot=n_boot, seed=seed, resample=resample)
     return json.dumps(rep, indent=2) if fmt == "json" else format_agreement(rep)
+
+
+def rank(run_dirs: list[Path], *, judge: str | None = None, judge_model: str | None = None,
+         options: Any = None, output: Path = Path("rankings"), fmt: str = "table",
+         cache_path: Path | None = None, disabled_plugins: list[str] | None = None) -> tuple[Path, str]:
+    """Rank the systems of finished runs with a pairwise judge; writes a rankings directory
+    and returns it with the text to print (`table`, `markdown` or `json`)."""
+    from .cache import Cache, CachedModel
+    from .models import backend_factory, make_model, parse_model_spec
+    from .rank import RankOptions, collect_systems, make_pairwise_judge
+    from .rank import rank as rank_systems
+    from .rank_report import format_ranking, write_ranking
+    from .rundir import load_run
+
+    opts = options or RankOptions()
+    opts.check()
+    plugins, registry = _env(disabled_plugins or [])
+    runs = [load_run(Path(d)) for d in run_dirs]
+    systems, section = collect_systems(runs, opts.tasks)
+    flag = judge or opts.judge or section.get("judge")
+    if not flag:
+        raise UserError("no pairwise judge: the task spec has no rank.judge", field="--judge",
+                        hint=f"Pass --judge NAME (installed: {', '.join(sorted(plugins.pairwise_judges)) or 'none'}).")
+    jspec = parse_model_spec(judge_model, registry, field="--judge-model") if judge_model else None
+    if jspec is not None:
+        backend_factory(jspec, plugins, field="--judge-model")
+    cache = Cache(cache_path or default_cache_path())
+    model = None
+    try:
+        if jspec is not None:
+            model = CachedModel(make_model(jspec, plugins, field="--judge-model"), cache, jspec.canonical)
+        pairwise_judge = make_pairwise_judge(flag, plugins, model, opts.seed)
+        ranking = rank_systems(runs, pairwise_judge, flag, opts, systems, section)
+        if model is not None:
+            ranking.report["judge_usage"] = model.usage.as_dict()
+            ranking.report["judge_backend_stats"] = model.backend.stats()
+    finally:
+        if model is not None:
+            model.backend.close()
+        cache.close()
+    task = systems[0].task if len({s.task for s in systems}) == 1 else "tasks"
+    path = write_ranking(ranking, Path(output), f"rank-{task}-{time.strftime('%Y%m%d-%H%M%S')}")
+    if fmt == "json":
+        return path, json.dumps(ranking.report, indent=2, ensure_ascii=False)
+    return path, format_ranking(ranking, markdown=fmt == "markdown")
