@@ -1,4 +1,4 @@
-"""An lceval plugin outside the lceval distribution: a model scheme and a judge."""
+"""An lceval plugin outside the lceval distribution: a model scheme, a judge and a pairwise judge."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import re
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import Judge, JudgeContext, ModelBackend
-from lceval.types import Generation, GenerationRequest, JudgeInput, Judgment, Message
+from lceval.interfaces import Judge, JudgeContext, ModelBackend, PairwiseJudge
+from lceval.types import (Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
+                          PairJudgment)
 
 WORD = re.compile(r"[A-Za-z0-9]+")
 STOP = frozenset("a an and are as at be by did do does for from how in is it of on or the to was "
@@ -95,6 +96,37 @@ class ContainsJudge(Judge):
 
 def make_contains(ctx: JudgeContext) -> ContainsJudge:
     return ContainsJudge()
+
+
+class WordShareJudge(PairwiseJudge):
+    """Compares two texts by the share of their pooled content words each one holds: a toy
+    stand-in for CREAM's key facts, enough for `lceval rank` to rank with it."""
+
+    name = "word-share"
+    criteria = ("coverage",)
+
+    def compare(self, pairs: list[PairInput]) -> list[PairJudgment]:
+        out = []
+        for p in pairs:
+            a, b = _words(p.text_a), _words(p.text_b)
+            pool = a | b
+            if not pool:
+                out.append(PairJudgment(unit_id=p.unit_id, judge=self.name, scores_a=None, scores_b=None,
+                                        parse_status="parse_failure", raw="no content words"))
+                continue
+            out.append(PairJudgment(unit_id=p.unit_id, judge=self.name,
+                                    scores_a={"coverage": len(a) / len(pool)},
+                                    scores_b={"coverage": len(b) / len(pool)}))
+        return out
+
+
+def make_word_share(ctx: JudgeContext) -> WordShareJudge:
+    return WordShareJudge()
+
+
+@hookimpl
+def register_pairwise_judges(register):
+    register("word-share", make_word_share)
 
 
 @hookimpl
