@@ -285,7 +285,7 @@ class LLMJudge(Judge):
 # -- options and registration --------------------------------------------------------------
 
 
-def _number(name: str, value: Any, kind: type, low: float, high: float | None, judge: str) -> Any:
+def check_number(name: str, value: Any, kind: type, low: float, high: float | None, judge: str) -> Any:
     try:
         if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
             raise ValueError
@@ -308,13 +308,13 @@ def resolve_options(definition: JudgeDef, given: dict[str, Any]) -> dict[str, An
                         f"(known: {', '.join(OPTIONS)})", field="judge.options")
     name = definition.name
     out = {
-        "temperature": _number("temperature", given.get("temperature", DEFAULTS["temperature"]), float, 0.0, None, name),
-        "top_p": _number("top_p", given.get("top_p", DEFAULTS["top_p"]), float, 0.0, 1.0, name),
-        "max_new_tokens": _number("max_new_tokens", given.get("max_new_tokens", DEFAULTS["max_new_tokens"]),
+        "temperature": check_number("temperature", given.get("temperature", DEFAULTS["temperature"]), float, 0.0, None, name),
+        "top_p": check_number("top_p", given.get("top_p", DEFAULTS["top_p"]), float, 0.0, 1.0, name),
+        "max_new_tokens": check_number("max_new_tokens", given.get("max_new_tokens", DEFAULTS["max_new_tokens"]),
                                   int, 1, None, name),
-        "repeat_penalty": _number("repeat_penalty", given.get("repeat_penalty", DEFAULTS["repeat_penalty"]),
+        "repeat_penalty": check_number("repeat_penalty", given.get("repeat_penalty", DEFAULTS["repeat_penalty"]),
                                   float, 0.0, None, name),
-        "max_attempts": _number("max_attempts", given.get("max_attempts", DEFAULTS["max_attempts"]), int, 1, None, name),
+        "max_attempts": check_number("max_attempts", given.get("max_attempts", DEFAULTS["max_attempts"]), int, 1, None, name),
     }
     if out["top_p"] == 0:
         raise UserError(f"judge '{name}' option 'top_p' must be above 0", field="judge.options.top_p")

@@ -100,7 +100,8 @@ def collect_systems(runs: list[FinishedRun], tasks: list[str] | None) -> tuple[l
         if t not in available:
             raise UserError(f"no run has task '{t}' (they have: {', '.join(sorted(set(available)))})",
                             field="--task")
-    short = [short_model_name(r.model) for r in runs]
+    # the model as the user named it (an alias such as `smollm2`), else the resolved spec
+    short = [short_model_name(str((r.manifest.get("config") or {}).get("model") or r.model)) for r in runs]
     systems: dict[str, System] = {}
     section: dict[str, Any] = {}
     for run, name in zip(runs, short):
@@ -261,9 +262,13 @@ def criterion_ranking(results: list[PairResult], labels: list[str], criterion: s
         bt = pairwise.bradley_terry(matches, labels, prior=opts.bt_prior, anchor=opts.initial)
     except pairwise.NoMLE as exc:
         out["bradley_terry"] = None
-        out["bradley_terry_note"] = f"{exc} (pass --bt-prior 1 for a smoothed fit)"
+        out["bradley_terry_note"] = f"{exc} (--bt-prior)"
     else:
-        bt_ci = pairwise.bootstrap_ci(matches, labels, bt_once, n_boot=opts.n_boot, seed=opts.seed, level=opts.level)
+        try:
+            bt_ci = pairwise.bootstrap_ci(matches, labels, bt_once, n_boot=opts.n_boot, seed=opts.seed,
+                                          level=opts.level)
+        except pairwise.NoMLE:  # no resample had a fit: no interval rather than a made-up one
+            bt_ci = pairwise.BootstrapResult(intervals={}, n_boot=opts.n_boot, skipped=opts.n_boot, level=opts.level)
         out["bradley_terry"] = {s: {"rating": bt.ratings[s], **_interval(bt_ci, s)} for s in labels}
         out["bt_fit"] = {"iterations": bt.iterations, "converged": bt.converged,
                          "log_likelihood": bt.log_likelihood, "prior": opts.bt_prior,
@@ -323,10 +328,10 @@ def _reference_value(sample: Sample, criterion: str, judge: str | None) -> float
     return None
 
 
-def _ranks(values: list[float]) -> np.ndarray:
+def _ranks(values: list[float], method: str = "average") -> np.ndarray:
     from scipy.stats import rankdata
 
-    return rankdata(values)
+    return rankdata(values, method=method)
 
 
 def reference_check(systems: list[System], results: list[PairResult], criterion: str,
@@ -358,6 +363,9 @@ def reference_check(systems: list[System], results: list[PairResult], criterion:
                                       "ci_low": spread.get("ci_low"), "ci_high": spread.get("ci_high")}
     if not per_system:
         return None
+    means = [per_system[s]["mean"] for s in per_system]
+    for s, r in zip(per_system, _ranks([-m for m in means], method="min")):
+        per_system[s]["rank"] = int(r)  # ties share the best rank (1, 1, 3)
     out: dict[str, Any] = {"judge": sorted(judge_names), "systems": per_system,
                            "order": sorted(per_system, key=lambda s: -per_system[s]["mean"])}
     for method in ("elo", "bradley_terry"):
@@ -368,8 +376,11 @@ def reference_check(systems: list[System], results: list[PairResult], criterion:
         ref = [per_system[s]["mean"] for s in common]
         got = [rated[s]["rating"] for s in common]
         pairs = [(i, j) for i in range(len(common)) for j in range(i + 1, len(common))]
-        same = sum(1 for i, j in pairs if (ref[i] - ref[j]) * (got[i] - got[j]) > 0)
-        entry: dict[str, Any] = {"systems": len(common), "pairs_same_order": same / len(pairs),
+        # a pair either side calls a tie says nothing about order: counted apart
+        ordered = [(i, j) for i, j in pairs if ref[i] != ref[j] and got[i] != got[j]]
+        same = sum(1 for i, j in ordered if (ref[i] - ref[j]) * (got[i] - got[j]) > 0)
+        entry: dict[str, Any] = {"systems": len(common), "pairs": len(pairs), "pairs_tied": len(pairs) - len(ordered),
+                                 "pairs_same_order": same / len(ordered) if ordered else None,
                                  "spearman": None, "kendall": None}
         if len(set(ref)) > 1 and len(set(got)) > 1:
             entry["spearman"] = float(np.corrcoef(_ranks(ref), _ranks(got))[0, 1])

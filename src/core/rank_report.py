@@ -42,14 +42,13 @@ def _ranking_table(block: dict[str, Any], markdown: bool) -> str:
     if ref_systems:
         head += ["reference", "CI", "ref rank"]
     rows = [head]
-    ref_order = ref.get("order") or []
     for i, system in enumerate(block["order"], 1):
         e = block["elo"][system]
         row = [str(i), system, _num(e["rating"]), _ci(e), _num(e["order_sd"]),
                _num((bt.get(system) or {}).get("rating")), _ci(bt.get(system))]
         if ref_systems:
             r = ref_systems.get(system)
-            row += [_num(r and r["mean"], 3), _ci(r, 3), str(ref_order.index(system) + 1) if system in ref_order else "-"]
+            row += [_num(r and r["mean"], 3), _ci(r, 3), str(r["rank"]) if r else "-"]
         rows.append(row)
     return _render(rows, markdown)
 
@@ -100,10 +99,13 @@ def format_ranking(ranking: Ranking, markdown: bool = False) -> str:
             for method, name in (("elo", "Elo"), ("bradley_terry", "Bradley-Terry")):
                 agree = ref.get(f"agreement_{method}")
                 if agree:
+                    same = agree["pairs_same_order"]
+                    order = (f"the same order for {100 * same:.0f}% of the {agree['pairs'] - agree['pairs_tied']} "
+                             "system pairs both separate" if same is not None else "no system pair both separate")
+                    tied = f", {agree['pairs_tied']} tied pair(s) left out" if agree["pairs_tied"] else ""
                     out.append(f"Agreement of {name} with the reference ({', '.join(ref['judge'])}): "
-                               f"Spearman {_num(agree['spearman'], 2)}, Kendall {_num(agree['kendall'], 2)}, "
-                               f"{100 * agree['pairs_same_order']:.0f}% of system pairs in the same order "
-                               f"({agree['systems']} systems).")
+                               f"Spearman {_num(agree['spearman'], 2)}, Kendall {_num(agree['kendall'], 2)}; "
+                               f"{order}{tied} ({agree['systems']} systems).")
         bias = block["position_bias"]
         if bias.get("pairs_both_orders"):
             out.append(f"Position bias: shown-first minus shown-second {bias['first_minus_second']:+.3f} "

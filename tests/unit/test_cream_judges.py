@@ -517,3 +517,42 @@ def test_keyfacts_lexical_on_real_minutes():
         response="- [PERSON14] will join only for a very short time at the beginning.\n- We forget plan A.")])
     assert j.details["n_key_facts"] == len(annot_facts + facts)
     assert j.details["key_facts"][len(annot_facts)]["lines"] == [1] and 0 < j.score < 0.2
+
+
+# -- cream-lexical: the pairwise procedure with word overlap ----------------------------------
+
+from lceval_plugins.judges.cream import make_cream_lexical, pair_facts  # noqa: E402
+
+
+def test_lexical_pair_facts_put_consensus_first_and_alternate_sides():
+    a = ["The team chose the orange dashboard.", "Lunch was nice.", "The budget is exhausted."]
+    b = ["They chose the orange dashboard for the demo.", "Maria will write the report."]
+    facts = pair_facts(a, b, threshold=0.5, cap=16)
+    # stated by both first; then A1.. B1.. alternately (A2 "Lunch was nice" has 2 content words)
+    assert facts == ["The team chose the orange dashboard.", "Lunch was nice.", "Maria will write the report.",
+                     "The budget is exhausted."]
+    assert pair_facts(a, b, threshold=0.5, cap=2) == facts[:2]
+    assert pair_facts(["Ok."], ["Yes."], 0.5, 16) == []
+
+
+def test_lexical_pairwise_scores_are_hand_computable_and_symmetric():
+    judge = make_cream_lexical(JudgeContext(options={"max_key_facts": 3}))
+    a = "The team chose the orange dashboard. Lunch was nice. The budget is exhausted."
+    b = "They chose the orange dashboard for the demo. Maria will write the report."
+    forward, backward = judge.compare([PairInput("u", "A", "B", a, b), PairInput("u", "B", "A", b, a)])
+    # facts (cap 3): dashboard (A1, B1), lunch (A2), Maria (B2): A supports 2/3, B 2/3;
+    # A's sentences 1, 2 support a fact, 3 (budget, beyond the cap) none: conciseness 2/3; B 2/2
+    assert forward.scores_a == pytest.approx({"completeness": 2 / 3, "conciseness": 2 / 3})
+    assert forward.scores_b == pytest.approx({"completeness": 2 / 3, "conciseness": 1.0})
+    assert backward.scores_a == forward.scores_b and backward.scores_b == forward.scores_a
+    assert forward.details["n_key_facts"] == 3 and forward.details["key_facts"][0]["b_lines"] == [1]
+    empty = judge.compare([PairInput("u", "A", "B", "Ok.", "Yes.")])[0]
+    assert empty.parse_status == "parse_failure" and empty.scores_a is None
+
+
+def test_lexical_pairwise_options_are_checked():
+    with pytest.raises(UserError, match="unknown option"):
+        make_cream_lexical(JudgeContext(options={"k": 3}))
+    with pytest.raises(UserError, match="threshold"):
+        make_cream_lexical(JudgeContext(options={"threshold": 0}))
+    assert "cream-lexical" in load_plugins().pairwise_judges

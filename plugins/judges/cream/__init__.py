@@ -11,16 +11,19 @@ evaluation for Meeting summarization), registered by the entry point
   (FineSurE's two steps). Score = completeness in [0, 1], conciseness in the details.
 - `keyfacts-lexical` (offline, no model): the minutes' own lines as key facts, support by
   content-word overlap; a transparent baseline, not the paper's judge.
+- `cream-lexical` (pairwise, offline): the `cream` procedure with word overlap for both steps,
+  for smoke tests and as a floor; not the paper's judge.
 
 The paper prints no prompt; ours (prompts.py) follow Sec. 4.1.2 and FineSurE's definitions in
 our own words. Modules: sentences.py (numbered sentences), prompts.py, parse.py (answer
-reading and scores), options.py, pairwise.py, reference.py, lexical_ref.py.
+reading and scores), options.py, pairwise.py, reference.py, lexical_ref.py, lexical_pair.py.
 """
 
 from __future__ import annotations
 
 from lceval import hookimpl
 
+from .lexical_pair import CreamLexicalJudge, make_cream_lexical, pair_facts
 from .lexical_ref import KeyFactsLexicalJudge, make_keyfacts_lexical, minutes_facts, reference_facts
 from .pairwise import CreamJudge, make_cream
 from .parse import ParseError, parse_alignment, parse_facts, parse_pair
@@ -28,8 +31,8 @@ from .reference import KeyFactsJudge, make_keyfacts
 from .sentences import number_sentences, split_sentences
 
 __all__ = [
-    "CreamJudge", "KeyFactsJudge", "KeyFactsLexicalJudge", "ParseError", "make_cream", "make_keyfacts",
-    "make_keyfacts_lexical", "minutes_facts", "number_sentences", "parse_alignment", "parse_facts",
+    "CreamJudge", "CreamLexicalJudge", "KeyFactsJudge", "KeyFactsLexicalJudge", "ParseError", "make_cream", "make_keyfacts",
+    "make_cream_lexical", "make_keyfacts_lexical", "minutes_facts", "pair_facts", "number_sentences", "parse_alignment", "parse_facts",
     "parse_pair", "reference_facts", "split_sentences",
 ]
 
@@ -37,6 +40,7 @@ __all__ = [
 @hookimpl
 def register_pairwise_judges(register):
     register("cream", make_cream)
+    register("cream-lexical", make_cream_lexical)
 
 
 @hookimpl

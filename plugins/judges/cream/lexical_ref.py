@@ -39,7 +39,7 @@ from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.types import JudgeInput, Judgment
 from lceval_plugins.judges.lexical import content_words
-from lceval_plugins.judges.llm_judges import _number
+from lceval_plugins.judges.llm_judges import check_number
 
 from .parse import Side
 from .reference import reference_details
@@ -181,7 +181,7 @@ def make_keyfacts_lexical(ctx: JudgeContext) -> KeyFactsLexicalJudge:
     if unknown:
         raise UserError(f"unknown option(s) {', '.join(unknown)} for judge 'keyfacts-lexical' (known: threshold)",
                         field="judge.options")
-    threshold = _number("threshold", ctx.options.get("threshold", 0.5), float, 0.0, 1.0, "keyfacts-lexical")
+    threshold = check_number("threshold", ctx.options.get("threshold", 0.5), float, 0.0, 1.0, "keyfacts-lexical")
     if threshold == 0:
         raise UserError("judge 'keyfacts-lexical' option 'threshold' must be above 0 (0 makes every "
                         "sentence support every fact)", field="judge.options.threshold")

@@ -21,7 +21,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext
 from lceval.types import GenerationParams
-from lceval_plugins.judges.llm_judges import _number
+from lceval_plugins.judges.llm_judges import check_number
 
 DEFAULTS: dict[str, Any] = {"max_key_facts": 16, "temperature": 0.0, "top_p": 1.0,
                             "max_new_tokens": 2048, "max_attempts": 3, "system_prompt": None}
@@ -34,11 +34,11 @@ def resolve_options(judge: str, given: dict[str, Any]) -> dict[str, Any]:
                         f"(known: {', '.join(DEFAULTS)})", field="judge.options")
     value = {**DEFAULTS, **given}
     out: dict[str, Any] = {
-        "max_key_facts": _number("max_key_facts", value["max_key_facts"], int, 1, None, judge),
-        "temperature": _number("temperature", value["temperature"], float, 0.0, None, judge),
-        "top_p": _number("top_p", value["top_p"], float, 0.0, 1.0, judge),
-        "max_new_tokens": _number("max_new_tokens", value["max_new_tokens"], int, 1, None, judge),
-        "max_attempts": _number("max_attempts", value["max_attempts"], int, 1, None, judge),
+        "max_key_facts": check_number("max_key_facts", value["max_key_facts"], int, 1, None, judge),
+        "temperature": check_number("temperature", value["temperature"], float, 0.0, None, judge),
+        "top_p": check_number("top_p", value["top_p"], float, 0.0, 1.0, judge),
+        "max_new_tokens": check_number("max_new_tokens", value["max_new_tokens"], int, 1, None, judge),
+        "max_attempts": check_number("max_attempts", value["max_attempts"], int, 1, None, judge),
     }
     if out["top_p"] == 0:
         raise UserError(f"judge '{judge}' option 'top_p' must be above 0", field="judge.options.top_p")
