@@ -400,7 +400,9 @@ class Ranking:
 
 def rank(runs: list[FinishedRun], judge: PairwiseJudge, judge_flag: str, opts: RankOptions,
          systems: list[System], section: dict[str, Any]) -> Ranking:
-    criteria = list(opts.criteria or section.get("criteria") or judge.criteria)
+    # the spec's criteria are meant for its own judge: another judge ranks on those it scores
+    from_spec = [c for c in section.get("criteria") or [] if c in judge.criteria]
+    criteria = list(opts.criteria or from_spec or judge.criteria)
     unknown = [c for c in criteria if c not in judge.criteria]
     if unknown:
         raise UserError(f"pairwise judge '{judge.name}' does not score {', '.join(unknown)} "

@@ -37,7 +37,7 @@ def lceval(site: Path, *args: str) -> subprocess.CompletedProcess:
 def test_plugin_is_listed_with_its_kinds(installed):
     proc = lceval(installed, "plugins")
     line = next(l for l in proc.stdout.splitlines() if l.startswith("example"))
-    assert "judge,model" in line and "lceval-example-plugin" in line and "0.1.0" in line and line.endswith("ok")
+    assert "judge,model,pairwise-judge" in line and "lceval-example-plugin" in line and "0.1.0" in line and line.endswith("ok")
 
 
 def test_lceval_run_uses_the_plugins_model_and_judge(installed, tiny_home, tmp_path):
@@ -70,3 +70,23 @@ def test_validate_checks_the_plugin_package_without_installing_it():
     proc = subprocess.run([sys.executable, "-m", "lceval", "validate", str(EXAMPLE)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "plugin 'example'" in proc.stdout and "model: keyword" in proc.stdout
+
+
+def test_lceval_rank_uses_the_plugins_pairwise_judge(installed, tiny_home, tmp_path):
+    proc = lceval(installed, "run", "--tasks", "cream_elitr", "--model", "keyword:baseline,lines=1",
+                  "--data-home", str(tiny_home), "--output", str(tmp_path / "runs"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    proc = lceval(installed, "rank", str(run_dir), "--judge", "word-share", "--output", str(tmp_path / "rank"),
+                  "--n-boot", "100", "--format", "markdown")
+    assert proc.returncode == 0, proc.stderr
+    assert "### coverage" in proc.stdout and "| rank | system | Elo |" in proc.stdout
+    (rank_dir,) = (tmp_path / "rank").iterdir()
+    report = json.loads((rank_dir / "rankings.json").read_text())
+    assert report["judge"]["identity"] == {"judge": "word-share"} and report["criteria"] == ["coverage"]
+    assert sorted(report["systems"]) == ["baseline/long", "baseline/short"]
+    assert report["accounting"]["ordered_judgments"] == 2 * 3  # 3 meetings, both orders
+    # a criterion the judge does not score is refused with exit 2, naming the flag
+    bad = lceval(installed, "rank", str(run_dir), "--judge", "word-share", "--criteria", "fluency",
+                 "--output", str(tmp_path / "rank"))
+    assert bad.returncode == 2 and "--criteria" in bad.stderr and "Traceback" not in bad.stderr
