@@ -16,7 +16,7 @@ from lceval.rank import RankOptions
 from lceval.registry import load_registry
 from lceval.types import PairInput, PairJudgment
 
-from ..conftest import ScriptedModel, plugins_with_model, run_engine
+from ..conftest import ScriptedModel, run_engine
 
 
 def _samples(run_dir: Path) -> list[dict]:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext
-from lceval.types import GenerationParams
+from lceval.types import GenerationParams, Message
 from lceval_plugins.judges.llm_judges import check_number
 
 DEFAULTS: dict[str, Any] = {"max_key_facts": 16, "temperature": 0.0, "top_p": 1.0,
@@ -64,3 +65,45 @@ def base_params(options: dict[str, Any], seed: int) -> GenerationParams:
 
 def with_seed(params: GenerationParams, seed: int) -> GenerationParams:
     return GenerationParams(**{**params.as_dict(), "stop": tuple(params.stop), "seed": seed})
+
+
+class ModelJudgeSettings:
+    """What the two model-calling CREAM judges (`cream`, `keyfacts`) share: the judge model,
+    the sampling, the retry rule and the identity fields; each adds its own templates."""
+
+    name = "cream"
+
+    def configure(self, ctx: JudgeContext, options: dict[str, Any]) -> None:
+        require_model(self.name, ctx)
+        self.model = ctx.model
+        self.seed = int(ctx.seed)
+        self.max_key_facts: int = options["max_key_facts"]
+        self.max_attempts: int = options["max_attempts"]
+        self.system_prompt: str | None = options["system_prompt"]
+        self.params = base_params(options, self.seed)
+
+    def attempts_allowed(self) -> int:
+        # greedy decoding ignores the seed: a retry would replay the same text from the cache
+        return 1 if self.params.temperature == 0 else self.max_attempts
+
+    def attempt_params(self, attempt: int) -> GenerationParams:
+        return with_seed(self.params, retry_seed(self.seed, attempt))
+
+    def messages(self, prompt: str) -> list[Message]:
+        head = [Message("system", self.system_prompt)] if self.system_prompt is not None else []
+        return head + [Message("user", prompt)]
+
+    def settings_identity(self, version: int, templates: Any) -> dict[str, Any]:
+        system = self.system_prompt
+        return {
+            "judge": self.name,
+            "version": version,
+            "template_sha256": templates,
+            "system_prompt_sha256": sha256_text(system) if system is not None else None,
+            "max_key_facts": self.max_key_facts,
+            "params": {k: v for k, v in self.params.as_dict().items() if k not in ("seed", "stop")},
+            "seed": self.seed,
+            "max_attempts": self.max_attempts,
+            "retry_seed_stride": RETRY_SEED_STRIDE,
+            "judge_model": self.model.identity,
+        }

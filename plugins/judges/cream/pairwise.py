@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
+from lceval.cache import retry_seed, sha256_text
 from lceval.interfaces import JudgeContext, PairwiseJudge
 from lceval.types import GenerationRequest, Message, PairInput, PairJudgment
 
-from .options import base_params, require_model, resolve_options, with_seed
+from .options import ModelJudgeSettings, resolve_options
 from .parse import PairParse, ParseError, parse_pair
 from .prompts import CREAM_TEMPLATE, cream_prompt
 from .sentences import split_sentences
@@ -30,31 +30,20 @@ from .sentences import split_sentences
 VERSION = 1
 
 
-class CreamJudge(PairwiseJudge):
+class CreamJudge(ModelJudgeSettings, PairwiseJudge):
     name = "cream"
     criteria = ("completeness", "conciseness")
     uses_model = True
 
     def __init__(self, ctx: JudgeContext, options: dict[str, Any]) -> None:
-        require_model(self.name, ctx)
-        self.model = ctx.model
-        self.seed = int(ctx.seed)
-        self.max_key_facts: int = options["max_key_facts"]
-        self.max_attempts: int = options["max_attempts"]
-        self.system_prompt: str | None = options["system_prompt"]
-        self.params = base_params(options, self.seed)
+        self.configure(ctx, options)
 
-    def attempts_allowed(self) -> int:
-        # greedy decoding ignores the seed: a retry would replay the same text from the cache
-        return 1 if self.params.temperature == 0 else self.max_attempts
-
-    def messages(self, sentences_a: list[str], sentences_b: list[str]) -> list[Message]:
-        head = [Message("system", self.system_prompt)] if self.system_prompt is not None else []
-        return head + [Message("user", cream_prompt(sentences_a, sentences_b, self.max_key_facts))]
+    def pair_messages(self, sentences_a: list[str], sentences_b: list[str]) -> list[Message]:
+        return self.messages(cream_prompt(sentences_a, sentences_b, self.max_key_facts))
 
     def compare(self, pairs: list[PairInput]) -> list[PairJudgment]:
         sentences = [(split_sentences(p.text_a), split_sentences(p.text_b)) for p in pairs]
-        messages = [self.messages(a, b) for a, b in sentences]
+        messages = [self.pair_messages(a, b) for a, b in sentences]
         raws: list[list[str]] = [[] for _ in pairs]
         parsed: dict[int, PairParse] = {}
         why: dict[int, str] = {}
@@ -63,7 +52,7 @@ class CreamJudge(PairwiseJudge):
         for attempt in range(self.attempts_allowed()):
             if not pending:
                 break
-            params = with_seed(self.params, retry_seed(self.seed, attempt))
+            params = self.attempt_params(attempt)
             # one generate call per round: batched backends judge these concurrently
             requests = [GenerationRequest(request_id=pairs[i].unit_id, messages=messages[i], params=params,
                                           hints={"judge": self.name, "unit_id": pairs[i].unit_id,
@@ -116,19 +105,7 @@ class CreamJudge(PairwiseJudge):
                             scores_b=result.b.scores(), raw=raws[-1], attempts=len(raws), details=details)
 
     def identity(self) -> dict[str, Any]:
-        system = self.system_prompt
-        return {
-            "judge": self.name,
-            "version": VERSION,
-            "template_sha256": sha256_text(CREAM_TEMPLATE),
-            "system_prompt_sha256": sha256_text(system) if system is not None else None,
-            "max_key_facts": self.max_key_facts,
-            "params": {k: v for k, v in self.params.as_dict().items() if k not in ("seed", "stop")},
-            "seed": self.seed,
-            "max_attempts": self.max_attempts,
-            "retry_seed_stride": RETRY_SEED_STRIDE,
-            "judge_model": self.model.identity,
-        }
+        return self.settings_identity(VERSION, sha256_text(CREAM_TEMPLATE))
 
 
 def make_cream(ctx: JudgeContext) -> CreamJudge:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
+from lceval.cache import retry_seed, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
-from lceval.types import GenerationRequest, JudgeInput, Judgment, Message
+from lceval.types import GenerationRequest, JudgeInput, Judgment
 
-from .options import base_params, require_model, resolve_options, with_seed
+from .options import ModelJudgeSettings, resolve_options
 from .parse import ParseError, Side, parse_alignment, parse_facts
 from .prompts import ALIGNMENT_TEMPLATE, EXTRACTION_TEMPLATE, alignment_prompt, extraction_prompt
 from .sentences import split_sentences
@@ -60,26 +60,13 @@ class _Step:
         self.errors: dict[Any, Any] = {}
 
 
-class KeyFactsJudge(Judge):
+class KeyFactsJudge(ModelJudgeSettings, Judge):
     name = "keyfacts"
     scale = (0.0, 1.0)
     uses_model = True
 
     def __init__(self, ctx: JudgeContext, options: dict[str, Any]) -> None:
-        require_model(self.name, ctx)
-        self.model = ctx.model
-        self.seed = int(ctx.seed)
-        self.max_key_facts: int = options["max_key_facts"]
-        self.max_attempts: int = options["max_attempts"]
-        self.system_prompt: str | None = options["system_prompt"]
-        self.params = base_params(options, self.seed)
-
-    def attempts_allowed(self) -> int:
-        return 1 if self.params.temperature == 0 else self.max_attempts
-
-    def _messages(self, prompt: str) -> list[Message]:
-        head = [Message("system", self.system_prompt)] if self.system_prompt is not None else []
-        return head + [Message("user", prompt)]
+        self.configure(ctx, options)
 
     def _run(self, step: str, prompts: dict[Any, tuple[str, str]], parse: Callable[[Any, str], Any]) -> _Step:
         """Ask every prompt ({key: (request_id, prompt)}), retrying unparseable answers."""
@@ -89,8 +76,8 @@ class KeyFactsJudge(Judge):
         for attempt in range(self.attempts_allowed()):
             if not pending:
                 break
-            params = with_seed(self.params, retry_seed(self.seed, attempt))
-            requests = [GenerationRequest(request_id=prompts[k][0], messages=self._messages(prompts[k][1]),
+            params = self.attempt_params(attempt)
+            requests = [GenerationRequest(request_id=prompts[k][0], messages=self.messages(prompts[k][1]),
                                           params=params, hints={"judge": self.name, "step": step,
                                                                 "item_id": prompts[k][0], "attempt": attempt})
                         for k in pending]
@@ -165,20 +152,8 @@ class KeyFactsJudge(Judge):
                         attempts=attempts, details=details)
 
     def identity(self) -> dict[str, Any]:
-        system = self.system_prompt
-        return {
-            "judge": self.name,
-            "version": VERSION,
-            "template_sha256": {"extraction": sha256_text(EXTRACTION_TEMPLATE),
-                                "alignment": sha256_text(ALIGNMENT_TEMPLATE)},
-            "system_prompt_sha256": sha256_text(system) if system is not None else None,
-            "max_key_facts": self.max_key_facts,
-            "params": {k: v for k, v in self.params.as_dict().items() if k not in ("seed", "stop")},
-            "seed": self.seed,
-            "max_attempts": self.max_attempts,
-            "retry_seed_stride": RETRY_SEED_STRIDE,
-            "judge_model": self.model.identity,
-        }
+        return self.settings_identity(VERSION, {"extraction": sha256_text(EXTRACTION_TEMPLATE),
+                                                "alignment": sha256_text(ALIGNMENT_TEMPLATE)})
 
 
 def make_keyfacts(ctx: JudgeContext) -> KeyFactsJudge:
