@@ -311,7 +311,7 @@ def test_cream_identity_options_and_model_requirement():
     assert ident["judge_model"] == {"scheme": "fake-judge"} and ident["params"]["temperature"] == 0.0
     assert ident["system_prompt_sha256"] == sha256_text("Be careful.")
     assert judge.pair_messages(["a"], ["b"])[0].role == "system"
-    assert "at most 30 key facts" in judge.messages(["a"], ["b"])[1].content
+    assert "at most 30 key facts" in judge.pair_messages(["a"], ["b"])[1].content
     with pytest.raises(UserError) as err:
         make_cream(JudgeContext(options={}, model=None))
     assert err.value.field == "--judge-model"
