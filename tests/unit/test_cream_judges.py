@@ -556,3 +556,27 @@ def test_lexical_pairwise_options_are_checked():
     with pytest.raises(UserError, match="threshold"):
         make_cream_lexical(JudgeContext(options={"threshold": 0}))
     assert "cream-lexical" in load_plugins().pairwise_judges
+
+
+#: What SmolLM2-135M-Instruct answered as the `cream` judge (lceval rank on its own short and
+#: long summaries of meeting_en_test2_001, greedy): it echoes numbered summary sentences and
+#: never writes the ANSWER: JSON. Recorded from a real run, abridged.
+SMOLLM2_OUTPUTS = [
+    "[\n\n[1] The purpose of this meeting was to discuss the topic of the workshop, the outcome of which "
+    "was the final presentation.\n[2] The decision to hold a webinar was made to provide a platform for the "
+    "workshop to be presented to the public.\n[3] The decision to hold a meeting was made to discuss the topic "
+    "of the workshop with the audience.\n]",
+    "[1] The main decision was to have a professional meeting focused on a topic that involves professional "
+    "and professional development.\n[2] The action items were to have a professional meeting.\n[3] The decision "
+    "to hold a webinar was made to provide a platform for the workshop to be presented to the audience.",
+]
+
+
+@pytest.mark.parametrize("output", SMOLLM2_OUTPUTS)
+def test_a_small_models_real_outputs_are_parse_failures_not_scores(output):
+    with pytest.raises(ParseError):
+        parse_pair(output, 3, 3, 16)
+    judge, _ = cream_over(lambda r, k: output)
+    [j] = judge.compare([PAIR])
+    assert j.parse_status == "parse_failure" and j.scores_a is None and j.scores_b is None
+    assert j.details["attempt_outputs"] == [output] and j.details["failure"]
