@@ -94,6 +94,29 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
     return None, ContextCut(policy, original, 0, "skipped")
 
 
+def share_cuts(fitted: list[tuple[Conversation, str | None, ContextCut]], model: ModelBackend,
+               context_ids: dict[str, list[int] | None]) -> list[tuple[str | None, ContextCut]]:
+    """Give every truncated conversation of one context the same cut: the smallest any of
+    them needed. Each conversation's own budget differs by its question's length, so each
+    would otherwise get a slightly different transcript, and a backend's KV cache could reuse
+    only the part before the first difference (half the transcript, with truncate-middle).
+    With one cut, the questions of a meeting share the whole truncated transcript as their
+    prefix, and see the same text. Conversations that fit uncut are left as they are."""
+    smallest: dict[str, int] = {}
+    for conv, _, cut in fitted:
+        if cut.action == "truncated" and cut.kept_tokens is not None:
+            smallest[conv.context_id] = min(cut.kept_tokens, smallest.get(conv.context_id, cut.kept_tokens))
+    out: list[tuple[str | None, ContextCut]] = []
+    for conv, text, cut in fitted:
+        keep = smallest.get(conv.context_id)
+        ids = context_ids.get(conv.context_id)
+        if cut.action != "truncated" or keep is None or ids is None or keep == cut.kept_tokens:
+            out.append((text, cut))
+            continue
+        out.append((_cut(model, ids, keep, cut.policy), ContextCut(cut.policy, cut.original_tokens, keep, "truncated")))
+    return out
+
+
 def _cut(model: ModelBackend, ids: list[int], keep: int, policy: str) -> str:
     if policy == "truncate-left":
         return CUT_MARK.lstrip("\n") + model.detokenize(ids[len(ids) - keep:])

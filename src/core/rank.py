@@ -262,7 +262,7 @@ def criterion_ranking(results: list[PairResult], labels: list[str], criterion: s
         bt = pairwise.bradley_terry(matches, labels, prior=opts.bt_prior, anchor=opts.initial)
     except pairwise.NoMLE as exc:
         out["bradley_terry"] = None
-        out["bradley_terry_note"] = f"{exc} (--bt-prior)"
+        out["bradley_terry_note"] = f"{exc} Pass --bt-prior 1 (one virtual draw per pair)."
     else:
         try:
             bt_ci = pairwise.bootstrap_ci(matches, labels, bt_once, n_boot=opts.n_boot, seed=opts.seed,

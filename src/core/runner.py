@@ -174,14 +174,16 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     policy = spec.data["context"]["policy"]
     reserve = int(spec.data["context"].get("answer_reserve", params.max_new_tokens))
     window = model.backend.context_window
-    states: list[ConversationState] = []
     tokens: dict[str, list[int] | None] = {}  # a meeting's questions share one tokenization
+    fitted = []
     for conv in conversations:
         if window and conv.context_id not in tokens:
             tokens[conv.context_id] = model.backend.tokenize(conv.context)
         text, cut = ctxpolicy.fit(conv, model.backend, policy, params.max_new_tokens, reserve,
                                   context_ids=tokens.get(conv.context_id))
-        states.append(ConversationState(conv=conv, context=text, cut=cut))
+        fitted.append((conv, text, cut))
+    shared = ctxpolicy.share_cuts(fitted, model.backend, tokens)
+    states = [ConversationState(conv=conv, context=text, cut=cut) for (conv, _, _), (text, cut) in zip(fitted, shared)]
     out: list[tuple[Conversation, int, Any, ContextCut, str]] = []
     total = sum(len(c.turns) for c in conversations)
     bar = tqdm(total=total, desc=spec.name, unit="q", disable=not progress or None, leave=False)

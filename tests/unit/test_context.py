@@ -86,3 +86,30 @@ def test_a_cut_that_removes_fewer_tokens_than_the_mark_adds_still_reports_fewer_
     assert cut.action == "truncated" and cut.original_tokens == original
     assert cut.kept_tokens < original
     assert model.count_tokens(fill_context(full_transcript(c, []), text)) + 50 <= window
+
+
+def test_truncated_conversations_of_one_context_share_the_smallest_cut():
+    from lceval.context import share_cuts
+
+    model = ScriptedModel(window=200)
+
+    def single(qid: str, question: str, context_id: str = "m") -> Conversation:
+        turn = Turn(item_id=qid, user=f"Read this: {CONTEXT_SLOT}\n\n{question}", reference="r", question=question)
+        return Conversation(conv_id=qid, context=CONTEXT, context_id=context_id, turns=[turn])
+
+    convs = [single("short", "when ?"), single("long", "who said what about the budget and when did they say it ?"),
+             single("other", "when ?", context_id="n")]
+    ids = {c.context_id: model.tokenize(c.context) for c in convs}
+    fitted = [(c, *fit(c, model, "truncate-middle", 50, 50, context_ids=ids[c.context_id])) for c in convs]
+    own = [cut.kept_tokens for _, _, cut in fitted]
+    assert own[0] > own[1]  # the longer question leaves less room
+    shared = share_cuts(fitted, model, ids)
+    (t_short, c_short), (t_long, c_long), (t_other, c_other) = shared
+    # one transcript for both questions of meeting m: the smaller cut, which fits both
+    assert t_short == t_long and c_short.kept_tokens == c_long.kept_tokens == own[1]
+    assert model.count_tokens(fill_context(full_transcript(convs[0], []), t_short)) + 50 <= 200
+    # another meeting keeps its own cut; an uncut conversation is never cut to match
+    assert c_other.kept_tokens == own[2] and t_other == fitted[2][1]
+    roomy = ScriptedModel(window=1000)
+    untouched = [(c, *fit(c, roomy, "truncate-middle", 50, 50)) for c in convs[:2]]
+    assert [t for t, _ in share_cuts(untouched, roomy, ids)] == [CONTEXT, CONTEXT]
