@@ -222,8 +222,8 @@ def rank(run_dirs: list[Path], *, judge: str | None = None, judge_model: str | N
          cache_path: Path | None = None, disabled_plugins: list[str] | None = None) -> tuple[Path, str]:
     """Rank the systems of finished runs with a pairwise judge; writes a rankings directory
     and returns it with the text to print (`table`, `markdown` or `json`)."""
-    from .cache import Cache, CachedModel
-    from .models import backend_factory, make_model, parse_model_spec
+    from .cache import Cache
+    from .models import judge_model_spec, open_judge_model
     from .rank import RankOptions, collect_systems, make_pairwise_judge
     from .rank import rank as rank_systems
     from .rank_report import format_ranking, write_ranking
@@ -238,14 +238,11 @@ def rank(run_dirs: list[Path], *, judge: str | None = None, judge_model: str | N
     if not flag:
         raise UserError("no pairwise judge: the task spec has no rank.judge", field="--judge",
                         hint=f"Pass --judge NAME (installed: {', '.join(sorted(plugins.pairwise_judges)) or 'none'}).")
-    jspec = parse_model_spec(judge_model, registry, field="--judge-model") if judge_model else None
-    if jspec is not None:
-        backend_factory(jspec, plugins, field="--judge-model")
+    jspec = judge_model_spec(judge_model, registry, plugins)
     cache = Cache(cache_path or default_cache_path())
     model = None
     try:
-        if jspec is not None:
-            model = CachedModel(make_model(jspec, plugins, field="--judge-model"), cache, jspec.canonical)
+        model = open_judge_model(jspec, plugins, cache)
         pairwise_judge = make_pairwise_judge(flag, plugins, model, opts.seed)
         ranking = rank_systems(runs, pairwise_judge, flag, opts, systems, section)
         if model is not None:

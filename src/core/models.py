@@ -4,11 +4,17 @@ extra `,key=value` options that override the alias's)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import UserError
 from .interfaces import ModelBackend, ModelFactory
 from .plugins import Plugins
 from .registry import Registry
+
+if TYPE_CHECKING:
+    from .cache import Cache, CachedModel
+
+JUDGE_MODEL_FLAG = "--judge-model"
 
 
 @dataclass(frozen=True)
@@ -70,3 +76,21 @@ def backend_factory(spec: ModelSpec, plugins: Plugins, field: str = "--model") -
             "`lceval plugins` shows what failed to load.",
         )
     return plugins.models[spec.scheme]
+
+
+def judge_model_spec(text: str | None, registry: Registry, plugins: Plugins) -> ModelSpec | None:
+    """`--judge-model`, parsed and its scheme checked before any work is done; None if absent."""
+    if not text:
+        return None
+    spec = parse_model_spec(text, registry, field=JUDGE_MODEL_FLAG)
+    backend_factory(spec, plugins, field=JUDGE_MODEL_FLAG)
+    return spec
+
+
+def open_judge_model(spec: ModelSpec | None, plugins: Plugins, cache: "Cache") -> "CachedModel | None":
+    """The judge model behind the request cache (its calls cached and counted), or None."""
+    from .cache import CachedModel
+
+    if spec is None:
+        return None
+    return CachedModel(make_model(spec, plugins, field=JUDGE_MODEL_FLAG), cache, spec.canonical)

@@ -15,7 +15,7 @@ from typing import Any
 
 from .cache import Cache, CachedModel
 from .errors import UserError
-from .models import backend_factory, make_model, parse_model_spec
+from .models import judge_model_spec, open_judge_model, parse_model_spec
 from .plugins import Plugins
 from .registry import Registry
 from .rundir import FinishedRun
@@ -75,17 +75,14 @@ def rescore_run(run: FinishedRun, judge: str, judge_model: str | None, plugins: 
         progress=False, command=command,
     )
     model_spec = parse_model_spec(str(resolved.get("model_spec") or run.model), registry)
-    jspec = parse_model_spec(judge_model, registry, field="--judge-model") if judge_model else None
-    if jspec is not None:
-        backend_factory(jspec, plugins, field="--judge-model")
+    jspec = judge_model_spec(judge_model, registry, plugins)
     task_names = list(run.results.get("tasks") or {})
     if not task_names:
         raise UserError("the run has no tasks to re-judge", file=run.path / "results.json", field="tasks")
     cached_judge = None
     tasks: list[TaskRun] = []
     try:
-        if jspec is not None:
-            cached_judge = CachedModel(make_model(jspec, plugins, field="--judge-model"), cache, jspec.canonical)
+        cached_judge = open_judge_model(jspec, plugins, cache)
         for name in task_names:
             data = run.task_spec(name)
             spec_path = Path((resolved.get("tasks") or {}).get(name, {}).get("spec_path", run.path))

@@ -14,7 +14,8 @@ from .cache import Cache, CachedModel, canonical_hash, messages_payload
 from .datahome import sha256_file
 from .errors import UserError
 from .interfaces import JudgeContext, Judge, TaskContext
-from .models import ModelSpec, backend_factory, make_model, parse_model_spec
+from .models import (ModelSpec, backend_factory, judge_model_spec, make_model, open_judge_model,
+                     parse_model_spec)
 from .plugins import Plugins
 from .registry import Registry
 from .scheduler import ConversationState, schedule
@@ -266,24 +267,20 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
     """Run every task of `config` for one model; the caller writes the outputs."""
     specs = [apply_overrides(s, config) for s in registry.resolve_tasks(config.tasks)]
     model_spec = parse_model_spec(config.model, registry)
-    jspec = parse_model_spec(config.judge_model, registry, field="--judge-model") if config.judge_model else None
     backend_factory(model_spec, plugins)
-    if jspec is not None:
-        backend_factory(jspec, plugins, field="--judge-model")
+    jspec = judge_model_spec(config.judge_model, registry, plugins)
     recorder = FileRecorder()
     # data first: a missing dataset or a bad option is reported before any model is loaded
     loaded = [(spec, load_task(spec, config, plugins, data_home, recorder)) for spec in specs]
     for spec, conversations in loaded:
         if not conversations:
             raise spec.error("the task selected no questions (check --split and --limit)")
-    judge_model = None
-    if jspec is not None:
-        judge_model = CachedModel(make_model(jspec, plugins, field="--judge-model"), cache, jspec.canonical)
+    judge_model = open_judge_model(jspec, plugins, cache)
     try:
         # a judge that cannot be built (no --judge-model, bad option) fails before the
         # system model is loaded, not after it
-        for spec, _ in loaded:
-            make_judge(spec, config, plugins, registry, judge_model, config.seeds[0])
+        first_judges = {spec.name: make_judge(spec, config, plugins, registry, judge_model, config.seeds[0])
+                        for spec, _ in loaded}
         backend = make_model(model_spec, plugins)
     except BaseException:
         if judge_model is not None:
@@ -296,7 +293,8 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
             samples: list[Sample] = []
             judge_identity: dict[str, Any] = {}
             for seed in config.seeds:
-                judge = make_judge(spec, config, plugins, registry, judge_model, seed)
+                judge = (first_judges[spec.name] if seed == config.seeds[0]
+                         else make_judge(spec, config, plugins, registry, judge_model, seed))
                 judge_identity = judge.identity()
                 answered = generate_task(spec, conversations, model, seed, config.progress)
                 samples.extend(judge_task(spec, answered, judge, seed))

@@ -27,6 +27,14 @@ def detail_value(sample: Sample, name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _grouped(samples: list[Sample], fieldname: str) -> dict[str, list[Sample]]:
+    """Samples by the value of one metadata field, in sorted order of the values."""
+    groups: dict[str, list[Sample]] = defaultdict(list)
+    for s in samples:
+        groups[str(s.metadata.get(fieldname))].append(s)
+    return dict(sorted(groups.items()))
+
+
 def _summary(samples: list[Sample], cluster_by: str | None, seed: int,
              value_of: Callable[[Sample], float | None] = primary_score) -> dict[str, Any]:
     scored = [(s, value_of(s)) for s in samples]
@@ -58,10 +66,8 @@ def _block(samples: list[Sample], report: dict[str, Any], seed: int,
         block["across_seeds"] = seeds
     breakdowns: dict[str, Any] = {}
     for fieldname in report.get("breakdowns", []):
-        groups: dict[str, list[Sample]] = defaultdict(list)
-        for s in samples:
-            groups[str(s.metadata.get(fieldname))].append(s)
-        breakdowns[fieldname] = {k: _summary(v, cluster_by, seed, value_of) for k, v in sorted(groups.items())}
+        breakdowns[fieldname] = {k: _summary(v, cluster_by, seed, value_of)
+                                 for k, v in _grouped(samples, fieldname).items()}
     if breakdowns:
         block["breakdowns"] = breakdowns
     tests: dict[str, Any] = {}
@@ -84,10 +90,7 @@ def _metric(samples: list[Sample], report: dict[str, Any], seed: int,
     metric = _block(samples, report, seed, value_of)
     group_by = report.get("group_by")
     if group_by:
-        groups: dict[str, list[Sample]] = defaultdict(list)
-        for s in samples:
-            groups[str(s.metadata.get(group_by))].append(s)
-        metric["groups"] = {k: _block(v, report, seed, value_of) for k, v in sorted(groups.items())}
+        metric["groups"] = {k: _block(v, report, seed, value_of) for k, v in _grouped(samples, group_by).items()}
         means = [g["value"] for g in metric["groups"].values() if g["value"] is not None]
         metric["mean_of_groups"] = sum(means) / len(means) if means else None
         metric["group_by"] = group_by
