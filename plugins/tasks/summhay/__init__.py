@@ -1,8 +1,7 @@
 """SummHay plugin (paper 002, Summary of a Haystack): the `summhay` task type, its spec
-folder and, when the engine can install schema-checked files, the `summhay` dataset."""
+folder and the `summhay` dataset (schema-checked files, no pinned checksums)."""
 
 from __future__ import annotations
-
 
 from lceval import hookimpl
 
@@ -18,9 +17,7 @@ def register_task_types(register):
 def register_datasets(register):
     from .dataset import summhay_dataset
 
-    dataset = summhay_dataset()
-    if dataset is not None:
-        register(dataset)
+    register(summhay_dataset())
 
 
 @hookimpl

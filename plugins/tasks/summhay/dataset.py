@@ -8,15 +8,12 @@ file) of haystack JSON files and checks every one against the schema (haystack.p
 anything is installed; the engine then records the sha256 of each installed file, and the
 task type records it again in every run's manifest.
 
-It needs one engine feature: a Dataset whose `files` is empty and whose `collect` is set
-(`lceval data fetch summhay --from FOLDER` calls `collect(FOLDER)` instead of verifying
-archives). Until the engine's Dataset has that field, the dataset is not registered and the
-task type reads `options.haystack` (a file or folder) or a hand-made data-home folder.
+The Dataset's `files` is therefore empty and its `collect` set: `lceval data fetch summhay
+--from FOLDER` calls `collect(FOLDER)` instead of verifying archives.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 
@@ -50,9 +47,6 @@ def install(archives: dict[str, Path], dest: Path) -> None:
         shutil.copyfile(path, dest / name)
 
 
-def summhay_dataset() -> Dataset | None:
-    """The Dataset, or None while the engine cannot install unpinned (schema-checked) files."""
-    if "collect" not in {f.name for f in dataclasses.fields(Dataset)}:
-        return None
-    return Dataset(name="summhay", description=DESCRIPTION, files=[], install=install,  # type: ignore[call-arg]
+def summhay_dataset() -> Dataset:
+    return Dataset(name="summhay", description=DESCRIPTION, files=[], install=install,
                    license="Apache-2.0", collect=collect)
