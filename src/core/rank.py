@@ -83,13 +83,6 @@ def _answered(sample: Sample) -> bool:
             and not sample.generation_extras.get("generation_failed"))
 
 
-def _rank_section(runs: list[FinishedRun], task: str) -> dict[str, Any]:
-    for run in runs:
-        if task in (run.results.get("tasks") or {}):
-            return dict(run.task_spec(task).get("rank") or {})
-    return {}
-
-
 def collect_systems(runs: list[FinishedRun], tasks: list[str] | None) -> tuple[list[System], dict[str, Any]]:
     """Split the runs into systems; returns them and the (first) task's rank section."""
     if not runs:
@@ -287,13 +280,9 @@ def criterion_ranking(results: list[PairResult], labels: list[str], criterion: s
 def score_matrix(results: list[PairResult], labels: list[str], criterion: str) -> dict[str, dict[str, Any]]:
     """Paper 003 Table 3's layout: row system's mean score when compared with the column
     system (both orders averaged), over the units both answered."""
-    cells: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for r in results:
-        sa, sb = r.scores[criterion]
-        cells[(r.a, r.b)].append(sa)
-        cells[(r.b, r.a)].append(sb)
-    return {row: {col: ({"mean": float(np.mean(cells[(row, col)])), "n": len(cells[(row, col)])}
-                        if cells.get((row, col)) else None)
+    triples = [t for r in results for t in ((r.a, r.b, r.scores[criterion][0]), (r.b, r.a, r.scores[criterion][1]))]
+    m = pairwise.score_matrix(triples, labels)
+    return {row: {col: ({"mean": m.mean[row][col], "n": m.count[row][col]} if m.count[row][col] else None)
                   for col in labels if col != row} for row in labels}
 
 
@@ -328,12 +317,6 @@ def _reference_value(sample: Sample, criterion: str, judge: str | None) -> float
     return None
 
 
-def _ranks(values: list[float], method: str = "average") -> np.ndarray:
-    from scipy.stats import rankdata
-
-    return rankdata(values, method=method)
-
-
 def reference_check(systems: list[System], results: list[PairResult], criterion: str,
                     ranking: dict[str, Any], opts: RankOptions) -> dict[str, Any] | None:
     """Per-system mean of the runs' reference judge on this criterion, over the units the
@@ -364,7 +347,7 @@ def reference_check(systems: list[System], results: list[PairResult], criterion:
     if not per_system:
         return None
     means = [per_system[s]["mean"] for s in per_system]
-    for s, r in zip(per_system, _ranks([-m for m in means], method="min")):
+    for s, r in zip(per_system, stats.rankdata([-m for m in means], method="min")):
         per_system[s]["rank"] = int(r)  # ties share the best rank (1, 1, 3)
     out: dict[str, Any] = {"judge": sorted(judge_names), "systems": per_system,
                            "order": sorted(per_system, key=lambda s: -per_system[s]["mean"])}
@@ -383,7 +366,7 @@ def reference_check(systems: list[System], results: list[PairResult], criterion:
                                  "pairs_same_order": same / len(ordered) if ordered else None,
                                  "spearman": None, "kendall": None}
         if len(set(ref)) > 1 and len(set(got)) > 1:
-            entry["spearman"] = float(np.corrcoef(_ranks(ref), _ranks(got))[0, 1])
+            entry["spearman"] = float(stats.spearmanr(ref, got).statistic)
             entry["kendall"] = float(stats.kendalltau(ref, got).statistic)
         out[f"agreement_{method}"] = entry
     return out
