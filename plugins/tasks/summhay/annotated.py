@@ -26,11 +26,11 @@ The eval file gives no gold document ids, so citation scores of such a run are n
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Callable
 
+from lceval.cache import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.types import Conversation, Generation, GenerationRequest, Turn
@@ -87,7 +87,7 @@ def annotated_conversations(path: Path, limit: int | None = None) -> list[Conver
             raise UserError("each reference insight needs insight_id and insight", file=path,
                             field=f"[{n}].reference_insights") from None
         item_id = f"{x['subtopic_id']}/{x['summkey']}"
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        digest = sha256_text(text)
         # what the request is keyed on in the cache: the summary's identity, not a prompt a
         # model reads (the stored summary travels as a hint)
         user = (f"Replay the stored SummHay summary '{x['summkey']}' of subtopic {x['subtopic_id']} "

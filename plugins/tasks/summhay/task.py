@@ -30,11 +30,11 @@ number the document has in the file, which is what the scorer compares with.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from pathlib import Path
 from typing import Any
 
+from lceval.cache import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Retriever, TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
@@ -257,7 +257,7 @@ class SummhayTaskType(TaskType):
         return Conversation(
             conv_id=item_id,
             context=context,
-            context_id=hashlib.sha256(context.encode("utf-8")).hexdigest()[:16],
+            context_id=sha256_text(context)[:16],
             turns=[Turn(item_id=item_id, user=prompt, reference=reference, question=subtopic.query,
                         metadata=metadata)],
             metadata={"topic_id": hay.topic_id, "domain": hay.domain},
