@@ -17,6 +17,12 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("LCEVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
 
 
+def only_run(folder: Path) -> Path:
+    """The one finished directory a command wrote into `folder` (partial ones start with ".")."""
+    (run_dir,) = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    return run_dir
+
+
 @pytest.fixture(autouse=True)
 def _isolated_homes(tmp_path_factory, monkeypatch):
     """Never touch the user's real cache or data home from a test."""

@@ -10,9 +10,10 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+
+from ..conftest import only_run
 
 pytestmark = [
     pytest.mark.slow,
@@ -25,17 +26,13 @@ def lceval(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lceval", *args], capture_output=True, text=True)
 
 
-def only(folder: Path) -> Path:
-    (path,) = [p for p in folder.iterdir() if not p.name.startswith(".")]
-    return path
-
 
 def test_summaries_ranked_offline_and_by_the_model_judge(real_home, tmp_path):
     run = lceval("run", "--tasks", "cream_elitr", "--model", "smollm2", "--split", "test2", "--limit", "1",
                  "--data-home", str(real_home), "--output", str(tmp_path / "runs"), "--no-progress",
                  "--set", "generation.max_new_tokens=160")
     assert run.returncode == 0, run.stderr
-    run_dir = only(tmp_path / "runs")
+    run_dir = only_run(tmp_path / "runs")
     samples = [json.loads(l) for l in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert [s["item_id"] for s in samples] == ["test2/meeting_en_test2_001/short", "test2/meeting_en_test2_001/long"]
     assert all(s["response"] for s in samples)
@@ -50,7 +47,7 @@ def test_summaries_ranked_offline_and_by_the_model_judge(real_home, tmp_path):
     for needed in ("completeness", "conciseness", "smollm2/short", "smollm2/long", "Bradley-Terry",
                    "Agreement of Elo with the reference (keyfacts-lexical)", "Position bias", "Table 3"):
         assert needed in offline.stdout
-    report = json.loads((only(tmp_path / "rank1") / "rankings.json").read_text())
+    report = json.loads((only_run(tmp_path / "rank1") / "rankings.json").read_text())
     assert report["accounting"]["ok"] == 2 and report["accounting"]["pairs_ranked"] == 1
     for c in ("completeness", "conciseness"):
         block = report["rankings"][c]
@@ -67,7 +64,7 @@ def test_summaries_ranked_offline_and_by_the_model_judge(real_home, tmp_path):
     report = json.loads(first.stdout)
     acc = report["accounting"]
     assert acc["ordered_judgments"] == 2 == acc["ok"] + acc["parse_failures"] + acc["missing"]
-    pairs = [json.loads(l) for l in (only(tmp_path / "rank2") / "pairs.jsonl").read_text().splitlines()]
+    pairs = [json.loads(l) for l in (only_run(tmp_path / "rank2") / "pairs.jsonl").read_text().splitlines()]
     assert {p["shown_first"] for p in pairs} == {"smollm2/short", "smollm2/long"}
     for p in pairs:  # every raw output kept; a failure carries no score
         assert p["details"]["attempt_outputs"]

@@ -14,6 +14,7 @@ import pytest
 from lceval.cli import main
 
 from .. import llama_server as _server
+from ..conftest import only_run
 from ..llama_server import LlamaServer
 
 llama_server = _server.llama_server
@@ -23,10 +24,6 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="litellm not installed"),
 ]
 
-
-def _only(folder: Path) -> Path:
-    (run_dir,) = [p for p in folder.iterdir() if not p.name.startswith(".")]
-    return run_dir
 
 
 def _read(run_dir: Path) -> tuple[dict, dict, list[dict]]:
@@ -41,11 +38,11 @@ def test_paper_judges_score_a_smollm2_run_through_the_server(llama_server: Llama
     gen = ["run", "--tasks", "elitr_qa", "--model", server, "--data-home", str(tiny_home), "--limit", "1",
            "--no-progress", "--set", "generation.max_new_tokens=32", "--output", str(tmp_path / "gen")]
     assert main(gen) == 0
-    source = _only(tmp_path / "gen")
+    source = only_run(tmp_path / "gen")
     judge_flag = f"{judge},max_new_tokens=96,max_attempts=2"
     assert main(["score", str(source), "--judge", judge_flag, "--judge-model", server,
                  "--output", str(tmp_path / "scored")]) == 0
-    results, manifest, samples = _read(_only(tmp_path / "scored"))
+    results, manifest, samples = _read(only_run(tmp_path / "scored"))
     task = results["tasks"]["elitr_qa"]
     acc = task["accounting"]
     assert acc["answered"] == 2 == len(samples)
@@ -66,7 +63,7 @@ def test_paper_judges_score_a_smollm2_run_through_the_server(llama_server: Llama
     # the same command again: every judge call comes from the cache, nothing reaches the server
     assert main(["score", str(source), "--judge", judge_flag, "--judge-model", server,
                  "--output", str(tmp_path / "again")]) == 0
-    _, again, again_samples = _read(_only(tmp_path / "again"))
+    _, again, again_samples = _read(only_run(tmp_path / "again"))
     assert again["backend_stats"]["judge"]["attempts"] == 0
     assert again["judge_usage"]["cache_hits"] == sent
     assert [s["judgments"][0]["raw"] for s in again_samples] == [s["judgments"][0]["raw"] for s in samples]

@@ -13,6 +13,7 @@ from lceval.cli import main
 from lceval.types import GenerationParams, GenerationRequest, Message
 
 from .. import llama_server as _server
+from ..conftest import only_run
 from ..llama_server import SMOLLM2, LlamaServer
 
 llama_server = _server.llama_server  # the module-scoped fixture: one server for this module
@@ -22,10 +23,6 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="litellm not installed"),
 ]
 
-
-def only_run(folder: Path) -> Path:
-    (run_dir,) = [p for p in folder.iterdir() if not p.name.startswith(".")]
-    return run_dir
 
 
 def test_tokens_are_the_models_own(llama_server: LlamaServer) -> None:

@@ -11,9 +11,10 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+
+from ..conftest import only_run
 
 pytestmark = [
     pytest.mark.slow,
@@ -25,10 +26,6 @@ pytestmark = [
 def lceval(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lceval", *args], capture_output=True, text=True, **kw)
 
-
-def only_run(folder: Path) -> Path:
-    (run_dir,) = [p for p in folder.iterdir() if not p.name.startswith(".")]
-    return run_dir
 
 
 def test_single_and_multi_turn_on_a_real_meeting(real_home, tmp_path):
