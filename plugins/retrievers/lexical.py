@@ -110,12 +110,13 @@ class BM25Retriever(ScoringRetriever):
         idf = {w: math.log(n_docs - n + 0.5) - math.log(n + 0.5) for w, n in df.items()}
         floor = self.epsilon * (sum(idf.values()) / len(idf)) if idf else 0.0
         idf = {w: (v if v >= 0 else floor) for w, v in idf.items()}
+        terms = bm25_tokens(query)
         out = []
         for d in docs:
             tf = Counter(d)
             norm = self.k1 * (1 - self.b + self.b * len(d) / avgdl)
             out.append(sum(idf.get(q, 0.0) * tf[q] * (self.k1 + 1) / (tf[q] + norm)
-                           for q in bm25_tokens(query) if tf[q]))
+                           for q in terms if tf[q]))
         return out
 
 
