@@ -9,7 +9,6 @@ An unpaired test would throw away the pairing and report needlessly wide uncerta
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,8 @@ import numpy as np
 
 from .errors import UserError
 from .rundir import FinishedRun
-from .scoring import primary_score
+from .scoring import cluster_of, primary_score
+from .stats import cluster_bootstrap
 
 
 @dataclass
@@ -43,19 +43,10 @@ class PairedComparison:
 
 def paired_bootstrap(diffs: np.ndarray, clusters: list[str], n_boot: int, level: float,
                      seed: int) -> tuple[float | None, float | None]:
-    """Percentile CI of the mean difference, resampling clusters with replacement."""
-    by: dict[str, list[float]] = defaultdict(list)
-    for d, c in zip(diffs, clusters):
-        by[c].append(float(d))
-    if len(by) < 2:
-        return None, None
-    sums = np.array([sum(v) for v in by.values()])
-    counts = np.array([len(v) for v in by.values()])
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(by), size=(n_boot, len(by)))
-    boot = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
-    alpha = (1 - level) / 2
-    return float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha))
+    """Percentile CI of the mean difference, resampling clusters with replacement (the
+    engine's cluster bootstrap applied to the differences)."""
+    spread = cluster_bootstrap(diffs, clusters, n_boot=n_boot, level=level, seed=seed)["spread"] or {}
+    return spread.get("ci_low"), spread.get("ci_high")
 
 
 def paired_permutation_p(diffs: np.ndarray, n_perm: int, seed: int) -> float | None:
@@ -84,8 +75,7 @@ def _scores(samples: list, cluster_by: str | None) -> dict[tuple[str, int], tupl
     for s in samples:
         v = primary_score(s)
         if v is not None:
-            cluster = str(s.metadata.get(cluster_by, s.conv_id)) if cluster_by else s.item_id
-            out[(s.item_id, s.seed)] = (v, cluster)
+            out[(s.item_id, s.seed)] = (v, cluster_of(s, cluster_by))
     return out
 
 

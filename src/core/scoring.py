@@ -27,6 +27,12 @@ def detail_value(sample: Sample, name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def cluster_of(sample: Sample, cluster_by: str | None) -> str:
+    """The resampling unit of a sample: the spec's `report.cluster_by` field (e.g. the
+    meeting), the conversation when the sample lacks it, each item alone without the field."""
+    return str(sample.metadata.get(cluster_by, sample.conv_id)) if cluster_by else sample.item_id
+
+
 def _grouped(samples: list[Sample], fieldname: str) -> dict[str, list[Sample]]:
     """Samples by the value of one metadata field, in sorted order of the values."""
     groups: dict[str, list[Sample]] = defaultdict(list)
@@ -40,7 +46,7 @@ def _summary(samples: list[Sample], cluster_by: str | None, seed: int,
     scored = [(s, value_of(s)) for s in samples]
     scored = [(s, v) for s, v in scored if v is not None]
     values = [v for _, v in scored]
-    clusters = [str(s.metadata.get(cluster_by, s.conv_id)) if cluster_by else s.item_id for s, _ in scored]
+    clusters = [cluster_of(s, cluster_by) for s, _ in scored]
     return cluster_bootstrap(values, clusters, seed=seed)
 
 
