@@ -20,6 +20,9 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import Command
 
+from .budget import TOKENIZERS
+from .haystack import DOMAINS
+from .hf import HF_DATASET
 from .scoring import position_sensitivity
 
 ORDER_TASKS = {"random": "summhay_order_random", "top": "summhay_order_top", "bottom": "summhay_order_bottom"}
@@ -108,19 +111,19 @@ class SummhayCommand(Command):
         s.add_argument("--documents", type=int, default=12)
         s.add_argument("--copies", type=int, default=3, help="documents holding each insight")
         s.add_argument("--filler", type=int, default=4, help="filler lines per document")
-        s.add_argument("--domain", choices=["conversation", "news"], default="conversation")
+        s.add_argument("--domain", choices=list(DOMAINS), default="conversation")
         s.add_argument("--seed", type=int, default=0)
         r = sub.add_parser("retrieval-report", help="per retriever and budget, the insight sources kept (no model)")
         r.add_argument("haystack", help="a haystack JSON file or a folder of them")
         r.add_argument("--retrievers", default="random,keywords,bm25,embedding,oracle",
                        help="comma-separated retriever names or stored:NAME")
         r.add_argument("--budgets", default="15000", help="comma-separated token budgets")
-        r.add_argument("--tokenizer", choices=["auto", "cl100k_base", "words"], default="auto")
+        r.add_argument("--tokenizer", choices=list(TOKENIZERS), default="auto")
         r.add_argument("--seed", type=int, default=0)
         r.add_argument("--format", choices=["md", "json"], default="md")
         h = sub.add_parser("from-hf", help="write the Hugging Face dataset's haystacks as JSON files")
         h.add_argument("out_dir")
-        h.add_argument("--dataset", default="Salesforce/summary-of-a-haystack")
+        h.add_argument("--dataset", default=HF_DATASET)
         h.add_argument("--split", default="train")
         h.add_argument("--revision", help="a commit of the dataset repository, for a pinned copy")
         p = sub.add_parser("position", help="Position Sensitivity (§5.4) from runs of summhay_position")

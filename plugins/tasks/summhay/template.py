@@ -19,6 +19,8 @@ from typing import Any
 
 from lceval.errors import UserError
 
+from .haystack import DOMAINS
+
 TOPIC = "Three students meet to prepare together for their final exam in statistics."
 PARTICIPANTS = ["Alice", "Ben", "Chloe"]
 
@@ -92,7 +94,7 @@ def template_haystack(n_subtopics: int = 3, insights_per_subtopic: int = 3, n_do
                         field="insights_per_subtopic")
     if not 1 <= copies <= n_documents:
         raise UserError(f"copies must be 1..n_documents ({n_documents}), got {copies}", field="copies")
-    if domain not in ("conversation", "news"):
+    if domain not in DOMAINS:
         raise UserError(f"domain must be conversation or news, got {domain!r}", field="domain")
     rng = random.Random(seed)
     topic_id = _oid("topic", seed, domain)
