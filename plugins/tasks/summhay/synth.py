@@ -249,14 +249,15 @@ class Synthesizer:
         cfg = self.cfg
         out: list[list[str]] = []
         for si, st in enumerate(subtopics):
+            earlier = [i for group in out for i in group]  # insights of the subtopics done so far
+            others = [s["subtopic"] for j, s in enumerate(subtopics) if j != si]
             kept: list[str] = []
             attempt = 0
             while len(kept) < cfg.insights_per_subtopic:
                 if attempt > cfg.max_retries:
                     raise UserError(f"only {len(kept)} specific, distinct insights for subtopic "
                                     f"'{st['subtopic']}' after {cfg.max_retries} retries", field="--insights")
-                existing = [i for group in out for i in group] + kept
-                others = [s["subtopic"] for j, s in enumerate(subtopics) if j != si]
+                existing = earlier + kept
                 prompt = INSIGHTS_PROMPT.format(topic=cfg.topic, subtopic=st["subtopic"],
                                                 n=cfg.insights_per_subtopic - len(kept),
                                                 others=_numbered(others) or "(none)",
@@ -266,7 +267,7 @@ class Synthesizer:
                 for it in items if isinstance(items, list) else []:
                     text = " ".join(str(it).split())
                     if (len(kept) >= cfg.insights_per_subtopic or not is_specific(text)
-                            or is_duplicate(text, [i for group in out for i in group] + kept)):
+                            or is_duplicate(text, earlier + kept)):
                         self.stats.dropped_insights += 1
                         continue
                     kept.append(text)
