@@ -5,10 +5,8 @@ never leaves partial results where good ones were expected."""
 from __future__ import annotations
 
 import json
-import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ from typing import Any
 import jsonschema
 
 from . import __version__
+from .atomic import atomic_directory
 from .plugins import Plugins
 from .runner import RunState
 from .scoring import score_task
@@ -108,19 +107,8 @@ def sample_record(sample: Any) -> dict[str, Any]:
 
 
 def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
-    output.mkdir(parents=True, exist_ok=True)
-    run_id = run_id_for(state)
-    final = output / run_id
-    n = 1
-    while final.exists():
-        n += 1
-        final = output / f"{run_id}-{n}"
-    run_id = final.name
-    tmp = output / f".{run_id}.partial"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    try:
+    with atomic_directory(output, run_id_for(state)) as (tmp, final):
+        run_id = final.name
         results = build_results(state, run_id)
         with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
             for task in state.tasks:
@@ -129,10 +117,6 @@ def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, di
         (tmp / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
         manifest = build_manifest(state, plugins, run_id)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return final, results
 
 

@@ -6,12 +6,11 @@ directory behind."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+from .atomic import atomic_directory
 from .rank import Ranking
 
 
@@ -118,25 +117,11 @@ def format_ranking(ranking: Ranking, markdown: bool = False) -> str:
 
 
 def write_ranking(ranking: Ranking, output: Path, name: str) -> Path:
-    output.mkdir(parents=True, exist_ok=True)
-    final = output / name
-    n = 1
-    while final.exists():
-        n += 1
-        final = output / f"{name}-{n}"
-    tmp = output / f".{final.name}.partial"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    try:
+    with atomic_directory(output, name) as (tmp, final):
         report = {**ranking.report, "ranking_id": final.name, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         (tmp / "rankings.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         with open(tmp / "pairs.jsonl", "w", encoding="utf-8") as fh:
             for rec in ranking.judgments:
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
         (tmp / "rankings.md").write_text(format_ranking(ranking, markdown=True) + "\n", encoding="utf-8")
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return final
