@@ -110,6 +110,8 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     rk.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
 
     for name, command in sorted(plugin_commands.items()):
+        if name in sub.choices:  # a built-in command keeps its name
+            continue
         command.add_arguments(sub.add_parser(name, help=command.help))
     return p
 
@@ -170,15 +172,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _plugin_commands(argv: list[str]) -> dict[str, Any]:
     """Sub-commands contributed by plugins (register_commands); plugins disabled with -p are
-    not asked."""
+    not asked. One named like a built-in command is not added (see `_parser`)."""
     from .plugins import load_plugins
 
     flags = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-p"]
     flags += [a[2:] for a in argv if a.startswith("-pno:")]
     disabled = [f[3:] for f in flags if f.startswith("no:")]
-    builtin = {"run", "tasks", "plugins", "validate", "data", "report", "score", "compare", "judge-agreement",
-               "rank"}
-    return {k: v for k, v in load_plugins(disabled).commands.items() if k not in builtin}
+    return load_plugins(disabled).commands
 
 
 def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[str, Any]) -> int:
