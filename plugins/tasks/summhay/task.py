@@ -148,7 +148,7 @@ class SummhayTaskType(TaskType):
     def load(self, ctx: TaskContext) -> list[Conversation]:
         opts = {**DEFAULT_OPTIONS, **ctx.spec.get("options", {})}
         if opts["seed"] is None:
-            opts["seed"] = int(getattr(ctx, "seed", 0))
+            opts["seed"] = int(ctx.seed)
         spec_path = ctx.spec_path
         if opts["source"] == "annotated":
             return self._annotated(ctx, opts)
@@ -167,7 +167,7 @@ class SummhayTaskType(TaskType):
             retriever = name
         elif name != "full":
             retriever = make_retriever(name, opts["retriever_options"], opts["seed"],
-                                       getattr(ctx, "retrievers", None))
+                                       ctx.retrievers)
         if opts["no_document"] and retriever is not None:
             raise UserError("no_document shows no document: leave retriever at 'full'", file=spec_path,
                             field="options.no_document")
