@@ -76,3 +76,23 @@ def test_report_reads_finished_runs(tiny_home, tmp_path, capsys):
     assert main(["report", str(run_dir), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["schema_version"] == 1
     assert main(["report", str(tmp_path)]) == 2
+
+
+def test_a_plugin_command_cannot_take_a_built_in_name():
+    from lceval.cli import _parser
+    from lceval.interfaces import Command
+
+    class Extra(Command):
+        help = "extra"
+
+        def add_arguments(self, parser):
+            parser.add_argument("--flavour")
+
+        def run(self, args):
+            return "ran"
+
+    parser = _parser({"run": Extra(), "extra": Extra()})
+    assert parser.parse_args(["extra", "--flavour", "x"]).flavour == "x"
+    # `run` is still lceval's own: its required flags apply, the plugin's do not
+    args = parser.parse_args(["run", "--tasks", "t", "--model", "m"])
+    assert args.tasks == "t" and not hasattr(args, "flavour")
