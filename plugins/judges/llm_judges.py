@@ -32,13 +32,13 @@ running the same command again asks it again.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Iterable
 
 from lceval import hookimpl
 from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
 from lceval.errors import UserError
-from lceval.interfaces import Judge, JudgeContext
+from lceval.interfaces import Judge, JudgeContext, ModelBackend
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
 
 # -- prompts (paper 000 Figs. 5-8, bytes as built by the authors' utils/common.py) ----------
@@ -153,6 +153,102 @@ parse_rubric = _parser(r"\\boxed{(\d+)}", 1, 10, 1, "\\boxed{n}")
 parse_prometheus = _parser(r"\[RESULT\] (\d+)", 1, 5, 2, "[RESULT] n")
 
 
+# -- what the model-calling judges share ---------------------------------------------------
+# (`rubric`, `prometheus` here; `cream`, `keyfacts` in judges/cream; `summhay-coverage`)
+
+
+@dataclass
+class Rounds:
+    """What asking in rounds left, per key: every output, the parse of the last one (whatever
+    the parse returned, also for an unusable output), why the last one was unusable (absent
+    once one parsed) and the error of a request the backend gave up on."""
+
+    raws: dict[Hashable, list[str]]
+    results: dict[Hashable, Any] = field(default_factory=dict)
+    why: dict[Hashable, str] = field(default_factory=dict)
+    errors: dict[Hashable, Any] = field(default_factory=dict)
+
+
+def ask_in_rounds(model: ModelBackend, keys: Iterable[Hashable], attempts: int,
+                  params: Callable[[int], GenerationParams],
+                  request: Callable[[Hashable, GenerationParams, int], GenerationRequest],
+                  parse: Callable[[Hashable, str], tuple[Any, str | None]],
+                  backend_errors_missing: bool = True) -> Rounds:
+    """Ask every key's prompt, then again, with attempt k's params, those whose output
+    `parse` called unusable (it returns (result, None) or (result, why)), `attempts` rounds
+    at most. One generate call per round: batched backends answer these concurrently.
+
+    A request the backend gave up on (finish_reason "error", after its own retries) is no
+    output to parse: it goes to `errors` and is not asked again here; it is not cached, so the
+    same command run again asks it again. With `backend_errors_missing=False` its (empty)
+    text is parsed like any output, as `summhay-coverage` has always done."""
+    rounds = Rounds(raws={key: [] for key in keys})
+    pending = list(rounds.raws)
+    for attempt in range(attempts):
+        if not pending:
+            break
+        round_params = params(attempt)
+        outputs = model.generate([request(key, round_params, attempt) for key in pending])
+        still = []
+        for key, gen in zip(pending, outputs):
+            if backend_errors_missing and gen.finish_reason == "error":
+                rounds.errors[key] = gen.extras.get("error") or "judge model returned no answer"
+                continue
+            rounds.raws[key].append(gen.text)
+            rounds.results[key], why = parse(key, gen.text)
+            if why is None:
+                rounds.why.pop(key, None)
+            else:
+                rounds.why[key] = why
+                still.append(key)
+        pending = still
+    return rounds
+
+
+class SampledJudge:
+    """The judge model, sampling, optional system prompt and seeded retries of the judges
+    whose options `resolve_sampling` reads; the subclass sets the attributes below."""
+
+    name: str
+    model: Any
+    seed: int
+    max_attempts: int
+    system_prompt: str | None
+    params: GenerationParams
+
+    def attempts_allowed(self) -> int:
+        # greedy decoding ignores the seed: a retry would replay the same text from the cache
+        return 1 if self.params.temperature == 0 else self.max_attempts
+
+    def attempt_params(self, attempt: int) -> GenerationParams:
+        return GenerationParams(**{**self.params.as_dict(), "stop": tuple(self.params.stop),
+                                   "seed": retry_seed(self.seed, attempt)})
+
+    def attempt_seeds(self, n: int) -> list[int]:
+        return [retry_seed(self.seed, k) for k in range(n)]
+
+    def chat(self, prompt: str) -> list[Message]:
+        head = [Message("system", self.system_prompt)] if self.system_prompt is not None else []
+        return head + [Message("user", prompt)]
+
+    def ask(self, keys: Iterable[Hashable], request: Callable[[Hashable, GenerationParams, int], GenerationRequest],
+            parse: Callable[[Hashable, str], tuple[Any, str | None]]) -> Rounds:
+        return ask_in_rounds(self.model, keys, self.attempts_allowed(), self.attempt_params, request, parse)
+
+    def system_prompt_identity(self) -> str | None:
+        return sha256_text(self.system_prompt) if self.system_prompt is not None else None
+
+    def sampling_identity(self) -> dict[str, Any]:
+        """The identity fields after the judge's own ones (their order is part of the cache key)."""
+        return {
+            "params": {k: v for k, v in self.params.as_dict().items() if k not in ("seed", "stop")},
+            "seed": self.seed,
+            "max_attempts": self.max_attempts,
+            "retry_seed_stride": RETRY_SEED_STRIDE,
+            "judge_model": self.model.identity,
+        }
+
+
 # -- the judges --------------------------------------------------------------------------
 
 
@@ -175,11 +271,9 @@ PROMETHEUS = JudgeDef("prometheus", PROMETHEUS_TEMPLATE, None, parse_prometheus,
 #: The authors' eval scripts' defaults (paper 000, App. B.2 / C.1).
 DEFAULTS: dict[str, Any] = {"temperature": 0.6, "top_p": 0.9, "max_new_tokens": 1024,
                             "repeat_penalty": 1.0, "max_attempts": 3}
-OPTIONS = (*DEFAULTS, "system_prompt")
 
 
-
-class LLMJudge(Judge):
+class LLMJudge(SampledJudge, Judge):
     """Asks the `--judge-model` to grade each answer against the reference, retrying
     unparseable or out-of-range verdicts with a new seed (all through the request cache)."""
 
@@ -196,68 +290,41 @@ class LLMJudge(Judge):
         self.name = definition.name
         self.model = ctx.model
         self.seed = int(ctx.seed)
-        self.system_prompt: str | None = options["system_prompt"]
-        self.max_attempts: int = options["max_attempts"]
+        self.system_prompt = options["system_prompt"]
+        self.max_attempts = options["max_attempts"]
         self.params = GenerationParams(max_new_tokens=options["max_new_tokens"],
                                        temperature=options["temperature"], top_p=options["top_p"],
                                        repeat_penalty=options["repeat_penalty"], seed=self.seed)
 
-    # -- building requests --
     def messages(self, item: JudgeInput) -> list[Message]:
-        prompt = render(self.definition.template, item.question, item.response, item.reference)
-        head = [Message("system", self.system_prompt)] if self.system_prompt is not None else []
-        return head + [Message("user", prompt)]
+        return self.chat(render(self.definition.template, item.question, item.response, item.reference))
 
-    def attempt_seed(self, attempt: int) -> int:
-        return retry_seed(self.seed, attempt)
+    def _parse(self, _key: Hashable, text: str) -> tuple[Parsed, str | None]:
+        parsed = self.definition.parse(text)
+        return parsed, (parsed.failure if parsed.score is None else None)
 
-    def attempts_allowed(self) -> int:
-        # greedy decoding ignores the seed: a retry would replay the same text from the cache
-        return 1 if self.params.temperature == 0 else self.max_attempts
-
-    # -- judging --
     def judge(self, items: list[JudgeInput]) -> list[Judgment]:
-        raws: dict[int, list[str]] = {i: [] for i in range(len(items))}
-        parsed: dict[int, Parsed] = {}
-        errors: dict[int, Any] = {}  # the judge model gave no answer at all (API failure)
-        pending = list(range(len(items)))
-        messages = {i: self.messages(item) for i, item in enumerate(items)}
-        for attempt in range(self.attempts_allowed()):
-            if not pending:
-                break
-            params = GenerationParams(**{**self.params.as_dict(), "stop": tuple(self.params.stop),
-                                         "seed": self.attempt_seed(attempt)})
-            # one generate call per round: batched backends grade these concurrently
-            requests = [GenerationRequest(request_id=items[i].item_id, messages=messages[i], params=params,
-                                          hints={"item_id": items[i].item_id, "judge": self.name,
-                                                 "attempt": attempt})
-                        for i in pending]
-            outputs = self.model.generate(requests)
-            still: list[int] = []
-            for i, gen in zip(pending, outputs):
-                if gen.finish_reason == "error":
-                    # the backend already retried; it is no verdict to parse, and not cached,
-                    # so the same command run again asks it again (with the same seed)
-                    errors[i] = gen.extras.get("error") or "judge model returned no answer"
-                    continue
-                raws[i].append(gen.text)
-                parsed[i] = self.definition.parse(gen.text)
-                if parsed[i].score is None:
-                    still.append(i)
-            pending = still
-        return [self._judgment(item, parsed.get(i), raws[i], errors.get(i)) for i, item in enumerate(items)]
+        messages = [self.messages(item) for item in items]
+
+        def request(i: Any, params: GenerationParams, attempt: int) -> GenerationRequest:
+            return GenerationRequest(request_id=items[i].item_id, messages=messages[i], params=params,
+                                     hints={"item_id": items[i].item_id, "judge": self.name, "attempt": attempt})
+
+        rounds = self.ask(range(len(items)), request, self._parse)
+        return [self._judgment(item, rounds.results.get(i), rounds.raws[i], rounds.errors.get(i))
+                for i, item in enumerate(items)]
 
     def _judgment(self, item: JudgeInput, result: Parsed | None, raws: list[str], error: Any) -> Judgment:
         if error is not None or result is None:
             return Judgment(item_id=item.item_id, judge=self.name, score=None, parse_status="missing",
                             raw=raws[-1] if raws else "", attempts=len(raws) + 1,
                             details={"judge_error": error, "attempt_outputs": list(raws),
-                                     "attempt_seeds": [self.attempt_seed(k) for k in range(len(raws) + 1)]})
+                                     "attempt_seeds": self.attempt_seeds(len(raws) + 1)})
         details: dict[str, Any] = {
             "feedback": result.feedback,
             "verdict": result.verdict,
             "attempt_outputs": list(raws),
-            "attempt_seeds": [self.attempt_seed(k) for k in range(len(raws))],
+            "attempt_seeds": self.attempt_seeds(len(raws)),
         }
         if result.score is None:
             details["failure"] = result.failure
@@ -267,18 +334,13 @@ class LLMJudge(Judge):
                         attempts=len(raws), details=details)
 
     def identity(self) -> dict[str, Any]:
-        system = self.system_prompt
         return {
             "judge": self.name,
             "version": 1,
             "template_sha256": sha256_text(self.definition.template),
-            "system_prompt_sha256": sha256_text(system) if system is not None else None,
+            "system_prompt_sha256": self.system_prompt_identity(),
             "output": self.definition.scale_note,
-            "params": {k: v for k, v in self.params.as_dict().items() if k not in ("seed", "stop")},
-            "seed": self.seed,
-            "max_attempts": self.max_attempts,
-            "retry_seed_stride": RETRY_SEED_STRIDE,
-            "judge_model": self.model.identity,
+            **self.sampling_identity(),
         }
 
 
@@ -300,30 +362,38 @@ def check_number(name: str, value: Any, kind: type, low: float, high: float | No
     return number
 
 
-def resolve_options(definition: JudgeDef, given: dict[str, Any]) -> dict[str, Any]:
-    """Defaults overlaid with the preset's options, each checked; unknown names are refused."""
-    unknown = sorted(set(given) - set(OPTIONS))
+#: The rubric judges' numeric options: (type, lowest, highest or None), in checking order.
+RANGES: dict[str, tuple[type, float, float | None]] = {
+    "temperature": (float, 0.0, None), "top_p": (float, 0.0, 1.0), "max_new_tokens": (int, 1, None),
+    "repeat_penalty": (float, 0.0, None), "max_attempts": (int, 1, None)}
+
+
+def resolve_sampling(judge: str, given: dict[str, Any], defaults: dict[str, Any],
+                     ranges: dict[str, tuple[type, float, float | None]]) -> dict[str, Any]:
+    """`defaults` overlaid with the preset's options, the numbers checked against `ranges`
+    (top_p above 0), `system_prompt` text or null; unknown names are refused."""
+    known = [*ranges, "system_prompt"]
+    unknown = sorted(set(given) - set(known))
     if unknown:
-        raise UserError(f"unknown option(s) {', '.join(unknown)} for judge '{definition.name}' "
-                        f"(known: {', '.join(OPTIONS)})", field="judge.options")
-    name = definition.name
-    out = {
-        "temperature": check_number("temperature", given.get("temperature", DEFAULTS["temperature"]), float, 0.0, None, name),
-        "top_p": check_number("top_p", given.get("top_p", DEFAULTS["top_p"]), float, 0.0, 1.0, name),
-        "max_new_tokens": check_number("max_new_tokens", given.get("max_new_tokens", DEFAULTS["max_new_tokens"]),
-                                  int, 1, None, name),
-        "repeat_penalty": check_number("repeat_penalty", given.get("repeat_penalty", DEFAULTS["repeat_penalty"]),
-                                  float, 0.0, None, name),
-        "max_attempts": check_number("max_attempts", given.get("max_attempts", DEFAULTS["max_attempts"]), int, 1, None, name),
-    }
+        raise UserError(f"unknown option(s) {', '.join(unknown)} for judge '{judge}' "
+                        f"(known: {', '.join(known)})", field="judge.options")
+    value = {**defaults, **given}
+    out: dict[str, Any] = {name: check_number(name, value[name], kind, low, high, judge)
+                           for name, (kind, low, high) in ranges.items()}
     if out["top_p"] == 0:
-        raise UserError(f"judge '{name}' option 'top_p' must be above 0", field="judge.options.top_p")
-    system = given.get("system_prompt", definition.system_prompt)
+        raise UserError(f"judge '{judge}' option 'top_p' must be above 0", field="judge.options.top_p")
+    system = value["system_prompt"]
     if system is not None and not isinstance(system, str):
-        raise UserError(f"judge '{name}' option 'system_prompt' must be text or null, got {system!r}",
+        raise UserError(f"judge '{judge}' option 'system_prompt' must be text or null, got {system!r}",
                         field="judge.options.system_prompt")
     out["system_prompt"] = system
     return out
+
+
+def resolve_options(definition: JudgeDef, given: dict[str, Any]) -> dict[str, Any]:
+    """Defaults overlaid with the preset's options, each checked; unknown names are refused."""
+    return resolve_sampling(definition.name, given, {**DEFAULTS, "system_prompt": definition.system_prompt},
+                            RANGES)
 
 
 def make_rubric(ctx: JudgeContext) -> LLMJudge:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lceval.cache import retry_seed, sha256_text
+from lceval.cache import sha256_text
 from lceval.interfaces import JudgeContext, PairwiseJudge
-from lceval.types import GenerationRequest, Message, PairInput, PairJudgment
+from lceval.types import GenerationParams, GenerationRequest, Message, PairInput, PairJudgment
 
 from .options import ModelJudgeSettings, resolve_options
 from .parse import PairParse, ParseError, parse_pair
@@ -39,45 +39,27 @@ class CreamJudge(ModelJudgeSettings, PairwiseJudge):
         self.configure(ctx, options)
 
     def pair_messages(self, sentences_a: list[str], sentences_b: list[str]) -> list[Message]:
-        return self.messages(cream_prompt(sentences_a, sentences_b, self.max_key_facts))
+        return self.chat(cream_prompt(sentences_a, sentences_b, self.max_key_facts))
 
     def compare(self, pairs: list[PairInput]) -> list[PairJudgment]:
         sentences = [(split_sentences(p.text_a), split_sentences(p.text_b)) for p in pairs]
         messages = [self.pair_messages(a, b) for a, b in sentences]
-        raws: list[list[str]] = [[] for _ in pairs]
-        parsed: dict[int, PairParse] = {}
-        why: dict[int, str] = {}
-        errors: dict[int, Any] = {}
-        pending = list(range(len(pairs)))
-        for attempt in range(self.attempts_allowed()):
-            if not pending:
-                break
-            params = self.attempt_params(attempt)
-            # one generate call per round: batched backends judge these concurrently
-            requests = [GenerationRequest(request_id=pairs[i].unit_id, messages=messages[i], params=params,
-                                          hints={"judge": self.name, "unit_id": pairs[i].unit_id,
-                                                 "system_a": pairs[i].system_a, "system_b": pairs[i].system_b,
-                                                 "attempt": attempt})
-                        for i in pending]
-            outputs = self.model.generate(requests)
-            still = []
-            for i, gen in zip(pending, outputs):
-                if gen.finish_reason == "error":
-                    errors[i] = gen.extras.get("error") or "judge model returned no answer"
-                    continue
-                raws[i].append(gen.text)
-                try:
-                    parsed[i] = parse_pair(gen.text, len(sentences[i][0]), len(sentences[i][1]), self.max_key_facts)
-                    why.pop(i, None)
-                except ParseError as exc:
-                    why[i] = str(exc)
-                    still.append(i)
-            pending = still
-        return [self._judgment(p, sentences[i], parsed.get(i), raws[i], why.get(i), errors.get(i))
-                for i, p in enumerate(pairs)]
 
-    def _seeds(self, n: int) -> list[int]:
-        return [retry_seed(self.seed, k) for k in range(n)]
+        def request(i: Any, params: GenerationParams, attempt: int) -> GenerationRequest:
+            return GenerationRequest(request_id=pairs[i].unit_id, messages=messages[i], params=params,
+                                     hints={"judge": self.name, "unit_id": pairs[i].unit_id,
+                                            "system_a": pairs[i].system_a, "system_b": pairs[i].system_b,
+                                            "attempt": attempt})
+
+        def parse(i: Any, text: str) -> tuple[PairParse | None, str | None]:
+            try:
+                return parse_pair(text, len(sentences[i][0]), len(sentences[i][1]), self.max_key_facts), None
+            except ParseError as exc:
+                return None, str(exc)
+
+        rounds = self.ask(range(len(pairs)), request, parse)
+        return [self._judgment(p, sentences[i], rounds.results.get(i), rounds.raws[i], rounds.why.get(i),
+                               rounds.errors.get(i)) for i, p in enumerate(pairs)]
 
     def _judgment(self, pair: PairInput, sentences: tuple[list[str], list[str]], result: PairParse | None,
                   raws: list[str], why: str | None, error: Any) -> PairJudgment:
@@ -86,8 +68,9 @@ class CreamJudge(ModelJudgeSettings, PairwiseJudge):
         if error is not None:
             return PairJudgment(unit_id=pair.unit_id, judge=self.name, scores_a=None, scores_b=None,
                                 parse_status="missing", raw=raws[-1] if raws else "", attempts=len(raws) + 1,
-                                details={**base, "judge_error": error, "attempt_seeds": self._seeds(len(raws) + 1)})
-        base["attempt_seeds"] = self._seeds(len(raws))
+                                details={**base, "judge_error": error,
+                                         "attempt_seeds": self.attempt_seeds(len(raws) + 1)})
+        base["attempt_seeds"] = self.attempt_seeds(len(raws))
         if result is None:
             return PairJudgment(unit_id=pair.unit_id, judge=self.name, scores_a=None, scores_b=None,
                                 parse_status="parse_failure", raw=raws[-1] if raws else "", attempts=len(raws),

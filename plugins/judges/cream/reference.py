@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from lceval.cache import retry_seed, sha256_text
+from lceval.cache import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
-from lceval.types import GenerationRequest, JudgeInput, Judgment
+from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment
+from lceval_plugins.judges.llm_judges import Rounds
 
 from .options import ModelJudgeSettings, resolve_options
 from .parse import ParseError, Side, parse_alignment, parse_facts
@@ -50,16 +51,6 @@ def reference_details(facts: list[str], side: Side, n_sentences: int) -> dict[st
     }
 
 
-class _Step:
-    """One prompt per key, asked in rounds until parsed or out of attempts."""
-
-    def __init__(self) -> None:
-        self.raws: dict[Any, list[str]] = {}
-        self.results: dict[Any, Any] = {}
-        self.why: dict[Any, str] = {}
-        self.errors: dict[Any, Any] = {}
-
-
 class KeyFactsJudge(ModelJudgeSettings, Judge):
     name = "keyfacts"
     scale = (0.0, 1.0)
@@ -68,34 +59,22 @@ class KeyFactsJudge(ModelJudgeSettings, Judge):
     def __init__(self, ctx: JudgeContext, options: dict[str, Any]) -> None:
         self.configure(ctx, options)
 
-    def _run(self, step: str, prompts: dict[Any, tuple[str, str]], parse: Callable[[Any, str], Any]) -> _Step:
-        """Ask every prompt ({key: (request_id, prompt)}), retrying unparseable answers."""
-        state = _Step()
-        state.raws = {k: [] for k in prompts}
-        pending = list(prompts)
-        for attempt in range(self.attempts_allowed()):
-            if not pending:
-                break
-            params = self.attempt_params(attempt)
-            requests = [GenerationRequest(request_id=prompts[k][0], messages=self.messages(prompts[k][1]),
-                                          params=params, hints={"judge": self.name, "step": step,
-                                                                "item_id": prompts[k][0], "attempt": attempt})
-                        for k in pending]
-            outputs = self.model.generate(requests)
-            still = []
-            for key, gen in zip(pending, outputs):
-                if gen.finish_reason == "error":
-                    state.errors[key] = gen.extras.get("error") or "judge model returned no answer"
-                    continue
-                state.raws[key].append(gen.text)
-                try:
-                    state.results[key] = parse(key, gen.text)
-                    state.why.pop(key, None)
-                except ParseError as exc:
-                    state.why[key] = str(exc)
-                    still.append(key)
-            pending = still
-        return state
+    def _run(self, step: str, prompts: dict[Any, tuple[str, str]], parse: Callable[[Any, str], Any]) -> Rounds:
+        """Ask every prompt ({key: (request_id, prompt)}), retrying unparseable answers; a
+        key's result stays None unless an answer parsed."""
+
+        def request(key: Any, params: GenerationParams, attempt: int) -> GenerationRequest:
+            return GenerationRequest(request_id=prompts[key][0], messages=self.chat(prompts[key][1]), params=params,
+                                     hints={"judge": self.name, "step": step, "item_id": prompts[key][0],
+                                            "attempt": attempt})
+
+        def parsed(key: Any, text: str) -> tuple[Any, str | None]:
+            try:
+                return parse(key, text), None
+            except ParseError as exc:
+                return None, str(exc)
+
+        return self.ask(prompts, request, parsed)
 
     def judge(self, items: list[JudgeInput]) -> list[Judgment]:
         for item in items:
@@ -111,20 +90,21 @@ class KeyFactsJudge(ModelJudgeSettings, Judge):
                                lambda _r, text: parse_facts(text, self.max_key_facts))
         # step (b): every summary whose minutes gave facts and that has sentences
         sentences = {i: split_sentences(item.response) for i, item in enumerate(items)}
-        ask = {i: (item.item_id, alignment_prompt(extraction.results[item.reference][0], sentences[i]))
-               for i, item in enumerate(items) if item.reference in extraction.results and sentences[i]}
+        facts = {ref: result[0] for ref, result in extraction.results.items() if result is not None}
+        ask = {i: (item.item_id, alignment_prompt(facts[item.reference], sentences[i]))
+               for i, item in enumerate(items) if item.reference in facts and sentences[i]}
         alignment = self._run("alignment", ask, lambda i, text: parse_alignment(
-            text, len(extraction.results[items[i].reference][0]), len(sentences[i])))
+            text, len(facts[items[i].reference]), len(sentences[i])))
         return [self._judgment(i, item, sentences[i], extraction, alignment) for i, item in enumerate(items)]
 
-    def _judgment(self, i: int, item: JudgeInput, sentences: list[str], ex: _Step, al: _Step) -> Judgment:
+    def _judgment(self, i: int, item: JudgeInput, sentences: list[str], ex: Rounds, al: Rounds) -> Judgment:
         ref = item.reference
         ex_raws, al_raws = ex.raws.get(ref, []), al.raws.get(i, [])
         details: dict[str, Any] = {
             "extraction_outputs": list(ex_raws),
-            "extraction_seeds": [retry_seed(self.seed, k) for k in range(len(ex_raws) + (ref in ex.errors))],
+            "extraction_seeds": self.attempt_seeds(len(ex_raws) + (ref in ex.errors)),
             "alignment_outputs": list(al_raws),
-            "alignment_seeds": [retry_seed(self.seed, k) for k in range(len(al_raws) + (i in al.errors))],
+            "alignment_seeds": self.attempt_seeds(len(al_raws) + (i in al.errors)),
         }
         attempts = len(ex_raws) + len(al_raws)
         raw = al_raws[-1] if al_raws else ex_raws[-1] if ex_raws else ""
@@ -135,13 +115,13 @@ class KeyFactsJudge(ModelJudgeSettings, Judge):
 
         if ref in ex.errors:
             return failed("missing", judge_error=ex.errors[ref], step="extraction")
-        if ref not in ex.results:
+        if ex.results.get(ref) is None:
             return failed("parse_failure", failure=ex.why.get(ref, "no output"), step="extraction")
         facts, ex_reasoning, over = ex.results[ref]
         details.update(facts_over_cap=over, extraction_reasoning=ex_reasoning)
         if i in al.errors:
             return failed("missing", judge_error=al.errors[i], step="alignment")
-        if sentences and i not in al.results:
+        if sentences and al.results.get(i) is None:
             return failed("parse_failure", failure=al.why.get(i, "no output"), step="alignment")
         if sentences:
             side, al_reasoning = al.results[i]
