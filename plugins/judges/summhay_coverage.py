@@ -43,6 +43,7 @@ from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
 from lceval_plugins.judges.lexical import content_words
+from lceval_plugins.judges.llm_judges import ask_in_rounds
 from lceval_plugins.tasks.summhay.prompts import EVAL_SUMMHAY, coverage_prompt
 from lceval_plugins.tasks.summhay.scoring import normalize_label, score_insight, split_bullets, summarize_scores
 
@@ -133,38 +134,28 @@ class CoverageLLMJudge(Judge):
         bullets = {i: split_bullets(item.response) for i, item in enumerate(items)}
         pairs = [(i, k) for i, item in enumerate(items) for k in range(len(_insights(item)))]
         prompts = {(i, k): coverage_prompt(str(_insights(items[i])[k]["insight"]), bullets[i]) for i, k in pairs}
-        raws: dict[tuple[int, int], list[str]] = {p: [] for p in pairs}
-        verdicts: dict[tuple[int, int], dict[str, Any]] = {}
-        why: dict[tuple[int, int], str] = {}
-        pending = list(pairs)
-        for attempt in range(self.max_attempts):
-            if not pending:
-                break
-            params = self.params(attempt)
-            reqs = [GenerationRequest(request_id=f"{items[i].item_id}#{k}",
-                                      messages=[Message("user", prompts[(i, k)])], params=params,
-                                      hints={"item_id": items[i].item_id, "judge": self.name,
-                                             "insight": k, "attempt": attempt})
-                    for i, k in pending]
-            outs = self.model.generate(reqs)
-            still = []
-            for pair, gen in zip(pending, outs):
-                raws[pair].append(gen.text)
-                verdict, reason = parse_verdict(gen.text, len(bullets[pair[0]]))
-                if verdict is None:
-                    why[pair] = reason
-                    still.append(pair)
-                else:
-                    verdicts[pair] = verdict
-                    why.pop(pair, None)
-            pending = still
+
+        def request(pair: Any, params: GenerationParams, attempt: int) -> GenerationRequest:
+            i, k = pair
+            return GenerationRequest(request_id=f"{items[i].item_id}#{k}", messages=[Message("user", prompts[pair])],
+                                     params=params, hints={"item_id": items[i].item_id, "judge": self.name,
+                                                           "insight": k, "attempt": attempt})
+
+        def parse(pair: Any, text: str) -> tuple[dict[str, Any] | None, str | None]:
+            verdict, reason = parse_verdict(text, len(bullets[pair[0]]))
+            return verdict, (reason if verdict is None else None)
+
+        # a backend error is parsed as its empty text here, unlike the other LLM judges
+        rounds = ask_in_rounds(self.model, pairs, self.max_attempts, self.params, request, parse,
+                               backend_errors_missing=False)
+        raws, verdicts, why = rounds.raws, rounds.results, rounds.why
         out = []
         for i, item in enumerate(items):
             keys = [(i, k) for k in range(len(_insights(item)))]
             outputs = [{"insight_id": _insights(item)[k]["insight_id"], "outputs": raws[(i, k)]} for _, k in keys]
             attempts = max(len(raws[p]) for p in keys)
             raw = "\n".join(raws[p][-1] if raws[p] else "" for p in keys)
-            failed = [p for p in keys if p not in verdicts]
+            failed = [p for p in keys if verdicts.get(p) is None]
             if failed:
                 details = {"failures": [{"insight_id": _insights(item)[k]["insight_id"], "why": why.get((i, k), "")}
                                         for _, k in failed], "judge_outputs": outputs}
