@@ -46,13 +46,13 @@ class Item:
 
 def load_items(path: Path) -> list[Item]:
     """Every (question, response) of a generated-responses file, through the replay loader."""
-    from lceval_plugins.models.replay import RecordedFile, _score
+    from lceval_plugins.models.replay import RecordedFile, recorded_scores
 
     recorded = RecordedFile.load(path)
     items = []
     for (meeting, qid), q in recorded.questions.items():
         for r in q["generated-responses"]:
-            scores = {k[: -len("_score")]: _score(v) for k, v in r.items() if k.endswith("_score")}
+            scores = recorded_scores(r)
             items.append(Item(meeting, qid, str(r["model"]), str(q["question"]),
                               str(r["generated-response"]).strip(), str(q["groundtruth-answer"]),
                               {k: v for k, v in scores.items() if v is not None}))

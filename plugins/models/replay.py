@@ -39,6 +39,13 @@ def _score(value: Any) -> float | None:
         return None
 
 
+def recorded_scores(response: dict[str, Any]) -> dict[str, float | None]:
+    """A recorded response's `<scorer>_score` fields by scorer ("gpt-4-eval": 9.0); a value
+    that is not a number (the files hold a few) is None."""
+    return {key[: -len(_SCORE_SUFFIX)]: _score(value) for key, value in response.items()
+            if key.endswith(_SCORE_SUFFIX)}
+
+
 @dataclass
 class RecordedFile:
     """One generated-responses file, indexed by (meeting id, question id)."""
@@ -181,13 +188,11 @@ class ReplayBackend(ModelBackend):
         if response is None:
             raise UserError(f"model '{self.model_name}' has no response to question {qid} of "
                             f"meeting {meeting}", file=recorded.path, field="generated-responses")
-        scores = {key[: -len(_SCORE_SUFFIX)]: _score(value) for key, value in response.items()
-                  if key.endswith(_SCORE_SUFFIX)}
         return Generation(
             request_id=request.request_id,
             text=str(response["generated-response"]).strip(),
             finish_reason="stop",
-            extras={"recorded_scores": scores, "replay_file_sha256": recorded.sha256,
+            extras={"recorded_scores": recorded_scores(response), "replay_file_sha256": recorded.sha256,
                     "replay_file": recorded.path.name},
         )
 
@@ -221,12 +226,10 @@ def read_recorded_scores(path: Path) -> list[ScoreSource] | None:
     for (meeting, qid), question in recorded.questions.items():
         item_id = f"{recorded.split}/{meeting}/{qid}" if recorded.split else f"{meeting}/{qid}"
         for response in question["generated-responses"]:
-            for key, value in response.items():
-                if key.endswith(_SCORE_SUFFIX):
-                    name = key[: -len(_SCORE_SUFFIX)]
-                    sources.setdefault(name, []).append(ScoredItem(
-                        item_id=item_id, system=str(response["model"]), score=_score(value), cluster=meeting,
-                        response=str(response["generated-response"]).strip()))
+            for name, score in recorded_scores(response).items():
+                sources.setdefault(name, []).append(ScoredItem(
+                    item_id=item_id, system=str(response["model"]), score=score, cluster=meeting,
+                    response=str(response["generated-response"]).strip()))
     if not sources:
         return None
     return [ScoreSource(name=name, items=items, origin=str(path), note=SOURCE_NOTES.get(name, ""))
