@@ -39,23 +39,12 @@ from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest, Message
 
 from . import local_files
-from .local_files import positive
 from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, MalformedResponse,
                         classify, environment_secrets, retry_after_seconds, scrub)
+from .local_files import non_negative, positive
 
 SCHEME = "litellm"
 _INSTALL_HINT = "Install it with: pip install 'lceval[api]'"
-
-
-
-
-def _non_negative(cast: Callable[[str], Any]) -> Callable[[str], Any]:
-    def convert(value: str) -> Any:
-        number = cast(value)
-        if number < 0:
-            raise ValueError(value)
-        return number
-    return convert
 
 
 def _env_name(value: str) -> str:
@@ -86,12 +75,12 @@ _OPTIONS: local_files.OptionTable = {
     "api_key_env": (_env_name, "the NAME of an environment variable holding the key"),
     "concurrency": (positive(int), "a positive integer"),
     "batch_size": (positive(int), "a positive integer"),
-    "max_retries": (_non_negative(int), "a non-negative integer"),
+    "max_retries": (non_negative(int), "a non-negative integer"),
     "timeout": (positive(float), "a positive number of seconds"),
     "backoff_base": (positive(float), "a positive number of seconds"),
     "backoff_max": (positive(float), "a positive number of seconds"),
-    "input_cost_per_mtok": (_non_negative(float), "a non-negative price in USD per million tokens"),
-    "output_cost_per_mtok": (_non_negative(float), "a non-negative price in USD per million tokens"),
+    "input_cost_per_mtok": (non_negative(float), "a non-negative price in USD per million tokens"),
+    "output_cost_per_mtok": (non_negative(float), "a non-negative price in USD per million tokens"),
     "context_window": (positive(int), "a positive integer (tokens)"),
     "repeat_penalty_field": (_env_name, "a request body field name, e.g. repetition_penalty"),
     "tokenizer": (_tokenizer_spec, "llamacpp:GGUF (a path or pkg:MODULE/FILE.gguf) or hf:NAME_OR_FOLDER"),

@@ -70,9 +70,18 @@ def file_sha256(path: Path) -> str:
 
 def positive(cast: Callable[[str], Any]) -> Callable[[str], Any]:
     """Option parser for `key=value` model options that must be a positive number."""
+    return _bounded(cast, zero_ok=False)
+
+
+def non_negative(cast: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Option parser for `key=value` model options that may be 0 but not negative."""
+    return _bounded(cast, zero_ok=True)
+
+
+def _bounded(cast: Callable[[str], Any], zero_ok: bool) -> Callable[[str], Any]:
     def convert(value: str) -> Any:
         number = cast(value)
-        if number <= 0:
+        if number < 0 or (number == 0 and not zero_ok):
             raise ValueError(value)
         return number
     return convert
