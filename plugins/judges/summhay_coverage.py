@@ -45,7 +45,8 @@ from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgme
 from lceval_plugins.judges.lexical import content_words
 from lceval_plugins.judges.llm_judges import ask_in_rounds
 from lceval_plugins.tasks.summhay.prompts import EVAL_SUMMHAY, coverage_prompt
-from lceval_plugins.tasks.summhay.scoring import normalize_label, score_insight, split_bullets, summarize_scores
+from lceval_plugins.tasks.summhay.scoring import (CITATION, normalize_label, score_insight, split_bullets,
+                                                  summarize_scores)
 
 JSON_OBJECT = re.compile(r"\{[^{}]*\}", re.S)
 
@@ -132,8 +133,9 @@ class CoverageLLMJudge(Judge):
     def judge(self, items: list[JudgeInput]) -> list[Judgment]:
         # every (summary, insight) pair is one question; all pending ones go in one round
         bullets = {i: split_bullets(item.response) for i, item in enumerate(items)}
-        pairs = [(i, k) for i, item in enumerate(items) for k in range(len(_insights(item)))]
-        prompts = {(i, k): coverage_prompt(str(_insights(items[i])[k]["insight"]), bullets[i]) for i, k in pairs}
+        insights = [_insights(item) for item in items]
+        pairs = [(i, k) for i in range(len(items)) for k in range(len(insights[i]))]
+        prompts = {(i, k): coverage_prompt(str(insights[i][k]["insight"]), bullets[i]) for i, k in pairs}
 
         def request(pair: Any, params: GenerationParams, attempt: int) -> GenerationRequest:
             i, k = pair
@@ -151,13 +153,13 @@ class CoverageLLMJudge(Judge):
         raws, verdicts, why = rounds.raws, rounds.results, rounds.why
         out = []
         for i, item in enumerate(items):
-            keys = [(i, k) for k in range(len(_insights(item)))]
-            outputs = [{"insight_id": _insights(item)[k]["insight_id"], "outputs": raws[(i, k)]} for _, k in keys]
+            keys = [(i, k) for k in range(len(insights[i]))]
+            outputs = [{"insight_id": insights[i][k]["insight_id"], "outputs": raws[(i, k)]} for _, k in keys]
             attempts = max(len(raws[p]) for p in keys)
             raw = "\n".join(raws[p][-1] if raws[p] else "" for p in keys)
             failed = [p for p in keys if verdicts.get(p) is None]
             if failed:
-                details = {"failures": [{"insight_id": _insights(item)[k]["insight_id"], "why": why.get((i, k), "")}
+                details = {"failures": [{"insight_id": insights[i][k]["insight_id"], "why": why.get((i, k), "")}
                                         for _, k in failed], "judge_outputs": outputs}
                 out.append(Judgment(item_id=item.item_id, judge=self.name, score=None,
                                     parse_status="parse_failure", raw=raw, attempts=attempts, details=details))
@@ -188,7 +190,7 @@ def _facts(text: str) -> set[str]:
 def lexical_similarity(insight: str, bullet: str) -> float:
     """Share of the insight's content words and specifics found in the bullet (citations
     removed first), specifics counted twice."""
-    bullet = re.sub(r"\[[\d, ]+\]", " ", bullet)
+    bullet = CITATION.sub(" ", bullet)
     words, facts = content_words(insight), _facts(insight)
     total = len(words) + 2 * len(facts)
     if not total:
@@ -224,7 +226,7 @@ class CoverageOfflineJudge(Judge):
         lex = [lexical_similarity(insight, b) for b in bullets]
         if not self.use_embeddings or not bullets:
             return lex
-        cos = self._embedder().scores(insight, [re.sub(r"\[[\d, ]+\]", " ", b) for b in bullets])
+        cos = self._embedder().scores(insight, [CITATION.sub(" ", b) for b in bullets])
         # cosines rounded so thread-count float noise cannot flip a verdict
         return [(a + max(0.0, round(c, 4))) / 2 for a, c in zip(lex, cos)]
 
