@@ -78,12 +78,12 @@ def sentences(text: str, limit: int = 8) -> list[str]:
     return [p for p in parts if len(p) > 1][:limit] or [text.strip() or "-"]
 
 
-def placeholders(text: str) -> set[str]:
-    return {f"{m.group(1).lower()}{m.group(2)}" for m in PLACEHOLDER.finditer(text)}
-
-
 def _ordered_placeholders(text: str) -> list[str]:
     return [f"{m.group(1).lower()}{m.group(2)}" for m in PLACEHOLDER.finditer(text)]
+
+
+def placeholders(text: str) -> set[str]:
+    return set(_ordered_placeholders(text))
 
 
 def numbers(text: str) -> set[str]:
@@ -150,22 +150,24 @@ def text_features(question: str, response: str, reference: str) -> dict[str, flo
         "precision": _share(resp_words, ref_words | q_words),
     }
     # entities the answer must name (those of the question are given, not answered)
-    want_ent = placeholders(a) - placeholders(q)
-    head_ent = placeholders(head) - placeholders(q)
+    q_ent, r_ent = placeholders(q), placeholders(r)
+    want_ent = placeholders(a) - q_ent
+    head_ent = placeholders(head) - q_ent
     kinds = {re.sub(r"\d+", "", e) for e in want_ent}
     others = {e for e in head_ent - want_ent if re.sub(r"\d+", "", e) in kinds}
     f["ent_has"] = float(bool(want_ent))
-    f["ent_recall"] = _share(want_ent, placeholders(r))
+    f["ent_recall"] = _share(want_ent, r_ent)
     f["ent_wrong"] = float(bool(others) and not (want_ent & head_ent))
     # lists ("who were the participants?"): naming everyone is not knowing who
-    named = {e for e in placeholders(r) - placeholders(q) if re.sub(r"\d+", "", e) in kinds}
+    named = {e for e in r_ent - q_ent if re.sub(r"\d+", "", e) in kinds}
     f["ent_precision"] = _share(named, want_ent)
     # the first entity of the wanted kind the response names is its answer ("X did it; Y said")
     first = next((e for e in _ordered_placeholders(r) if re.sub(r"\d+", "", e) in kinds
-                  and e not in placeholders(q)), None)
+                  and e not in q_ent), None)
     f["ent_first"] = float(first is not None and first in want_ent)
-    want_num = numbers(a) - numbers(q)
-    head_num = numbers(head) - numbers(q)
+    q_num = numbers(q)
+    want_num = numbers(a) - q_num
+    head_num = numbers(head) - q_num
     f["num_has"] = float(bool(want_num))
     f["num_recall"] = _share(want_num, numbers(r))
     f["num_head_recall"] = _share(want_num, head_num)
