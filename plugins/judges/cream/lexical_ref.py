@@ -47,7 +47,7 @@ from .sentences import split_sentences
 
 VERSION = 1
 
-HEADER_LABELS = frozenset(
+HEADER_LABELS = frozenset(label.strip() for label in
     """date|date of the meeting|meeting date|time|time and place|place|location|venue|attendees|
     attendance|participants|participants of the meeting|meeting participants|present|
     present at the meeting|absent|apologies|organisation|organization|organisations|
@@ -58,7 +58,6 @@ HEADER_LABELS = frozenset(
     main points of discussion|mentioned|there was discussed|it was discussed at the meeting"""
     .replace("\n", "").split("|")
 )
-HEADER_LABELS = frozenset(label.strip() for label in HEADER_LABELS)
 
 _MARKER = re.compile(r"^(?:[-–—*•●○◦▪■►+>·\s]+|\(?\d{1,3}[.)]\s+|\(?[a-zA-Z]\)\s+)")
 _PLACEHOLDER = re.compile(r"^(person|organization|organisation|project|location|other|annotator|url)\d*$")
