@@ -172,16 +172,14 @@ class Rounds:
 def ask_in_rounds(model: ModelBackend, keys: Iterable[Hashable], attempts: int,
                   params: Callable[[int], GenerationParams],
                   request: Callable[[Hashable, GenerationParams, int], GenerationRequest],
-                  parse: Callable[[Hashable, str], tuple[Any, str | None]],
-                  backend_errors_missing: bool = True) -> Rounds:
+                  parse: Callable[[Hashable, str], tuple[Any, str | None]]) -> Rounds:
     """Ask every key's prompt, then again, with attempt k's params, those whose output
     `parse` called unusable (it returns (result, None) or (result, why)), `attempts` rounds
     at most. One generate call per round: batched backends answer these concurrently.
 
     A request the backend gave up on (finish_reason "error", after its own retries) is no
     output to parse: it goes to `errors` and is not asked again here; it is not cached, so the
-    same command run again asks it again. With `backend_errors_missing=False` its (empty)
-    text is parsed like any output, as `summhay-coverage` has always done."""
+    same command run again asks it again."""
     rounds = Rounds(raws={key: [] for key in keys})
     pending = list(rounds.raws)
     for attempt in range(attempts):
@@ -191,7 +189,7 @@ def ask_in_rounds(model: ModelBackend, keys: Iterable[Hashable], attempts: int,
         outputs = model.generate([request(key, round_params, attempt) for key in pending])
         still = []
         for key, gen in zip(pending, outputs):
-            if backend_errors_missing and gen.finish_reason == "error":
+            if gen.finish_reason == "error":
                 rounds.errors[key] = gen.extras.get("error") or "judge model returned no answer"
                 continue
             rounds.raws[key].append(gen.text)

@@ -43,7 +43,7 @@ from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
 from lceval_plugins.judges.lexical import content_words
-from lceval_plugins.judges.llm_judges import ask_in_rounds
+from lceval_plugins.judges.llm_judges import ask_in_rounds, check_number
 from lceval_plugins.tasks.summhay.prompts import EVAL_SUMMHAY, coverage_prompt
 from lceval_plugins.tasks.summhay.scoring import (CITATION, normalize_label, score_insight, split_bullets,
                                                   summarize_scores)
@@ -113,15 +113,12 @@ class CoverageLLMJudge(Judge):
         if set(opts) - known:
             raise UserError(f"unknown option(s) {', '.join(sorted(set(opts) - known))} for judge "
                             f"'summhay-coverage' (known: {', '.join(sorted(known))})", field="judge.options")
-        try:
-            self.temperature = float(opts.get("temperature", 0.0))
-            self.retry_temperature = float(opts.get("retry_temperature", 0.7))
-            self.max_new_tokens = int(opts.get("max_new_tokens", 100))
-            self.max_attempts = int(opts.get("max_attempts", 3))
-        except (TypeError, ValueError):
-            raise UserError("judge 'summhay-coverage' options must be numbers", field="judge.options") from None
-        if self.max_attempts < 1 or self.max_new_tokens < 1:
-            raise UserError("max_attempts and max_new_tokens must be at least 1", field="judge.options")
+        name = self.name
+        self.temperature = float(check_number("temperature", opts.get("temperature", 0.0), float, 0.0, None, name))
+        self.retry_temperature = float(check_number("retry_temperature", opts.get("retry_temperature", 0.7),
+                                                    float, 0.0, None, name))
+        self.max_new_tokens = check_number("max_new_tokens", opts.get("max_new_tokens", 100), int, 1, None, name)
+        self.max_attempts = check_number("max_attempts", opts.get("max_attempts", 3), int, 1, None, name)
         self.model = ctx.model
         self.seed = int(ctx.seed)
 
@@ -147,9 +144,7 @@ class CoverageLLMJudge(Judge):
             verdict, reason = parse_verdict(text, len(bullets[pair[0]]))
             return verdict, (reason if verdict is None else None)
 
-        # a backend error is parsed as its empty text here, unlike the other LLM judges
-        rounds = ask_in_rounds(self.model, pairs, self.max_attempts, self.params, request, parse,
-                               backend_errors_missing=False)
+        rounds = ask_in_rounds(self.model, pairs, self.max_attempts, self.params, request, parse)
         raws, verdicts, why = rounds.raws, rounds.results, rounds.why
         out = []
         for i, item in enumerate(items):
@@ -157,6 +152,13 @@ class CoverageLLMJudge(Judge):
             outputs = [{"insight_id": insights[i][k]["insight_id"], "outputs": raws[(i, k)]} for _, k in keys]
             attempts = max(len(raws[p]) for p in keys)
             raw = "\n".join(raws[p][-1] if raws[p] else "" for p in keys)
+            errors = [p for p in keys if p in rounds.errors]
+            if errors:  # the judge API gave up: no verdict to score, asked again next run
+                details = {"judge_error": [{"insight_id": insights[i][k]["insight_id"], "error": rounds.errors[(i, k)]}
+                                           for _, k in errors], "judge_outputs": outputs}
+                out.append(Judgment(item_id=item.item_id, judge=self.name, score=None, parse_status="missing",
+                                    raw=raw, attempts=attempts + 1, details=details))
+                continue
             failed = [p for p in keys if verdicts.get(p) is None]
             if failed:
                 details = {"failures": [{"insight_id": insights[i][k]["insight_id"], "why": why.get((i, k), "")}
@@ -211,8 +213,12 @@ class CoverageOfflineJudge(Judge):
         if set(opts) - set(self.DEFAULTS):
             raise UserError(f"unknown option(s) {', '.join(sorted(set(opts) - set(self.DEFAULTS)))} for "
                             f"judge '{self.name}' (known: full, partial, embeddings)", field="judge.options")
-        self.full, self.partial = float(opts["full"]), float(opts["partial"])
-        self.use_embeddings = bool(opts["embeddings"])
+        self.full = float(check_number("full", opts["full"], float, 0.0, 1.0, self.name))
+        self.partial = float(check_number("partial", opts["partial"], float, 0.0, 1.0, self.name))
+        if not isinstance(opts["embeddings"], bool):
+            raise UserError(f"judge '{self.name}' option 'embeddings' must be true or false, got {opts['embeddings']!r}",
+                            field="judge.options.embeddings")
+        self.use_embeddings = opts["embeddings"]
         self._encoder: Any = None
 
     def _embedder(self) -> Any:

@@ -175,6 +175,35 @@ def test_llm_coverage_judge_needs_a_model():
         CoverageLLMJudge(JudgeContext())
 
 
+def test_llm_coverage_judge_records_a_judge_api_failure_as_missing_not_parsed():
+    class GivesUp(CannedJudgeModel):
+        def generate(self, requests):
+            out = super().generate(requests)
+            out[1] = Generation(request_id=out[1].request_id, text="", finish_reason="error",
+                                extras={"error": "RateLimitError after 6 retries"})
+            return out
+
+    model = GivesUp(['{"coverage": "FULL_COVERAGE", "bullet_id": 1}', "unused"])
+    judge = CoverageLLMJudge(JudgeContext(model=model, options={"max_attempts": 3}))
+    (j,) = judge.judge([_item("- a [1]")])
+    # not retried as if unparseable, and no score: asked again by the next run
+    assert len(model.requests) == 2 and j.score is None and j.parse_status == "missing"
+    assert j.details["judge_error"] == [{"insight_id": "i2", "error": "RateLimitError after 6 retries"}]
+
+
+@pytest.mark.parametrize("judge, options, field", [
+    (CoverageLLMJudge, {"max_attempts": 2.5}, "judge.options.max_attempts"),
+    (CoverageLLMJudge, {"temperature": -1}, "judge.options.temperature"),
+    (CoverageOfflineJudge, {"full": "abc"}, "judge.options.full"),
+    (CoverageOfflineJudge, {"partial": 2}, "judge.options.partial"),
+    (CoverageOfflineJudge, {"embeddings": "yes"}, "judge.options.embeddings"),
+])
+def test_coverage_judge_options_are_checked(judge, options, field):
+    with pytest.raises(UserError) as err:
+        judge(JudgeContext(model=CannedJudgeModel([]), options=options))
+    assert err.value.field == field
+
+
 def test_offline_judge_gives_a_perfect_summary_full_marks_and_nonsense_zero():
     judge = CoverageOfflineJudge(JudgeContext(options={"embeddings": False}))
     perfect, nonsense = judge.judge([
