@@ -9,6 +9,14 @@ distribution's metadata::
 Inside it, decorate functions with ``lceval.hookimpl``. Every ``register_*`` hook receives a
 ``register`` callback; call it once per thing you provide. Names are global: registering a
 name another plugin already took is reported as a conflict and the first one wins.
+
+Plugins that take user options (backends, judges, pairwise judges, retrievers) declare them
+with ``register(name, factory, options_schema=SCHEMA)``: a JSON Schema object whose
+``properties`` give each option's ``type``, ``default``, ``description`` and bounds (see
+``lceval.options``). The engine then converts ``,key=value`` text to the declared types,
+refuses unknown keys (with a did-you-mean), bad types and out-of-range values before the
+factory runs, fills in the defaults, and lists the options in ``lceval plugins NAME``; the
+factory receives the checked mapping. Without a schema the options arrive unchecked.
 Keep module imports light: heavy libraries (torch, llama_cpp ...) belong inside factories,
 so that ``lceval --help`` and ``lceval tasks`` stay instant.
 """
@@ -25,8 +33,9 @@ hookimpl = pluggy.HookimplMarker("lceval")
 def register_models(register):
     """Register model backends by scheme.
 
-    ``register(scheme: str, factory: ModelFactory)``, where ``factory(model, options)``
-    gets the text after ``SCHEME:`` and the ``,key=value`` options of a model spec string
+    ``register(scheme: str, factory: ModelFactory, options_schema=None)``, where
+    ``factory(model, options)`` gets the text after ``SCHEME:`` and the ``,key=value``
+    options of a model spec string (typed and defaulted when ``options_schema`` is given)
     and returns a ``lceval.interfaces.ModelBackend``.
     """
 
@@ -35,9 +44,10 @@ def register_models(register):
 def register_judges(register):
     """Register judges by name.
 
-    ``register(name: str, factory: JudgeFactory)``, where ``factory(ctx: JudgeContext)``
-    returns a ``lceval.interfaces.Judge``; ``ctx.model`` is the ``--judge-model`` backend
-    (cached) or None.
+    ``register(name: str, factory: JudgeFactory, options_schema=None)``, where
+    ``factory(ctx: JudgeContext)`` returns a ``lceval.interfaces.Judge``; ``ctx.options`` are
+    the ``--judge NAME,key=value`` options (checked when ``options_schema`` is given);
+    ``ctx.model`` is the ``--judge-model`` backend (cached) or None.
     """
 
 
@@ -45,7 +55,8 @@ def register_judges(register):
 def register_pairwise_judges(register):
     """Register judges that compare two responses (for ``lceval rank``).
 
-    ``register(name: str, factory: PairwiseJudgeFactory)``, where ``factory(ctx: JudgeContext)``
+    ``register(name: str, factory: PairwiseJudgeFactory, options_schema=None)``, where
+    ``factory(ctx: JudgeContext)``
     returns a ``lceval.interfaces.PairwiseJudge``; ``ctx.model`` is the ``--judge-model``
     backend (cached) or None.
     """
@@ -53,7 +64,10 @@ def register_pairwise_judges(register):
 
 @hookspec
 def register_retrievers(register):
-    """Register retrievers by name: ``register(name: str, factory: RetrieverFactory)``."""
+    """Register retrievers by name: ``register(name: str, factory: RetrieverFactory,
+    options_schema=None)``; ``factory(options)`` receives ``{"seed": run seed, **options}``
+    (the spec's ``retriever_options``, checked against ``options_schema`` when given; ``seed``
+    is the engine's and needs no declaring)."""
 
 
 @hookspec

@@ -6,13 +6,32 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from .types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
                     PairJudgment)
 
 if TYPE_CHECKING:
     from .cache import CachedModel
+
+
+@dataclass(frozen=True)
+class PrefixCache:
+    """What a backend's KV (or prompt) cache keeps between requests; the scheduler plans the
+    order and the number of transcripts in flight by it, so a long context is prefilled once.
+
+    - ``"none"``: nothing is kept; every request is prefilled whole, order does not matter.
+    - ``"last-prompt"``: the previous request's tokens only (llama.cpp, the hf decode loop):
+      requests sharing a transcript run back to back, one transcript at a time.
+    - ``"shared"``: many prefixes at once, up to ``capacity_tokens`` tokens (vLLM's automatic
+      prefix caching, SGLang's radix cache, their OpenAI-compatible servers): as many
+      transcripts are kept in flight as fit, each primed by one request before its other
+      requests fan out, so no two concurrent requests prefill the same transcript.
+    """
+
+    kind: Literal["none", "last-prompt", "shared"] = "last-prompt"
+    #: For "shared": tokens the cache can hold (None = unknown).
+    capacity_tokens: int | None = None
 
 
 class ModelBackend(ABC):
@@ -28,6 +47,12 @@ class ModelBackend(ABC):
     #: How many requests the engine hands over at once. Sequential backends keep 1 so every
     #: finished answer reaches the cache before the next starts (nothing lost on interrupt).
     batch_size: int = 1
+    #: What the backend's cache keeps between requests (see `PrefixCache`).
+    prefix_cache: PrefixCache = PrefixCache("last-prompt")
+    #: How many requests may be in flight at once. Above 1 the engine calls `generate` from up
+    #: to this many threads at once, so it must be thread-safe; each finished request frees
+    #: its slot at once (no waiting for the slowest of a batch).
+    max_in_flight: int = 1
 
     @abstractmethod
     def identity(self) -> dict[str, Any]: ...

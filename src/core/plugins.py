@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -17,6 +17,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import UserError
+from .options import CheckedFactory, check_schema
 
 ENTRY_POINT_GROUP = "lceval"
 DISABLE_ENV = "LCEVAL_DISABLE_PLUGINS"
@@ -163,8 +164,34 @@ def load_plugins(disabled: Iterable[str] = (), extra: Iterable[tuple[str, object
     return result
 
 
+#: How each kind whose factories take user options finds them in the factory's arguments:
+#: (options in the arguments, the arguments with checked options put back, keys the engine
+#: adds that are not the user's). Model factories take (model, options), judges a
+#: JudgeContext, retrievers {"seed": ..., **options}.
+_OPTION_SLOTS: dict[str, tuple[Callable[[tuple[Any, ...]], Any],
+                              Callable[[tuple[Any, ...], dict[str, Any]], tuple[Any, ...]],
+                              tuple[str, ...]]] = {
+    "model": (lambda a: a[1], lambda a, o: (a[0], o), ()),
+    "judge": (lambda a: a[0].options, lambda a, o: (replace(a[0], options=o),), ()),
+    "pairwise-judge": (lambda a: a[0].options, lambda a, o: (replace(a[0], options=o),), ()),
+    "retriever": (lambda a: a[0], lambda a, o: (o,), ("seed",)),
+}
+
+
+def _with_declared_options(kind: str, name: str, factory: Any, schema: Any) -> Any:
+    if schema is None:
+        return factory
+    if kind not in _OPTION_SLOTS:
+        raise TypeError(f"{kind} '{name}': options_schema is only taken by "
+                        f"{', '.join(_OPTION_SLOTS)} (task types declare TaskType.options_schema)")
+    check_schema(schema)
+    options_at, put_back, passthrough = _OPTION_SLOTS[kind]
+    what = f"{'backend' if kind == 'model' else kind} '{name}'"
+    return CheckedFactory(factory, schema, what, options_at, put_back, passthrough)
+
+
 def _registrar(result: Plugins, info: PluginInfo, kind: str) -> Callable[..., None]:
-    def register(*args: Any) -> None:
+    def register(*args: Any, options_schema: Any = None) -> None:
         if kind == "specs":
             (path,) = args
             result.spec_dirs.append(Path(path))
@@ -175,6 +202,7 @@ def _registrar(result: Plugins, info: PluginInfo, kind: str) -> Callable[..., No
             name, value = dataset.name, dataset
         else:
             name, value = args
+        value = _with_declared_options(kind, name, value, options_schema)
         table = result.table(kind)
         if name in table:
             first = result.owner[(kind, name)]

@@ -1,0 +1,237 @@
+"""Typed plugin options: a plugin declares what `,key=value` options it takes once, as a JSON
+Schema, and the engine checks every value against it before the plugin sees it.
+
+Why one mechanism for every kind: a backend, a judge, a pairwise judge and a retriever all
+take options from a user (`--model llamacpp:M,n_ctx=8192`, `--judge rubric,max_attempts=5`,
+a spec's `retriever_options`), and each used to parse them by hand, with different errors
+for the same mistake. Declared options give every plugin - a third party's too - the same
+checks (types, ranges, choices, unknown keys with a did-you-mean), the same defaults, and a
+listing in `lceval plugins NAME`, for free. Task types already declare `options_schema`
+the same way (JSON Schema), so a plugin author learns one format.
+
+A schema is a JSON Schema object (draft 2020-12) whose `properties` each give a `type`
+(string, integer, number, boolean, array, object, or a list of them), optionally `enum`,
+`minimum`/`maximum`/`exclusiveMinimum`, `default` and `description`. Values given as text
+(model spec strings) are converted by the declared type first; values that are already typed
+(YAML from `--judge` or a spec) are checked as they are. Unknown keys are refused unless the
+schema sets `additionalProperties` to something other than false.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import jsonschema
+
+from .errors import UserError
+
+OptionsSchema = dict[str, Any]
+
+#: Words accepted for a boolean given as text (`,verbose=yes`).
+BOOL_WORDS = {"1": True, "true": True, "yes": True, "on": True,
+              "0": False, "false": False, "no": False, "off": False}
+
+_INT = re.compile(r"[+-]?\d+")
+
+
+def check_schema(schema: OptionsSchema) -> None:
+    """Raise `ValueError` when a plugin declares a schema the engine cannot use, so the
+    plugin is reported at load time rather than failing on a user's first option."""
+    if not isinstance(schema, dict):
+        raise ValueError(f"an options schema must be a mapping, got {type(schema).__name__}")
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"invalid options schema: {exc.message}") from None
+    if schema.get("type", "object") != "object":
+        raise ValueError("an options schema must describe an object (type: object)")
+    props = schema.get("properties", {})
+    if not isinstance(props, dict):
+        raise ValueError("an options schema's 'properties' must be a mapping")
+    for key, prop in props.items():
+        if "default" in prop:
+            errors = list(jsonschema.Draft202012Validator(prop).iter_errors(prop["default"]))
+            if errors:
+                raise ValueError(f"the default of option '{key}' does not fit its own schema: "
+                                 f"{errors[0].message}")
+
+
+def _types(prop: Mapping[str, Any]) -> list[str]:
+    declared = prop.get("type")
+    if isinstance(declared, str):
+        return [declared]
+    if isinstance(declared, list):
+        return [t for t in declared if isinstance(t, str)]
+    if "enum" in prop:
+        return sorted({_json_type(v) for v in prop["enum"]})
+    return []
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "string"
+
+
+def _from_text(text: str, types: list[str]) -> Any:
+    """Convert an option given as text by the types its schema declares, most specific first.
+    Returns the text unchanged when no declared type reads it (the schema check then names
+    the expected type)."""
+    stripped = text.strip()
+    for kind in ("boolean", "integer", "number", "null", "array", "object", "string"):
+        if kind not in types:
+            continue
+        if kind == "boolean" and stripped.lower() in BOOL_WORDS:
+            return BOOL_WORDS[stripped.lower()]
+        if kind == "integer" and _INT.fullmatch(stripped):
+            return int(stripped)
+        if kind == "number":
+            try:
+                number = float(stripped)
+            except ValueError:
+                continue
+            if number == number and number not in (float("inf"), float("-inf")):  # no NaN/inf
+                return number
+        if kind == "null" and stripped.lower() in ("null", "none", ""):
+            return None
+        if kind in ("array", "object"):
+            import yaml
+
+            try:
+                value = yaml.safe_load(stripped)
+            except yaml.YAMLError:
+                continue
+            if _json_type(value) == kind:
+                return value
+        if kind == "string":
+            return text
+    return text
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    listing = f"Known options: {', '.join(sorted(known))}." if known else "It takes no options."
+    return (f"Did you mean '{close[0]}'? " if close else "") + listing
+
+
+def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str,
+                  field: str | None = None) -> dict[str, Any]:
+    """`values` checked against `schema`, text converted to the declared types and the
+    declared defaults filled in. `what` names the plugin in errors ("llamacpp backend",
+    "judge 'rubric'"); `field` is the flag or spec field the options came from."""
+    props: dict[str, Any] = schema.get("properties", {})
+    closed = schema.get("additionalProperties", True) is False
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in props:
+            if closed:
+                raise UserError(f"{what} has no option '{key}' (given {key}={_show(value)})",
+                                field=field or key, hint=did_you_mean(key, list(props)))
+            out[key] = value
+            continue
+        out[key] = _from_text(value, _types(props[key])) if isinstance(value, str) else value
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(out), key=lambda e: (list(e.absolute_path), e.message))
+    if errors:
+        error = errors[0]
+        key = str(error.absolute_path[0]) if error.absolute_path else ""
+        if key:
+            given = values.get(key, out.get(key))
+            raise UserError(f"{what} option {key}={_show(given)}: {error.message}", field=field or key,
+                            hint=_describe_hint(props.get(key, {})))
+        raise UserError(f"{what} options: {error.message}", field=field)
+    for key, prop in props.items():
+        if key not in out and "default" in prop:
+            out[key] = copy.deepcopy(prop["default"])
+    return out
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else repr(value)
+
+
+def _describe_hint(prop: Mapping[str, Any]) -> str | None:
+    doc = prop.get("description")
+    return f"It is {doc[0].lower() + doc[1:]}" if isinstance(doc, str) and doc else None
+
+
+@dataclass(frozen=True)
+class OptionRow:
+    """One declared option, for `lceval plugins NAME` and the docs."""
+
+    name: str
+    type: str
+    default: str
+    description: str
+
+
+def describe(schema: OptionsSchema | None) -> list[OptionRow]:
+    rows = []
+    for key, prop in (schema or {}).get("properties", {}).items():
+        kind = " | ".join(_types(prop)) or "any"
+        if "enum" in prop:
+            kind = " | ".join(str(v) for v in prop["enum"])
+        bounds = []
+        for word, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
+                           ("exclusiveMaximum", "<")):
+            if word in prop:
+                bounds.append(f"{sign} {prop[word]}")
+        if bounds:
+            kind += f" ({', '.join(bounds)})"
+        default = repr(prop["default"]) if "default" in prop else "-"
+        rows.append(OptionRow(name=key, type=kind, default=default, description=prop.get("description", "")))
+    return rows
+
+
+class CheckedFactory:
+    """A registered factory with its declared options: calling it checks the options first,
+    so every way of building a plugin (run, score, rank, a plugin command) gets the checks.
+
+    `options_at(*args)` returns the options mapping inside the factory's arguments and
+    `with_options(args, options)` puts the checked one back: model factories take
+    `(model, options)`, judge factories a `JudgeContext`, retriever factories a mapping.
+    """
+
+    def __init__(self, factory: Callable[..., Any], schema: OptionsSchema, what: str,
+                 options_at: Callable[[tuple[Any, ...]], Mapping[str, Any]],
+                 with_options: Callable[[tuple[Any, ...], dict[str, Any]], tuple[Any, ...]],
+                 passthrough: tuple[str, ...] = ()) -> None:
+        self.factory = factory
+        self.options_schema = schema
+        self.what = what
+        self._options_at = options_at
+        self._with_options = with_options
+        self._passthrough = passthrough
+
+    def __call__(self, *args: Any) -> Any:
+        given = dict(self._options_at(args))
+        kept = {k: given.pop(k) for k in self._passthrough if k in given}
+        checked = check_options(self.options_schema, given, what=self.what)
+        return self.factory(*self._with_options(args, {**kept, **checked}))
+
+    def __repr__(self) -> str:
+        return f"CheckedFactory({self.factory!r}, {self.what})"
+
+
+def options_schema_of(factory: Any) -> OptionsSchema | None:
+    """The declared options of a registered factory (None when it declared none)."""
+    return getattr(factory, "options_schema", None)
+
+
+def unwrap(factory: Any) -> Any:
+    """The plugin's own factory behind a `CheckedFactory`."""
+    return getattr(factory, "factory", factory)

@@ -1,0 +1,136 @@
+"""Declared plugin options: text converted by type, unknown keys with a did-you-mean, ranges,
+defaults - applied on every way a plugin is built, through the registration itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from lceval import hookimpl
+from lceval.errors import UserError
+from lceval.interfaces import JudgeContext
+from lceval.options import check_options, check_schema, describe
+from lceval.plugins import load_plugins
+
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "n_ctx": {"type": "integer", "minimum": 1, "description": "Context window in tokens."},
+        "temperature": {"type": "number", "minimum": 0, "default": 0.0},
+        "verbose": {"type": "boolean", "default": False},
+        "mode": {"enum": ["fast", "exact"], "default": "exact"},
+        "name": {"type": "string"},
+        "scale": {"type": ["number", "null"]},
+    },
+}
+
+
+def test_text_is_converted_by_declared_type_and_defaults_filled():
+    out = check_options(SCHEMA, {"n_ctx": "4096", "temperature": "0.6", "verbose": "yes", "name": "42"},
+                        what="backend 'x'")
+    assert out == {"n_ctx": 4096, "temperature": 0.6, "verbose": True, "name": "42", "mode": "exact"}
+    assert check_options(SCHEMA, {"scale": "none"}, what="x")["scale"] is None
+    assert check_options(SCHEMA, {"scale": "2"}, what="x")["scale"] == 2.0
+
+
+def test_typed_values_are_checked_as_they_are():
+    assert check_options(SCHEMA, {"n_ctx": 8, "verbose": False}, what="x")["n_ctx"] == 8
+    with pytest.raises(UserError, match="n_ctx=2.5"):
+        check_options(SCHEMA, {"n_ctx": 2.5}, what="x")
+
+
+@pytest.mark.parametrize("values, words", [
+    ({"n_ctxx": "1"}, ["no option 'n_ctxx'", "Did you mean 'n_ctx'"]),
+    ({"n_ctx": "0"}, ["n_ctx=0", "minimum"]),
+    ({"n_ctx": "2.5"}, ["n_ctx=2.5", "integer"]),
+    ({"temperature": "hot"}, ["temperature=hot", "number"]),
+    ({"temperature": "nan"}, ["temperature=nan"]),
+    ({"verbose": "maybe"}, ["verbose=maybe", "boolean"]),
+    ({"mode": "slow"}, ["mode=slow", "fast"]),
+])
+def test_bad_values_name_option_and_value(values, words):
+    with pytest.raises(UserError) as err:
+        check_options(SCHEMA, values, what="backend 'x'")
+    text = err.value.render()
+    for word in words:
+        assert word in text
+    assert "backend 'x'" in text
+
+
+def test_open_schema_keeps_unknown_keys():
+    assert check_options({"type": "object", "properties": {}}, {"extra": "1"}, what="x") == {"extra": "1"}
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array"},
+    {"type": "object", "properties": {"n": {"type": "integer", "default": "seven"}}},
+    {"type": "object", "properties": {"n": {"type": "not-a-type"}}},
+    [1, 2],
+])
+def test_unusable_schemas_are_refused(schema):
+    with pytest.raises(ValueError):
+        check_schema(schema)
+
+
+def test_describe_lists_types_bounds_defaults_docs():
+    rows = {r.name: r for r in describe(SCHEMA)}
+    assert rows["n_ctx"].type == "integer (>= 1)"
+    assert rows["n_ctx"].description == "Context window in tokens."
+    assert rows["mode"].type == "fast | exact" and rows["mode"].default == "'exact'"
+    assert describe(None) == []
+
+
+class DeclaringPlugin:
+    """A third party declaring options for one plugin of each kind."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, object] = {}
+
+    @hookimpl
+    def register_models(self, register):
+        register("typed", lambda model, options: self.seen.setdefault("model", options), options_schema=SCHEMA)
+
+    @hookimpl
+    def register_judges(self, register):
+        register("typed-judge", lambda ctx: self.seen.setdefault("judge", ctx), options_schema={
+            "type": "object", "additionalProperties": False,
+            "properties": {"max_attempts": {"type": "integer", "minimum": 1, "default": 3}}})
+
+    @hookimpl
+    def register_retrievers(self, register):
+        register("typed-retriever", lambda opts: self.seen.setdefault("retriever", opts), options_schema={
+            "type": "object", "additionalProperties": False,
+            "properties": {"k1": {"type": "number", "default": 1.5}}})
+
+
+def test_declared_options_apply_through_the_entry_point_registry():
+    plugin = DeclaringPlugin()
+    plugins = load_plugins(extra=[("declaring", plugin)])
+    plugins.models["typed"]("m", {"n_ctx": "16"})
+    assert plugin.seen["model"] == {"n_ctx": 16, "temperature": 0.0, "verbose": False, "mode": "exact"}
+    with pytest.raises(UserError, match="Did you mean 'n_ctx'"):
+        plugins.models["typed"]("m", {"nctx": "16"})
+
+    plugins.judges["typed-judge"](JudgeContext(options={}, seed=5))
+    ctx = plugin.seen["judge"]
+    assert ctx.options == {"max_attempts": 3} and ctx.seed == 5
+    with pytest.raises(UserError, match="max_attempts=0"):
+        plugins.judges["typed-judge"](JudgeContext(options={"max_attempts": 0}))
+
+    plugins.retrievers["typed-retriever"]({"seed": 7})
+    assert plugin.seen["retriever"] == {"seed": 7, "k1": 1.5}
+    assert plugins.retrievers["typed-retriever"].options_schema["properties"]["k1"]["default"] == 1.5
+
+
+def test_a_plugin_with_a_broken_schema_is_reported_not_fatal():
+    class Broken:
+        @hookimpl
+        def register_models(self, register):
+            register("broken", lambda m, o: None, options_schema={"type": "object", "properties": {
+                "n": {"type": "integer", "default": "x"}}})
+
+    plugins = load_plugins(extra=[("broken", Broken())])
+    info = next(i for i in plugins.infos if i.name == "broken")
+    assert "does not fit its own schema" in (info.error or "")
+    assert "broken" not in plugins.models
+    assert "llamacpp" in plugins.models  # the others keep working
