@@ -37,6 +37,11 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     r.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
     r.add_argument("--data-home", help="data home (default: $LCEVAL_DATA or the user cache dir)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--contexts", action="append", metavar="ID,...",
+                   help="only these contexts (meetings, haystacks): ids or globs, e.g. dev/meeting_en_dev_001, "
+                   "'test2/*'; an id also matches its leading or trailing '/'-separated parts")
+    r.add_argument("--shard", metavar="I/N",
+                   help="run share I of N (0-based, e.g. $SLURM_ARRAY_TASK_ID/4)")
 
     t = sub.add_parser("tasks", help="list tasks, or show one resolved spec")
     t.add_argument("action", nargs="?", choices=["list", "show"], default="list")
@@ -183,6 +188,7 @@ def _plugin_commands(argv: list[str]) -> dict[str, Any]:
 
 def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[str, Any]) -> int:
     from . import commands
+    from .selection import parse_contexts, parse_shard
 
     disabled = _disabled(args.plugin_flags)
     if args.command == "run":
@@ -193,10 +199,13 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
             cache_path=Path(args.cache) if args.cache else None,
             data_home=Path(args.data_home) if args.data_home else None,
             disabled_plugins=disabled, progress=not args.no_progress, command=["lceval", *argv],
+            contexts=parse_contexts(args.contexts), shard=parse_shard(args.shard),
         )
         for run_dir, table in reports:
             print(table)
             print(f"\nwrote {run_dir}")
+        if args.shard:
+            print(f"shard {args.shard}: these are the scores of this share only")
         return 0
     if args.command == "tasks":
         if args.action == "show":

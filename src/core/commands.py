@@ -36,8 +36,10 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
         output: Path = Path("runs"), context_policy: str | None = None, retriever: str | None = None,
         overrides: dict[str, Any] | None = None, cache_path: Path | None = None,
         data_home: Path | None = None, disabled_plugins: list[str] | None = None,
-        progress: bool = True, command: list[str] | None = None) -> list[tuple[Path, str]]:
-    """Evaluate each model on `tasks`; returns (run directory, console table) per model."""
+        progress: bool = True, command: list[str] | None = None, contexts: list[str] | None = None,
+        shard: tuple[int, int] | None = None) -> list[tuple[Path, str]]:
+    """Evaluate each model on `tasks`; returns (run directory, console table) per model.
+    `contexts` keeps only the matching context ids; `shard` = (I, N) runs share I of N."""
     from .cache import Cache
     from .outputs import format_table, write_run
     from .datahome import using_data_home
@@ -58,6 +60,7 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
                 limit=limit, seeds=seeds or [0], output=Path(output), context_policy=context_policy,
                 retriever=retriever, overrides=overrides or {}, cache_path=cache.path, data_home=home,
                 disabled_plugins=disabled_plugins or [], progress=progress, command=command or [],
+                contexts=contexts, shard=shard,
             )
             check_config(config)
             with using_data_home(home):

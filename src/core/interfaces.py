@@ -183,6 +183,11 @@ class TaskContext:
     #: task type looks its spec's retriever up here, so third-party retrievers plug in.
     retrievers: dict[str, "RetrieverFactory"] = field(default_factory=dict)
     seed: int = 0  # the run's first seed, for task types that shuffle (document order ...)
+    #: Whether the user chose this context id (`--contexts`; always True without it). Ask it
+    #: for every context before applying `limit`, so the limit counts within the chosen
+    #: contexts and an id that exists is never reported unknown; the engine drops the
+    #: conversations of unchosen contexts anyway.
+    select_context: Callable[[str], bool] = field(default=lambda context_id: True)
 
 
 class TaskType(ABC):

@@ -19,6 +19,7 @@ from .models import (ModelSpec, backend_factory, judge_model_spec, make_model, o
 from .plugins import Plugins
 from .registry import Registry
 from .scheduler import ConversationState, schedule
+from .selection import ContextSelection, select_work
 from .spec import TaskSpec, check_options, with_overrides
 from .types import ContextCut, Conversation, GenerationRequest, JudgeInput, Sample
 
@@ -41,6 +42,8 @@ class RunConfig:
     disabled_plugins: list[str] = field(default_factory=list)
     progress: bool = True
     command: list[str] = field(default_factory=list)
+    contexts: list[str] | None = None  # --contexts: context-id patterns (see selection.py)
+    shard: tuple[int, int] | None = None  # --shard I/N
 
 
 @dataclass
@@ -65,6 +68,10 @@ class RunState:
     source_run: dict[str, Any] | None = None
     model_backend_stats: dict[str, Any] | None = None
     judge_backend_stats: dict[str, Any] | None = None
+    #: set by `--shard`: this run's share of the whole run's plan (selection.shard_record)
+    shard: dict[str, Any] | None = None
+    #: set by `lceval merge`: the shards this run was joined from
+    merged_from: dict[str, Any] | None = None
 
 
 class FileRecorder:
@@ -96,16 +103,18 @@ def _blame_overrides(exc: UserError, config: RunConfig) -> UserError:
 
 
 def load_task(spec: TaskSpec, config: RunConfig, plugins: Plugins, data_home: Path,
-              recorder: FileRecorder) -> list[Conversation]:
+              recorder: FileRecorder, selection: ContextSelection | None = None) -> list[Conversation]:
     task_type = plugins.get("task-type", spec.type)
     try:
         check_options(spec, task_type.options_schema)
     except UserError as exc:
         raise _blame_overrides(exc, config) from None
+    select = selection if selection is not None else ContextSelection(None)
     ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home,
                       splits=config.splits, limit=config.limit, record_file=recorder,
-                      retrievers=dict(plugins.retrievers), seed=config.seeds[0])
-    return task_type.load(ctx)
+                      retrievers=dict(plugins.retrievers), seed=config.seeds[0], select_context=select)
+    # a task type that does not ask select_context itself still gets only the chosen contexts
+    return [conv for conv in task_type.load(ctx) if select(conv.context_id)]
 
 
 def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
@@ -270,11 +279,10 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
     backend_factory(model_spec, plugins)
     jspec = judge_model_spec(config.judge_model, registry, plugins)
     recorder = FileRecorder()
+    selection = ContextSelection(config.contexts)
     # data first: a missing dataset or a bad option is reported before any model is loaded
-    loaded = [(spec, load_task(spec, config, plugins, data_home, recorder)) for spec in specs]
-    for spec, conversations in loaded:
-        if not conversations:
-            raise spec.error("the task selected no questions (check --split and --limit)")
+    loaded = [(spec, load_task(spec, config, plugins, data_home, recorder, selection)) for spec in specs]
+    loaded, shard = select_work(loaded, selection, config.shard, config.limit, config.splits)
     judge_model = open_judge_model(jspec, plugins, cache)
     try:
         # a judge that cannot be built (no --judge-model, bad option) fails before the
@@ -309,7 +317,7 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
     return RunState(config=config, model_spec=model_spec, model_identity=model.identity, tasks=runs,
                     usage=model.usage.as_dict(),
                     judge_usage=judge_model.usage.as_dict() if judge_model else None,
-                    model_backend_stats=model_stats, judge_backend_stats=judge_stats)
+                    model_backend_stats=model_stats, judge_backend_stats=judge_stats, shard=shard)
 
 
 def check_config(config: RunConfig) -> None:
@@ -317,6 +325,9 @@ def check_config(config: RunConfig) -> None:
         raise UserError("at least one seed is needed", field="--seed")
     if config.limit is not None and config.limit < 1:
         raise UserError(f"--limit must be at least 1, got {config.limit}", field="--limit")
+    if config.shard is not None and not 0 <= config.shard[0] < config.shard[1]:
+        raise UserError(f"--shard takes I/N with 0 <= I < N, got {config.shard[0]}/{config.shard[1]}",
+                        field="--shard")
     if config.context_policy and config.context_policy not in ctxpolicy.POLICIES:
         raise UserError(f"unknown context policy '{config.context_policy}'", field="--context-policy")
 

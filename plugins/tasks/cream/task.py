@@ -121,6 +121,8 @@ class CreamTaskType(TaskType):
         for split in splits:
             meetings = [m for m in _meetings(root, split) if not only or m in only]
             found.update(meetings)
+            # --contexts before --limit, so the limit counts chosen meetings
+            meetings = [m for m in meetings if ctx.select_context(f"{split}/{m}")]
             if ctx.limit is not None:
                 meetings = meetings[: ctx.limit]
             for meeting in meetings:

@@ -111,6 +111,11 @@ def _turn(q: dict[str, Any], split: str, meeting: str, path: Path, opts: dict[st
     )
 
 
+def context_id(split: str, meeting: str) -> str:
+    """A meeting's context id (`--contexts`, shards): `dev/meeting_en_dev_001`."""
+    return f"{split}/{meeting}"
+
+
 class ElitrTaskType(TaskType):
     options_schema = OPTIONS_SCHEMA
     dataset = "elitr-bench"
@@ -132,7 +137,9 @@ class ElitrTaskType(TaskType):
             path = questions_file(root, opts["question_set"], opts["language"], split)
             data = _read_json(path, ctx)
             taken = 0
-            for meeting in data["meetings"]:
+            # --contexts first, so that --limit counts questions of the chosen meetings
+            chosen = [m for m in data["meetings"] if ctx.select_context(context_id(split, m["id"]))]
+            for meeting in chosen:
                 if ctx.limit is not None and taken >= ctx.limit:
                     break
                 mid = meeting["id"]
@@ -158,7 +165,7 @@ class ElitrTaskType(TaskType):
     @staticmethod
     def _conversations(split: str, meeting: str, transcript: str, turns: list[Turn], prompt: str,
                        opts: dict[str, Any]) -> list[Conversation]:
-        context_id = f"{split}/{meeting}"
+        cid = context_id(split, meeting)
         meta = {"split": split, "meeting_id": meeting}
         preamble: list[Message] = []
         if opts["prompt_role"] == "system":
@@ -171,9 +178,9 @@ class ElitrTaskType(TaskType):
                         question=turn.question, metadata=turn.metadata)
 
         if opts["mode"] == "single-turn":
-            return [Conversation(conv_id=t.item_id, context=transcript, context_id=context_id,
+            return [Conversation(conv_id=t.item_id, context=transcript, context_id=cid,
                                  turns=[first(t)], preamble=preamble, history=opts["history"], metadata=meta)
                     for t in turns]
-        return [Conversation(conv_id=context_id, context=transcript, context_id=context_id,
+        return [Conversation(conv_id=cid, context=transcript, context_id=cid,
                              turns=[first(turns[0])] + turns[1:], preamble=preamble, history=opts["history"],
                              metadata=meta)]

@@ -73,10 +73,14 @@ def read_annotated_file(path: Path) -> list[dict[str, Any]]:
     return data
 
 
-def annotated_conversations(path: Path, limit: int | None = None) -> list[Conversation]:
-    """One single-turn conversation per annotated summary, in the file's order."""
+def annotated_conversations(path: Path, limit: int | None = None,
+                            select: Callable[[str], bool] = lambda context_id: True) -> list[Conversation]:
+    """One single-turn conversation per annotated summary, in the file's order; its context
+    id (`--contexts`) is its item id, `SUBTOPIC_ID/SUMMKEY`."""
     out: list[Conversation] = []
     for n, x in enumerate(read_annotated_file(path)):
+        if not select(f"{x['subtopic_id']}/{x['summkey']}"):
+            continue
         if limit is not None and len(out) >= limit:
             break
         text = summary_text(x["summary"])
@@ -97,7 +101,7 @@ def annotated_conversations(path: Path, limit: int | None = None) -> list[Conver
                     "insights": insights, HINT: text}
         reference = "\n".join(f"- {i['insight']}" for i in insights)
         out.append(Conversation(
-            conv_id=item_id, context="", context_id=digest[:16],
+            conv_id=item_id, context="", context_id=item_id,
             turns=[Turn(item_id=item_id, user=user, reference=reference, question=str(x["subtopic"]),
                         metadata=metadata)],
             metadata={"subtopic_id": str(x["subtopic_id"]), "domain": "conversation"}))

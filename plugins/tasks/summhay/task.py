@@ -44,6 +44,10 @@ from .haystack import DOMAINS, Haystack, Subtopic, haystack_files, load_haystack
 from .prompts import document_block, summarization_prompt
 
 ORDERS = ("auto", "haystack", "random", "top", "bottom", "rank")
+#: Orders that give every subtopic of a haystack the same document list (full context): its
+#: subtopics then share one context, the haystack's `topic_id` (`--contexts`, shards, and
+#: the scheduler's prefill-once grouping); otherwise each is `topic_id/subtopic_id`.
+SHARED_ORDERS = ("haystack", "random")
 
 OPTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -178,15 +182,23 @@ class SummhayTaskType(TaskType):
             raise UserError("order 'rank' needs a retriever", file=spec_path, field="options.order")
         count = budgets.counter(opts["budget_tokenizer"]) if retriever is not None else None
         conversations: list[Conversation] = []
+        shared = opts["no_document"] or (retriever is None and order in SHARED_ORDERS)
+        texts: dict[str, str] = {}  # context id -> sha256 of its text: one id never names two texts
         for path in haystack_files(location):
             ctx.record_file(path)
             hay = load_haystack(path, None if opts["domain"] == "auto" else opts["domain"])
             if hay.domain not in domains:
                 continue
             for subtopic in hay.subtopics:
+                cid = hay.topic_id if shared else f"{hay.topic_id}/{subtopic.subtopic_id}"
+                if not ctx.select_context(cid):  # --contexts before --limit
+                    continue
                 if ctx.limit is not None and len(conversations) >= ctx.limit:
                     return conversations
-                conversations.append(self._conversation(hay, subtopic, retriever, order, count, opts))
+                conv = self._conversation(hay, subtopic, retriever, order, count, opts, cid)
+                if texts.setdefault(cid, sha256_text(conv.context)) != sha256_text(conv.context):
+                    raise RuntimeError(f"SummHay context id '{cid}' names two different document lists")
+                conversations.append(conv)
         if not conversations and not ctx.limit:
             raise UserError(f"no haystack of the selected domains ({', '.join(domains)})", file=location)
         return conversations
@@ -200,13 +212,13 @@ class SummhayTaskType(TaskType):
             ctx.data_home / ctx.spec.get("dataset", self.dataset) / ANNOTATIONS_FILE
         if not path.is_absolute():
             path = Path.cwd() / path
-        conversations = annotated_conversations(path, ctx.limit)
+        conversations = annotated_conversations(path, ctx.limit, ctx.select_context)
         ctx.record_file(path)
         return conversations
 
     @staticmethod
     def _conversation(hay: Haystack, subtopic: Subtopic, retriever: Retriever | str | None, order: str,
-                      count: budgets.Counter | None, opts: dict[str, Any]) -> Conversation:
+                      count: budgets.Counter | None, opts: dict[str, Any], context_id: str) -> Conversation:
         texts = [d.text for d in hay.documents]
         cut_doc: int | None = None
         if opts["no_document"]:
@@ -257,7 +269,7 @@ class SummhayTaskType(TaskType):
         return Conversation(
             conv_id=item_id,
             context=context,
-            context_id=sha256_text(context)[:16],
+            context_id=context_id,
             turns=[Turn(item_id=item_id, user=prompt, reference=reference, question=subtopic.query,
                         metadata=metadata)],
             metadata={"topic_id": hay.topic_id, "domain": hay.domain},
