@@ -41,7 +41,11 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
                    help="only these contexts (meetings, haystacks): ids or globs, e.g. dev/meeting_en_dev_001, "
                    "'test2/*'; an id also matches its leading or trailing '/'-separated parts")
     r.add_argument("--shard", metavar="I/N",
-                   help="run share I of N (0-based, e.g. $SLURM_ARRAY_TASK_ID/4)")
+                   help="run share I of N (0-based, e.g. $SLURM_ARRAY_TASK_ID/4); join with `lceval merge`")
+
+    mg = sub.add_parser("merge", help="join the shards of a run (`run --shard I/N`) into one run")
+    mg.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    mg.add_argument("-o", "--output", help="folder for the merged run directory (default: next to the first shard)")
 
     t = sub.add_parser("tasks", help="list tasks, or show one resolved spec")
     t.add_argument("action", nargs="?", choices=["list", "show"], default="list")
@@ -205,7 +209,15 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
             print(table)
             print(f"\nwrote {run_dir}")
         if args.shard:
-            print(f"shard {args.shard}: these are the scores of this share only")
+            print(f"shard {args.shard}: these are the scores of this share only; join the shards with "
+                  "`lceval merge RUN_DIR...`")
+        return 0
+    if args.command == "merge":
+        run_dir, table = commands.merge([Path(p) for p in args.run_dirs],
+                                        output=Path(args.output) if args.output else None,
+                                        disabled_plugins=disabled, command=["lceval", *argv])
+        print(table)
+        print(f"\nwrote {run_dir}")
         return 0
     if args.command == "tasks":
         if args.action == "show":

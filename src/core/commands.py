@@ -201,6 +201,20 @@ def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: 
     return final, format_table(results)
 
 
+def merge(run_dirs: list[Path], *, output: Path | None = None, disabled_plugins: list[str] | None = None,
+          command: list[str] | None = None) -> tuple[Path, str]:
+    """Join the shards of one run into the run directory one machine would have written."""
+    from .merge import merge_runs
+    from .outputs import format_table, write_run
+    from .rundir import load_run
+
+    plugins, registry = _env(disabled_plugins or [])
+    runs = [load_run(Path(d)) for d in run_dirs]
+    state = merge_runs(runs, registry, command or [])
+    final, results = write_run(state, plugins, Path(output) if output else runs[0].path.parent)
+    return final, format_table(results)
+
+
 def compare(run_a: Path, run_b: Path, tasks: list[str] | None, fmt: str, seed: int = 0) -> str:
     from .compare import compare_runs, format_comparison
     from .rundir import load_run
