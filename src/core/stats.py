@@ -49,7 +49,9 @@ def cluster_bootstrap(values: Sequence[float], clusters: Sequence[str], *, n_boo
 
 def welch_one_tailed(a: Sequence[float], b: Sequence[float], alternative: str = "less") -> dict[str, Any]:
     """Welch's t-test of H1: mean(a) < mean(b) (or > with alternative='greater'),
-    as in ELITR-Bench paper 000, App. C.2, Table 9 (a = middle-position answers)."""
+    as in ELITR-Bench paper 000, App. C.2, Table 9 (a = middle-position answers).
+    scipy's `ttest_ind(equal_var=False, alternative=...)` computes it; we only decide what
+    a group too small or without variance gives (no p-value, said why, never nan)."""
     from scipy import stats as sps
 
     a_arr, b_arr = np.asarray(a, float), np.asarray(b, float)
@@ -60,14 +62,11 @@ def welch_one_tailed(a: Sequence[float], b: Sequence[float], alternative: str = 
     if len(a_arr) < 2 or len(b_arr) < 2:
         res.update(t=None, df=None, p_value=None, note="needs at least 2 scores on each side")
         return res
-    va, vb = a_arr.var(ddof=1) / len(a_arr), b_arr.var(ddof=1) / len(b_arr)
-    if va + vb == 0:
+    if a_arr.var(ddof=1) + b_arr.var(ddof=1) == 0:
         res.update(t=None, df=None, p_value=None, note="both groups have zero variance")
         return res
-    t = (a_arr.mean() - b_arr.mean()) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(a_arr) - 1) + vb ** 2 / (len(b_arr) - 1))
-    p = float(sps.t.cdf(t, df)) if alternative == "less" else float(sps.t.sf(t, df))
-    res.update(t=float(t), df=float(df), p_value=p)
+    test = sps.ttest_ind(a_arr, b_arr, equal_var=False, alternative=alternative)
+    res.update(t=float(test.statistic), df=float(test.df), p_value=float(test.pvalue))
     return res
 
 
@@ -80,3 +79,42 @@ def across_seeds(values: Sequence[float]) -> dict[str, Any]:
         "std": float(arr.std(ddof=1)) if len(arr) > 1 else None,
         "n_seeds": int(len(arr)),
     }
+
+
+def icc(ratings: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Intraclass correlations of a complete targets x raters table (Shrout & Fleiss 1979,
+    Psychol. Bull. 86(2), Table 1): ICC(1,*) one-way (each target rated by its own raters),
+    ICC(2,*) two-way random (the same raters for every target, raters a random sample),
+    ICC(3,*) two-way mixed (these raters only); `*1` is one rater's reliability, `*k` the
+    mean of the k raters'. Paper 001 (Table 11) reports ICC(2,k) per meeting and ICC(1,k)
+    over all meetings (whose annotators differ). None where a coefficient is undefined."""
+    x = np.asarray(ratings, dtype=float)
+    out: dict[str, Any] = {"n": int(x.shape[0]) if x.ndim == 2 else 0,
+                           "k": int(x.shape[1]) if x.ndim == 2 else 0}
+    names = ("icc1", "icc1k", "icc2", "icc2k", "icc3", "icc3k")
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
+        out.update({name: None for name in names}, note="needs at least 2 targets and 2 raters")
+        return out
+    n, k = x.shape
+    grand = x.mean()
+    ss_rows = k * float(((x.mean(axis=1) - grand) ** 2).sum())
+    ss_cols = n * float(((x.mean(axis=0) - grand) ** 2).sum())
+    ss_total = float(((x - grand) ** 2).sum())
+    msr = ss_rows / (n - 1)
+    msw = (ss_total - ss_rows) / (n * (k - 1))
+    msc = ss_cols / (k - 1)
+    mse = (ss_total - ss_rows - ss_cols) / ((n - 1) * (k - 1))
+
+    def ratio(num: float, den: float) -> float | None:
+        return num / den if den != 0 else None
+
+    out.update(
+        icc1=ratio(msr - msw, msr + (k - 1) * msw),
+        icc1k=ratio(msr - msw, msr),
+        icc2=ratio(msr - mse, msr + (k - 1) * mse + k * (msc - mse) / n),
+        icc2k=ratio(msr - mse, msr + (msc - mse) / n),
+        icc3=ratio(msr - mse, msr + (k - 1) * mse),
+        icc3k=ratio(msr - mse, msr),
+        mean_squares={"rows": msr, "within": msw, "columns": msc, "error": mse},
+    )
+    return out

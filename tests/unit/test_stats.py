@@ -60,3 +60,29 @@ def test_single_cluster_has_no_interval():
 def test_across_seeds_uses_sample_std():
     res = across_seeds([6.0, 7.0, 8.0])
     assert res["mean"] == 7.0 and res["std"] == pytest.approx(1.0) and res["n_seeds"] == 3
+
+
+# Shrout & Fleiss (1979), Psychol. Bull. 86(2): Table 2 (6 targets x 4 judges), with their
+# Table 3 mean squares and Table 4 coefficients (printed to two digits)
+SHROUT_FLEISS = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
+
+
+def test_icc_reproduces_shrout_fleiss_worked_example():
+    from lceval.stats import icc
+
+    res = icc(SHROUT_FLEISS)
+    ms = res["mean_squares"]
+    assert (round(ms["rows"], 2), round(ms["within"], 2), round(ms["columns"], 2), round(ms["error"], 2)) \
+        == (11.24, 6.26, 32.49, 1.02)
+    printed = {"icc1": 0.17, "icc2": 0.29, "icc3": 0.71, "icc1k": 0.44, "icc2k": 0.62, "icc3k": 0.91}
+    assert {name: round(res[name], 2) for name in printed} == printed
+    assert (res["n"], res["k"]) == (6, 4)
+
+
+def test_icc_perfect_agreement_and_degenerate_tables():
+    from lceval.stats import icc
+
+    same = icc([[1, 1, 1], [5, 5, 5], [3, 3, 3]])
+    assert same["icc1k"] == pytest.approx(1.0) and same["icc2k"] == pytest.approx(1.0)
+    assert icc([[1, 2, 3]])["icc2k"] is None  # one target: no between-target variance to compare
+    assert icc([[2, 2], [2, 2]])["icc1"] is None  # nothing varies: undefined, not nan
