@@ -6,13 +6,21 @@ numbers without running a model, and lets a judge be compared with the recorded 
 Prometheus and human scores (kept in `Generation.extras["recorded_scores"]`).
 
 Model string: `FILE#MODEL_NAME`. FILE may hold `{split}`, filled from each request's
-`hints["split"]`, so one spec covers dev and test2.
+`hints["split"]`, so one spec covers dev and test2, and `{seed}`, filled from the request's
+seed, so `--seed 1,2,3` replays one recorded run per seed (paper 000 ran test2 with three
+seeds, App. C.1). A file without `{seed}` holds one run: several `--seed` values are refused
+rather than served as identical copies with a spread of zero.
+
+For `lceval judge-agreement` and `lceval report`, `read_recorded_scores` turns a file into one
+score source per recorded scorer; a file named as published (`elitr-bench-qa_dev_st_...`)
+says which task it answers, so `lceval report FILE...` tabulates it like a run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -25,6 +33,11 @@ from lceval.types import Generation, GenerationRequest, ScoredItem, ScoreSource
 
 SCHEME = "replay"
 SPLIT_PLACEHOLDER = "{split}"
+SEED_PLACEHOLDER = "{seed}"
+#: Published file names: elitr-bench-<question set>_<split>_<st|mt>_<scorers>-eval.json
+PUBLISHED_NAME = re.compile(r"elitr-bench-(qa|conv)_(dev|test2)_(st|mt)_.*\.json$")
+#: (question set, mode) of a published file -> the task whose questions it answers
+TASK_OF = {("qa", "st"): "elitr_qa", ("qa", "mt"): "elitr_qa_mt", ("conv", "mt"): "elitr_conv"}
 _SCORE_SUFFIX = "_score"
 
 
@@ -119,8 +132,8 @@ class ReplayBackend(ModelBackend):
         self.pattern = pattern
         self.model_name = name
         self._files: dict[Path, RecordedFile] = {}
-        if SPLIT_PLACEHOLDER not in pattern:  # nothing to fill in: fail now rather than mid-run
-            self._file(None)
+        if SPLIT_PLACEHOLDER not in pattern and SEED_PLACEHOLDER not in pattern:
+            self._file(None, 0)  # nothing to fill in: fail now rather than mid-run
 
     @staticmethod
     def _resolve(name: str) -> Path:
@@ -138,14 +151,22 @@ class ReplayBackend(ModelBackend):
                         f"{', '.join(str(c) for c in candidates)})", field="--model",
                         hint="Fetch it with: lceval data fetch elitr-bench")
 
-    def _file(self, split: str | None) -> RecordedFile:
-        if SPLIT_PLACEHOLDER in self.pattern:
+    def check_seeds(self, seeds: list[int]) -> None:
+        if len(set(seeds)) > 1 and SEED_PLACEHOLDER not in self.pattern:
+            raise UserError(
+                f"{len(set(seeds))} seeds asked of replay file '{self.pattern}', which holds one "
+                "recorded run: every seed would get the same answers and the spread would be 0",
+                field="--seed",
+                hint="Give one --seed, or put {seed} in the file name to replay one recorded run "
+                "per seed (e.g. answers_seed{seed}.json).")
+
+    def _file(self, split: str | None, seed: int) -> RecordedFile:
+        name = self.pattern.replace(SEED_PLACEHOLDER, str(seed))
+        if SPLIT_PLACEHOLDER in name:
             if not split:
                 raise UserError(f"replay file '{self.pattern}' needs the request's split, "
                                 "but the task gave none", field="--model")
-            name = self.pattern.replace(SPLIT_PLACEHOLDER, split)
-        else:
-            name = self.pattern
+            name = name.replace(SPLIT_PLACEHOLDER, split)
         path = self._resolve(name)
         if path not in self._files:
             recorded = RecordedFile.load(path)
@@ -159,7 +180,8 @@ class ReplayBackend(ModelBackend):
         return recorded
 
     def identity(self) -> dict[str, Any]:
-        return {"scheme": SCHEME, "file": Path(self.pattern).name, "model": self.model_name}
+        # version 2: answers cached before seeds were checked may be copies across seeds
+        return {"scheme": SCHEME, "file": Path(self.pattern).name, "model": self.model_name, "version": 2}
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         return [self._answer(r) for r in requests]
@@ -171,7 +193,7 @@ class ReplayBackend(ModelBackend):
             raise UserError(f"request '{request.request_id}' lacks hint(s) {', '.join(missing)}: "
                             "the replay backend only answers ELITR-Bench questions", field="--model")
         split = hints.get("split")
-        recorded = self._file(str(split) if split is not None else None)
+        recorded = self._file(str(split) if split is not None else None, request.params.seed)
         meeting, qid = str(hints["meeting_id"]), str(hints["question_id"])
         question = recorded.questions.get((meeting, qid))
         if question is None:
@@ -215,24 +237,57 @@ SOURCE_NOTES = {
 }
 
 
+def _sibling_differs(path: Path, split: str | None) -> set[tuple[str, str]] | None:
+    """The QA/Conv differing questions, from a published file of the other question set of
+    the same split in the same folder (their questions are the data's); None without one."""
+    match = PUBLISHED_NAME.search(path.name)
+    if not match or not split:
+        return None
+    from lceval_plugins.tasks.elitr.task import differing_questions
+
+    other = "conv" if match.group(1) == "qa" else "qa"
+    this = json.loads(path.read_text(encoding="utf-8"))  # read before, so valid JSON
+    for candidate in sorted(path.parent.glob(f"elitr-bench-{other}_{split}_*.json")):
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        qa, conv = (this, data) if other == "conv" else (data, this)
+        return differing_questions(qa, conv)
+    return None
+
+
 def read_recorded_scores(path: Path) -> list[ScoreSource] | None:
     """Every `<scorer>_score` field of an ELITR-Bench generated-responses file as one score
-    source, for `lceval judge-agreement`; None if the file is not in that format."""
+    source, for `lceval judge-agreement` and `lceval report`; None if the file is not in that
+    format. Items carry what the `elitr` task type puts in a sample's metadata, and a file
+    named as published names its task, so the report scores it like a run of that task."""
     try:
         recorded = RecordedFile.load(path)
     except UserError:
         return None
+    match = PUBLISHED_NAME.search(path.name)
+    task = TASK_OF.get((match.group(1), match.group(3))) if match else None
+    split = recorded.split or (match.group(2) if match else None)
+    differs = _sibling_differs(path, split)
     sources: dict[str, list[ScoredItem]] = {}
     for (meeting, qid), question in recorded.questions.items():
-        item_id = f"{recorded.split}/{meeting}/{qid}" if recorded.split else f"{meeting}/{qid}"
+        item_id = f"{split}/{meeting}/{qid}" if split else f"{meeting}/{qid}"
+        metadata = {"split": split, "meeting_id": meeting, "question_id": qid,
+                    "question_type": question.get("question-type"),
+                    "answer_position": question.get("answer-position"),
+                    "question_set": match.group(1) if match else None}
+        if differs is not None:
+            metadata["qa_conv_differs"] = (meeting, qid) in differs
+        metadata = {k: v for k, v in metadata.items() if v is not None}
         for response in question["generated-responses"]:
             for name, score in recorded_scores(response).items():
                 sources.setdefault(name, []).append(ScoredItem(
                     item_id=item_id, system=str(response["model"]), score=score, cluster=meeting,
-                    response=str(response["generated-response"]).strip()))
+                    response=str(response["generated-response"]).strip(), metadata=metadata))
     if not sources:
         return None
-    return [ScoreSource(name=name, items=items, origin=str(path), note=SOURCE_NOTES.get(name, ""))
+    return [ScoreSource(name=name, items=items, origin=str(path), note=SOURCE_NOTES.get(name, ""), task=task)
             for name, items in sources.items()]
 
 

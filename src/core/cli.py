@@ -31,6 +31,9 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     r.add_argument("--seed", default="0", help="seed or comma-separated seeds (mean ± std across them)")
     r.add_argument("--output", default="runs", help="folder for run directories (default: ./runs)")
     r.add_argument("--context-policy", choices=["error", "skip", "truncate-middle", "truncate-left"])
+    r.add_argument("--context-lengths", metavar="8k,16k,...,full",
+                   help="run each task with its context cut to each budget (k = 1024 tokens; full = uncut): "
+                   "a curve of score against context length")
     r.add_argument("--retriever", help="retriever plugin for tasks that retrieve (sets options.retriever)")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a spec field, e.g. --set options.history=gold (YAML value)")
@@ -66,10 +69,17 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     dl.add_argument("--data-home")
 
     rep = sub.add_parser("report", help="print finished runs, or the papers' tables over several runs")
-    rep.add_argument("run_dirs", nargs="+")
+    rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR|FILE[#SCORER]",
+                     help="run directories, or recorded score files (e.g. ELITR-Bench's *_gpt-4-eval.json)")
     rep.add_argument("--format", choices=["table", "json", "markdown", "csv", "latex"], default="table",
                      help="table/json: each run on its own; markdown/csv/latex: models x tasks x groups, "
                      "breakdowns and tests over all runs given")
+    rep.add_argument("--pooled", action="store_true",
+                     help="breakdowns and tests over all groups (splits) together, not per group")
+    rep.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
+                     help="only samples whose metadata FIELD is VALUE (repeatable), e.g. qa_conv_differs=true")
+    rep.add_argument("--by", action="append", default=[], metavar="FIELD",
+                     help="a further breakdown by a sample metadata field (repeatable)")
 
     sc = sub.add_parser("score", help="re-judge a finished run without generating again")
     sc.add_argument("run_dir")
@@ -141,6 +151,12 @@ def _seeds(text: str) -> list[int]:
         raise UserError(f"seeds must be integers, got '{text}'", field="--seed") from None
 
 
+def _context_lengths(text: str | None) -> list[int | None] | None:
+    from .context import parse_context_lengths
+
+    return parse_context_lengths(text) if text is not None else None
+
+
 def _overrides(items: list[str]) -> dict[str, Any]:
     import yaml
 
@@ -200,6 +216,7 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
             tasks=args.tasks, models=args.model, judge=args.judge, judge_model=args.judge_model,
             splits=args.split, limit=args.limit, seeds=_seeds(args.seed), output=Path(args.output),
             context_policy=args.context_policy, retriever=args.retriever, overrides=_overrides(args.overrides),
+            context_lengths=_context_lengths(args.context_lengths),
             cache_path=Path(args.cache) if args.cache else None,
             data_home=Path(args.data_home) if args.data_home else None,
             disabled_plugins=disabled, progress=not args.no_progress, command=["lceval", *argv],
@@ -242,7 +259,8 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
             print(commands.list_datasets(home, disabled))
         return 0
     if args.command == "report":
-        print(commands.report([Path(p) for p in args.run_dirs], args.format))
+        print(commands.report(args.run_dirs, args.format, pooled=args.pooled, where=args.where, by=args.by,
+                              disabled_plugins=disabled))
         return 0
     if args.command == "score":
         run_dir, table = commands.score(

@@ -34,7 +34,7 @@ def default_cache_path() -> Path:
 def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model: str | None = None,
         splits: list[str] | None = None, limit: int | None = None, seeds: list[int] | None = None,
         output: Path = Path("runs"), context_policy: str | None = None, retriever: str | None = None,
-        overrides: dict[str, Any] | None = None, cache_path: Path | None = None,
+        context_lengths: list[int | None] | None = None, overrides: dict[str, Any] | None = None, cache_path: Path | None = None,
         data_home: Path | None = None, disabled_plugins: list[str] | None = None,
         progress: bool = True, command: list[str] | None = None, contexts: list[str] | None = None,
         shard: tuple[int, int] | None = None) -> list[tuple[Path, str]]:
@@ -58,7 +58,7 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
             config = RunConfig(
                 tasks=tasks, model=model, judge=judge, judge_model=judge_model, splits=splits,
                 limit=limit, seeds=seeds or [0], output=Path(output), context_policy=context_policy,
-                retriever=retriever, overrides=overrides or {}, cache_path=cache.path, data_home=home,
+                context_lengths=context_lengths, retriever=retriever, overrides=overrides or {}, cache_path=cache.path, data_home=home,
                 disabled_plugins=disabled_plugins or [], progress=progress, command=command or [],
                 contexts=contexts, shard=shard,
             )
@@ -161,17 +161,28 @@ def list_datasets(home: Path | None, disabled: list[str]) -> str:
     return "\n".join(lines) + f"\n(data home: {root})"
 
 
-def report(run_dirs: list[Path], fmt: str) -> str:
+def report(run_dirs: list[Path | str], fmt: str, *, pooled: bool = False, where: list[str] | None = None,
+           by: list[str] | None = None, disabled_plugins: list[str] | None = None) -> str:
     """`table`/`json`: each run's own results; `markdown`/`csv`/`latex`: the papers' tables
-    (models x tasks x groups, breakdowns, tests) over all the runs given."""
+    (models x tasks x groups, breakdowns per group or `pooled`, tests) over all the runs
+    given. Inputs are run directories or recorded score files; `where` (FIELD=VALUE) keeps a
+    subset of the samples and `by` adds breakdowns, both re-scored from the samples."""
     from .outputs import format_table
-    from .rundir import load_run
+    from .reportdata import load_inputs, parse_where, rescored
 
-    runs = [load_run(Path(d)) for d in run_dirs]
+    plugins, registry = _env(disabled_plugins or [])
+
+    def spec_of(task: str) -> dict[str, Any]:
+        if task not in registry.specs:
+            raise UserError(f"recorded scores name task '{task}', which is not installed", field="run_dirs")
+        return registry.spec(task).data
+
+    runs = [rescored(r, parse_where(where or []), by or [])
+            for r in load_inputs([str(d) for d in run_dirs], plugins, spec_of)]
     if fmt in ("markdown", "csv", "latex"):
         from .tables import paper_tables
 
-        return paper_tables(runs, fmt)
+        return paper_tables(runs, fmt, pooled=pooled)
     blocks = []
     for run in runs:
         if fmt == "json":

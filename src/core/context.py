@@ -7,15 +7,70 @@ every answer of the conversation. What was done is recorded per sample.
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 from .errors import UserError
 from .interfaces import ModelBackend
 from .types import CONTEXT_SLOT, ContextCut, Conversation, Message
+
+if TYPE_CHECKING:
+    from .spec import TaskSpec
 
 POLICIES = ("error", "skip", "truncate-middle", "truncate-left")
 #: Marks the place where text was removed, so the model (and a reader) can tell.
 CUT_MARK = "\n[...]\n"
 #: Tokens kept free for tokenizer boundary effects when cut text is joined again.
 SAFETY_MARGIN = 8
+
+
+def tokens_label(n: int) -> str:
+    """4096 -> "4k"; token counts that are not whole multiples of 1024 stay as they are."""
+    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
+
+
+def parse_context_lengths(text: str) -> list[int | None]:
+    """`--context-lengths 4k,8k,12000,full`: token budgets, k = 1024 (an "8k" window holds
+    8192 tokens); `full` is the uncut task (the model's window alone limits it)."""
+    out: list[int | None] = []
+    for part in (p.strip().lower() for p in text.split(",")):
+        if not part:
+            continue
+        if part == "full":
+            value: int | None = None
+        else:
+            m = re.fullmatch(r"(\d+)(k?)", part)
+            if not m or int(m.group(1)) == 0:
+                raise UserError(f"'{part}' is not a token budget (e.g. 8k, 16384, full)",
+                                field="--context-lengths")
+            value = int(m.group(1)) * (1024 if m.group(2) else 1)
+        if value in out:
+            raise UserError(f"budget '{part}' is given twice", field="--context-lengths")
+        out.append(value)
+    if not out:
+        raise UserError("no budget given (e.g. --context-lengths 4k,8k,full)", field="--context-lengths")
+    return sorted(out, key=lambda v: float("inf") if v is None else v)
+
+
+def context_length_variants(spec: "TaskSpec", budgets: list[int | None] | None) -> list["TaskSpec"]:
+    """One copy of `spec` per budget, its context cut to at most that many tokens
+    (`context.max_tokens`) and named `<task>@<budget>`, so each budget's samples, results,
+    intervals and tests stay apart in one run directory; `None` keeps the task as it is.
+    Prompts that a budget leaves uncut are the same requests as in the task itself, so the
+    cache answers them once for every budget."""
+    if not budgets:
+        return [spec]
+    from .spec import with_overrides
+
+    out = []
+    for budget in budgets:
+        if budget is None:
+            out.append(spec)
+            continue
+        variant = with_overrides(spec, {"context": {"max_tokens": budget}})
+        variant.name = f"{spec.name}@{tokens_label(budget)}"
+        out.append(variant)
+    return out
 
 
 def fill_context(messages: list[Message], context: str) -> list[Message]:
@@ -43,16 +98,26 @@ def full_transcript(conv: Conversation, answers: list[str], upto: int | None = N
 
 
 def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: int,
-        answer_reserve: int, context_ids: list[int] | None = None) -> tuple[str | None, ContextCut]:
+        answer_reserve: int, context_ids: list[int] | None = None,
+        max_tokens: int | None = None) -> tuple[str | None, ContextCut]:
     """Return the context to send (None = skip the conversation) and what was done.
-    `context_ids` may pass the context's tokens when several conversations share it."""
+    `context_ids` may pass the context's tokens when several conversations share it.
+    `max_tokens` (the spec's `context.max_tokens`, one budget of `--context-lengths`) cuts the
+    context to that many tokens even when the window holds more: the user asked for that
+    cut, so it is made whatever the policy (from the middle, or the left with truncate-left)
+    and recorded as such; a window smaller than the budget is still the policy's business."""
     if policy not in POLICIES:
         raise UserError(f"unknown context policy '{policy}' (known: {', '.join(POLICIES)})",
                         field="context.policy")
     window = model.context_window
-    if window and context_ids is None:
+    if (window or max_tokens) and context_ids is None:
         context_ids = model.tokenize(conv.context)
-    if window is None or context_ids is None:
+    if max_tokens is not None and context_ids is None:
+        raise UserError(f"context.max_tokens ({max_tokens}) needs the model's tokenizer, and "
+                        f"{type(model).__name__} lends none", field="context.max_tokens",
+                        hint="Cut contexts with a local model, or an API model given tokenizer=... "
+                        "(a replayed answer cannot be cut).")
+    if context_ids is None:
         return conv.context, ContextCut(policy=policy, original_tokens=None, kept_tokens=None)
 
     n = len(conv.turns)
@@ -62,10 +127,21 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
     else:
         earlier = [""] * (n - 1)
         reserve = answer_reserve * (n - 1) + max_new_tokens
-    skeleton = fill_context(full_transcript(conv, earlier), "")
-    overhead = _count(model, skeleton)
-    budget = window - overhead - reserve - SAFETY_MARGIN
     original = len(context_ids)
+    overhead = 0
+    budget = original if window is None else window
+    if window:
+        skeleton = fill_context(full_transcript(conv, earlier), "")
+        overhead = _count(model, skeleton)
+        budget = window - overhead - reserve - SAFETY_MARGIN
+    if max_tokens is not None and max_tokens < budget:
+        if original <= max_tokens:
+            return conv.context, ContextCut(policy, original, original, "none")
+        # the requested cut, not the window's: made under every policy
+        policy = "truncate-left" if policy == "truncate-left" else "truncate-middle"
+        budget = max_tokens
+        if window is None:
+            return _cut(model, context_ids, budget, policy), ContextCut(policy, original, budget, "truncated")
     if original <= budget:
         return conv.context, ContextCut(policy, original, original, "none")
     if policy == "error":

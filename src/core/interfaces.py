@@ -73,6 +73,11 @@ class ModelBackend(ABC):
     def detokenize(self, tokens: list[int]) -> str:
         raise NotImplementedError(f"{type(self).__name__} has no tokenizer")
 
+    def check_seeds(self, seeds: list[int]) -> None:
+        """Raise UserError for `--seed` values the backend cannot honour, before any request
+        (a replay of one recorded run gives the same answers to every seed: refused, rather
+        than reported as a spread of zero). The default accepts any."""
+
     def stats(self) -> dict[str, Any] | None:
         """Backend-side accounting for the manifest (retries, failures by kind, cost), or
         None. The engine's own counters (requests, cache hits, tokens) are kept anyway."""

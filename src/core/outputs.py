@@ -74,7 +74,8 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
         "config": {
             "tasks": cfg.tasks, "model": cfg.model, "judge": cfg.judge, "judge_model": cfg.judge_model,
             "splits": cfg.splits, "limit": cfg.limit, "seeds": cfg.seeds,
-            "context_policy": cfg.context_policy, "retriever": cfg.retriever, "overrides": cfg.overrides,
+            "context_policy": cfg.context_policy, "context_lengths": cfg.context_lengths,
+            "retriever": cfg.retriever, "overrides": cfg.overrides,
             "disabled_plugins": cfg.disabled_plugins, "contexts": cfg.contexts,
             "shard": list(cfg.shard) if cfg.shard else None,
         },
@@ -156,8 +157,10 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         if seeds and seeds.get("mean") is not None:
             rows.append((name, f"{seeds['n_seeds']} seeds", f"{_fmt(seeds['mean'])} ± {_fmt(seeds['std'])}",
                          "", "", "", "", ""))
-        for tname, t in (metric.get("tests") or {}).items():
-            rows.append((name, tname, f"p={_fmt(t['p_value'], 3)}", "", f"{t['n_a']}/{t['n_b']}", "", "", ""))
+        # per group, as the papers test (paper 000 Table 9 is test2 alone); pooled only without groups
+        tested = [(f"{gname} {tname}", t) for gname, g in groups.items() for tname, t in (g.get("tests") or {}).items()]
+        for label, t in tested or list((metric.get("tests") or {}).items()):
+            rows.append((name, label, f"p={_fmt(t['p_value'], 3)}", "", f"{t['n_a']}/{t['n_b']}", "", "", ""))
         for mname, extra in task["metrics"].items():
             if mname == "score":
                 continue

@@ -29,7 +29,7 @@ from .interfaces import JudgeContext, PairwiseJudge
 from .plugins import Plugins
 from .rundir import FinishedRun
 from .stats import cluster_bootstrap
-from .tables import short_model_name
+from .reportdata import model_name as short_model_name
 from .types import PairInput, PairJudgment, Sample
 
 SCHEMA = "lceval-rankings-1"

@@ -35,6 +35,7 @@ class RunConfig:
     seeds: list[int] = field(default_factory=lambda: [0])
     output: Path = Path("runs")
     context_policy: str | None = None
+    context_lengths: list[int | None] | None = None  # --context-lengths: one task variant per budget
     retriever: str | None = None  # --retriever: sets the spec option `retriever`
     overrides: dict[str, Any] = field(default_factory=dict)  # --set path=value on every spec
     cache_path: Path | None = None
@@ -184,13 +185,14 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     policy = spec.data["context"]["policy"]
     reserve = int(spec.data["context"].get("answer_reserve", params.max_new_tokens))
     window = model.backend.context_window
+    max_tokens = spec.data["context"].get("max_tokens")  # one budget of --context-lengths
     tokens: dict[str, list[int] | None] = {}  # a meeting's questions share one tokenization
     fitted = []
     for conv in conversations:
-        if window and conv.context_id not in tokens:
+        if (window or max_tokens) and conv.context_id not in tokens:
             tokens[conv.context_id] = model.backend.tokenize(conv.context)
         text, cut = ctxpolicy.fit(conv, model.backend, policy, params.max_new_tokens, reserve,
-                                  context_ids=tokens.get(conv.context_id))
+                                  context_ids=tokens.get(conv.context_id), max_tokens=max_tokens)
         fitted.append((conv, text, cut))
     shared = ctxpolicy.share_cuts(fitted, model.backend, tokens)
     states = [ConversationState(conv=conv, context=text, cut=cut) for (conv, _, _), (text, cut) in zip(fitted, shared)]
@@ -274,7 +276,8 @@ def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, Cont
 def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cache,
             data_home: Path) -> RunState:
     """Run every task of `config` for one model; the caller writes the outputs."""
-    specs = [apply_overrides(s, config) for s in registry.resolve_tasks(config.tasks)]
+    specs = [variant for s in registry.resolve_tasks(config.tasks)
+             for variant in ctxpolicy.context_length_variants(apply_overrides(s, config), config.context_lengths)]
     model_spec = parse_model_spec(config.model, registry)
     backend_factory(model_spec, plugins)
     jspec = judge_model_spec(config.judge_model, registry, plugins)
@@ -297,6 +300,7 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
     model = CachedModel(backend, cache, model_spec.canonical)
     runs: list[TaskRun] = []
     try:
+        backend.check_seeds(list(config.seeds))  # e.g. a replay of one run refuses several seeds
         for spec, conversations in loaded:
             samples: list[Sample] = []
             judge_identity: dict[str, Any] = {}

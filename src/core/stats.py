@@ -7,6 +7,7 @@ independent, so intervals come from resampling whole clusters, not single questi
 from __future__ import annotations
 
 import math
+import warnings
 from collections import defaultdict
 from typing import Any, Sequence
 
@@ -65,7 +66,11 @@ def welch_one_tailed(a: Sequence[float], b: Sequence[float], alternative: str = 
     if a_arr.var(ddof=1) + b_arr.var(ddof=1) == 0:
         res.update(t=None, df=None, p_value=None, note="both groups have zero variance")
         return res
-    test = sps.ttest_ind(a_arr, b_arr, equal_var=False, alternative=alternative)
+    with warnings.catch_warnings():
+        # scipy warns of "catastrophic cancellation" when one side's scores are all equal
+        # (a zero variance is exact there, and the test is still defined by the other side)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        test = sps.ttest_ind(a_arr, b_arr, equal_var=False, alternative=alternative)
     res.update(t=float(test.statistic), df=float(test.df), p_value=float(test.pvalue))
     return res
 

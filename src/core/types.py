@@ -160,6 +160,9 @@ class ScoredItem:
     cluster: str = ""  # e.g. meeting id: bootstrap resamples clusters
     response: str | None = None
     label: str | None = None
+    #: what a run's sample of this item would carry (split, question type ...): lets
+    #: `lceval report` group, break down and test recorded scores like a run's
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -168,6 +171,9 @@ class ScoreSource:
     items: list[ScoredItem]
     origin: str = ""  # the file or run directory it came from
     note: str = ""  # e.g. "recorded x2 (1-5 scale doubled)"
+    #: the task whose items these are (a registered spec name), when the file says so:
+    #: `lceval report` then scores them with that spec's `report` section, like a run
+    task: str | None = None
 
 
 @dataclass

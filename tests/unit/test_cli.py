@@ -72,7 +72,9 @@ def test_report_reads_finished_runs(tiny_home, tmp_path, capsys):
     assert "task" in out and "elitr_qa" in out and "dev" in out
     assert main(["report", str(run_dir), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
-    assert "| model | elitr_qa dev | elitr_qa test2 | elitr_qa mean |" in out
+    assert "### ELITR-Bench (paper 000, Table 2)" in out
+    assert "| model | QA single-turn dev | QA single-turn test2 | QA single-turn mean |" in out
+    assert "### elitr_qa, dev: breakdowns and tests" in out  # per split by default
     assert main(["report", str(run_dir), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["schema_version"] == 1
     assert main(["report", str(tmp_path)]) == 2

@@ -25,7 +25,7 @@ def test_single_turn_one_conversation_per_question(tiny_home, tmp_path):
     assert first.user == prompt + "\n\n" + "Who opened the meeting?"
     assert first.metadata == {"split": "dev", "meeting_id": "meeting_en_dev_901", "question_id": "1",
                               "question_type": "who", "answer_position": "B", "question_set": "qa",
-                              "language": "en"}
+                              "language": "en", "qa_conv_differs": False}
     assert convs[0].context.startswith("(PERSON1) Hello everyone")
     assert {p.name for p in seen} >= {"elitr-bench-qa_dev.json", "meeting_en_dev_901.txt"}
 
@@ -82,3 +82,18 @@ def test_limit_counts_questions_per_split(tiny_home, tmp_path):
 def test_custom_prompt_must_hold_the_transcript(tiny_home, tmp_path):
     convs, _ = load(tiny_home, tmp_path, prompt="Meeting:\n{transcript}\nAnswer briefly.", splits=["test2"])
     assert convs[0].turns[0].user.startswith(f"Meeting:\n{CONTEXT_SLOT}\nAnswer briefly.\n\n")
+
+
+def test_questions_worded_differently_in_qa_and_conv_are_flagged(tiny_home, tmp_path):
+    """Paper 000 App. C.3 reports on the questions whose Conv wording differs; the tiny
+    fixture's Conv set rewords question 3 of meeting 901."""
+    for question_set, mode in (("qa", "single-turn"), ("conv", "multi-turn")):
+        convs, _ = load(tiny_home, tmp_path, question_set=question_set, mode=mode)
+        flagged = {t.item_id for c in convs for t in c.turns if t.metadata["qa_conv_differs"]}
+        assert flagged == {"dev/meeting_en_dev_901/3"}
+
+
+def test_no_flag_without_the_other_question_set(tiny_home, tmp_path):
+    (tiny_home / "elitr-bench" / "data" / "elitr-bench-conv_dev.json").unlink()
+    convs, _ = load(tiny_home, tmp_path, splits=["dev"])
+    assert all("qa_conv_differs" not in t.metadata for c in convs for t in c.turns)

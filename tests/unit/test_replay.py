@@ -37,7 +37,7 @@ def test_registers_scheme() -> None:
 def test_answers_with_recorded_response_and_scores() -> None:
     backend = make_replay(f"{FIXTURE}#ModelA", {})
     assert backend.context_window is None and backend.batch_size == 64
-    assert backend.identity() == {"scheme": "replay", "file": "replay_small.json", "model": "ModelA"}
+    assert backend.identity() == {"scheme": "replay", "file": "replay_small.json", "model": "ModelA", "version": 2}
     gens = backend.generate([
         request("meeting_fixture_001", "1", "Who chaired the planning call?", rid="a"),
         request("meeting_fixture_001", "2", "How many demo rooms were booked?", rid="b"),  # spaces differ

@@ -124,15 +124,16 @@ def test_report_paper_tables_in_three_formats(tiny_home, tmp_path, capsys):
     text = capsys.readouterr().out
     rows = list(csv.reader(io.StringIO(text)))
     header = rows[0]
-    assert header[:2] == ["table", "model"] and "elitr_qa/dev" in header and "elitr_qa/mean" in header
+    assert header[:2] == ["table", "model"]
+    assert "QA single-turn/dev" in header and "QA single-turn/mean" in header
     first = rows[1]
     metric = a_res["tasks"]["elitr_qa"]["metrics"]["score"]
-    assert float(first[header.index("elitr_qa/dev")]) == pytest.approx(metric["groups"]["dev"]["value"], rel=1e-5)
-    assert float(first[header.index("elitr_qa/mean")]) == pytest.approx(metric["mean_of_groups"], rel=1e-5)
-    assert any(r[0].startswith("elitr_qa: breakdowns") for r in rows[1:])
+    assert float(first[header.index("QA single-turn/dev")]) == pytest.approx(metric["groups"]["dev"]["value"], rel=1e-5)
+    assert float(first[header.index("QA single-turn/mean")]) == pytest.approx(metric["mean_of_groups"], rel=1e-5)
+    assert any(r[0].startswith("elitr_qa, dev: breakdowns") for r in rows[1:])
     assert main(["report", str(a_dir), str(b_dir), "--format", "latex"]) == 0
     tex = capsys.readouterr().out
-    assert "\\multicolumn{3}{c}{elitr\\_qa}" in tex and "\\begin{tabular}" in tex
+    assert "\\multicolumn{3}{c}{QA single-turn}" in tex and "\\begin{tabular}" in tex
     assert "lost\\_in\\_the\\_middle p" in tex
 
 

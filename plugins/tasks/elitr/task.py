@@ -11,6 +11,9 @@ the authors' own code (utter-project/ELITR-Bench, `utils/common.py` and `inferen
   user message is the question alone;
 - questions are stripped; with `qa_markers` (App. B.2) a user message reads
   "QUESTION: <question> ANSWER:";
+- every question carries `qa_conv_differs`: whether its QA and Conv wordings differ (16 dev
+  and 17 test2 questions; paper 000 App. C.3, Fig. 1 / paper 001 Fig. 3 report on them), so
+  `lceval report RUNS --where qa_conv_differs=True` gives those results in one command;
 - single-turn: one conversation per question; multi-turn: one conversation per meeting,
   questions in the dataset's order. In multi-turn the history holds the model's own
   answers (the paper's protocol) or, with `history: gold`, the reference answers, which
@@ -75,6 +78,22 @@ def format_question(question: str, qa_markers: bool) -> str:
     return f"QUESTION: {question} ANSWER:" if qa_markers else question
 
 
+def _words(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def differing_questions(qa: dict[str, Any], conv: dict[str, Any]) -> set[tuple[str, str]]:
+    """(meeting id, question id) of the questions worded differently in the QA and Conv sets
+    (Conv's pronouns and ellipses; whitespace does not count)."""
+    def wording(data: dict[str, Any]) -> dict[tuple[str, str], str]:
+        return {(str(m.get("id")), str(q.get("id"))): _words(q.get("question", ""))
+                for m in data.get("meetings") or [] if isinstance(m, dict)
+                for q in m.get("questions") or [] if isinstance(q, dict)}
+
+    a, b = wording(qa), wording(conv)
+    return {key for key in a.keys() & b.keys() if a[key] != b[key]}
+
+
 def _read_json(path: Path, ctx: TaskContext) -> dict[str, Any]:
     if not path.is_file():
         raise UserError("ELITR-Bench questions file not found", file=path,
@@ -136,6 +155,7 @@ class ElitrTaskType(TaskType):
         for split in splits:
             path = questions_file(root, opts["question_set"], opts["language"], split)
             data = _read_json(path, ctx)
+            differs = self._differing(root, split, ctx)
             taken = 0
             # --contexts first, so that --limit counts questions of the chosen meetings
             chosen = [m for m in data["meetings"] if ctx.select_context(context_id(split, m["id"]))]
@@ -144,6 +164,9 @@ class ElitrTaskType(TaskType):
                     break
                 mid = meeting["id"]
                 turns = [_turn(q, split, mid, path, opts) for q in meeting["questions"]]
+                if differs is not None:
+                    for t in turns:
+                        t.metadata["qa_conv_differs"] = (mid, t.metadata["question_id"]) in differs
                 if ctx.limit is not None:
                     turns = turns[: ctx.limit - taken]
                 taken += len(turns)
@@ -152,6 +175,16 @@ class ElitrTaskType(TaskType):
                 transcript = self._transcript(root, mid, ctx)
                 conversations.extend(self._conversations(split, mid, transcript, turns, prompt, opts))
         return conversations
+
+    @staticmethod
+    def _differing(root: Path, split: str, ctx: TaskContext) -> set[tuple[str, str]] | None:
+        """The English QA/Conv differing questions of a split (the same for the Czech sets);
+        None when either file is missing."""
+        files = [questions_file(root, qset, "en", split) for qset in ("qa", "conv")]
+        if not all(f.is_file() for f in files):
+            return None
+        qa, conv = (_read_json(f, ctx) for f in files)
+        return differing_questions(qa, conv)
 
     @staticmethod
     def _transcript(root: Path, meeting: str, ctx: TaskContext) -> str:
