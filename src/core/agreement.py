@@ -272,7 +272,23 @@ def agreement(sources: list[ScoreSource], *, bins_of: str | None = None, n_boot:
         both = sorted(k for k in set(kr) & set(ko) if kr[k].score is not None and ko[k].score is not None)
         bins[other] = score_bins([kr[k].score for k in both], [ko[k].score for k in both])
     return {"sources": per_source, "matched_by": "item and response text" if by_response else "item and system",
-            "items_in_all_sources": len(common), "pairs": pairs, "bins_of": ref, "bins": bins}
+            "items_in_all_sources": len(common), "pairs": pairs, "bins_of": ref, "bins": bins,
+            "icc": rater_icc(keyed_sources, names, common)}
+
+
+def rater_icc(keyed_sources: dict[str, dict[Key, ScoredItem]], names: list[str], common: set[Key]) -> dict[str, Any]:
+    """The sources as raters of the items all of them scored: intraclass correlations over
+    all items and per cluster, as paper 001 Table 11 reports its crowd annotators (ICC(2,k)
+    per meeting, whose raters are the same; ICC(1,k) over all meetings, whose are not)."""
+    from .stats import icc
+
+    keys = sorted(k for k in common if all(keyed_sources[n][k].score is not None for n in names))
+    table = [[float(keyed_sources[n][k].score) for n in names] for k in keys]  # type: ignore[arg-type]
+    by_cluster: dict[str, list[list[float]]] = defaultdict(list)
+    for k, row in zip(keys, table):
+        by_cluster[keyed_sources[names[0]][k].cluster].append(row)
+    return {"raters": names, "overall": icc(table),
+            "by_cluster": {c: icc(rows) for c, rows in sorted(by_cluster.items()) if c}}
 
 
 def _system_of(keyed_sources: dict[str, dict[Key, ScoredItem]], names: list[str], key: Key) -> str:
@@ -285,6 +301,16 @@ def _f(v: Any, d: int = 2) -> str:
     return "-" if v is None else f"{v:.{d}f}"
 
 
+def _r(v: Any) -> str:
+    """A correlation as the papers print it (three digits: paper 000 Fig. 2b, 002 Table 1)."""
+    return _f(v, 3)
+
+
+def _pct(v: Any) -> str:
+    """A share as the papers print it (a percentage, one digit: paper 002 Table 1)."""
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
 def format_agreement(rep: dict[str, Any]) -> str:
     out = [f"Items matched by {rep['matched_by']}; {rep['items_in_all_sources']} items are in every source.\n",
            "### Item-level correlation (95% bootstrap CI, resampling "
@@ -294,11 +320,11 @@ def format_agreement(rep: dict[str, Any]) -> str:
         cells = []
         for name in ("pearson", "spearman", "kendall"):
             c = p["item"][name]
-            ci = f" [{_f(c['ci_low'])}, {_f(c['ci_high'])}]" if c["ci_low"] is not None else ""
-            cells.append(f"{_f(c['value'])}{ci}")
+            ci = f" [{_r(c['ci_low'])}, {_r(c['ci_high'])}]" if c["ci_low"] is not None else ""
+            cells.append(f"{_r(c['value'])}{ci}")
         lab = p.get("label_agreement")
         out.append(f"| {p['a']} | {p['b']} | {p['item']['n']} | " + " | ".join(cells)
-                   + f" | {_f(lab['share']) + ' (n=' + str(lab['n']) + ')' if lab else '-'} |")
+                   + f" | {_pct(lab['share']) + ' (n=' + str(lab['n']) + ')' if lab else '-'} |")
     systems = sorted({sy for s in rep["sources"].values() for sy in s["system_means"]})
     out += ["\n### Mean score per system and source\n",
             "| system | " + " | ".join(rep["sources"]) + " |", "|---|" + "---|" * len(rep["sources"])]
@@ -310,7 +336,8 @@ def format_agreement(rep: dict[str, Any]) -> str:
             "|---|---|---|---|---|"]
     for p in rep["pairs"]:
         s = p["system"]
-        out.append(f"| {p['a']} | {p['b']} | {s['systems']} | {_f(s['kendall'])} | {_f(s['pairs_same_order'])} |")
+        out.append(f"| {p['a']} | {p['b']} | {s['systems']} | {_r(s['kendall'])} | {_pct(s['pairs_same_order'])} |")
+    out += _format_icc(rep.get("icc"))
     for other, rows in rep["bins"].items():
         out += [f"\n### {other} scores within each {rep['bins_of']} score bin (paper 000, Fig. 2a)\n",
                 f"| {rep['bins_of']} bin | n | mean {other} | 95% CI | histogram |", "|---|---|---|---|---|"]
@@ -319,3 +346,15 @@ def format_agreement(rep: dict[str, Any]) -> str:
             hist = " ".join(f"{k}:{v}" for k, v in r["histogram"].items())
             out.append(f"| {r['bin']} | {r['n']} | {_f(r['mean'])} | {ci} | {hist} |")
     return "\n".join(out)
+
+
+def _format_icc(icc: dict[str, Any] | None) -> list[str]:
+    if not icc or icc["overall"]["n"] < 2:
+        return []
+    out = [f"\n### Intraclass correlation, the {len(icc['raters'])} sources as raters (paper 001, Table 11)\n",
+           "ICC(2,k): the same raters for every item (two-way random, k raters' mean); ICC(1,k): one-way, "
+           "for items whose raters differ (Shrout & Fleiss 1979).\n",
+           "| items | n | ICC(1,k) | ICC(2,k) | ICC(2,1) |", "|---|---|---|---|---|"]
+    for name, block in [*icc["by_cluster"].items(), ("all", icc["overall"])]:
+        out.append(f"| {name} | {block['n']} | {_r(block['icc1k'])} | {_r(block['icc2k'])} | {_r(block['icc2'])} |")
+    return out

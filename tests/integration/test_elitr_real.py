@@ -89,3 +89,96 @@ def test_replay_refuses_the_wrong_question_set(real_home, tmp_path, shared_datas
     with pytest.raises(UserError):
         run(tasks="elitr_qa_mt", models=[f"replay:{gen}#GPT-4"], judge="gpt4-recorded", splits=["dev"],
             data_home=real_home, output=tmp_path / "runs", progress=False)
+
+
+# paper 000, Table 2: dev columns (the test columns average three seeded runs; the files hold one)
+TABLE2_DEV = {
+    "QA single-turn": {"GPT-3.5": 7.04, "GPT-4": 8.21, "LongAlpaca-7B": 5.89, "LongAlpaca-13B": 6.17,
+                       "LongChat-7B-v1.5": 6.60, "Vicuna-7B-v1.5": 5.42, "Vicuna-13B-v1.5": 5.92,
+                       "LongAlign-7B": 6.11, "LongAlign-13B": 6.27},
+    "QA multi-turn": {"GPT-4": 8.53, "LongAlpaca-7B": 4.53, "LongAlpaca-13B": 4.76, "LongChat-7B-v1.5": 5.85,
+                      "Vicuna-7B-v1.5": 4.68, "Vicuna-13B-v1.5": 5.52, "LongAlign-7B": 5.43, "LongAlign-13B": 4.65},
+    "Conv multi-turn": {"GPT-4": 8.53, "LongAlpaca-7B": 4.70, "LongAlpaca-13B": 4.74, "LongChat-7B-v1.5": 5.21,
+                        "Vicuna-7B-v1.5": 4.67, "Vicuna-13B-v1.5": 5.42, "LongAlign-7B": 5.04, "LongAlign-13B": 4.81},
+}
+# the three cells the published files do not give to the printed digit: their scores sum to
+# 1202/141 = 8.5248 (GPT-4, both multi-turn settings) and 834/141 = 5.9149 (Vicuna-13B)
+FILES_GIVE = {("QA single-turn", "Vicuna-13B-v1.5"): 5.91, ("QA multi-turn", "GPT-4"): 8.52,
+              ("Conv multi-turn", "GPT-4"): 8.52}
+RECORDED = ["elitr-bench-qa_{split}_st_gpt-4-eval.json", "elitr-bench-qa_{split}_mt_gpt-4-eval.json",
+            "elitr-bench-conv_{split}_mt_gpt-4-eval.json"]
+
+
+def _csv_tables(text: str) -> dict[str, tuple[list[str], dict[str, list[str]]]]:
+    import csv
+    import io
+
+    tables: dict[str, tuple[list[str], dict[str, list[str]]]] = {}
+    header: list[str] = []
+    for row in csv.reader(io.StringIO(text)):
+        if row[:2] == ["table", "model"]:
+            header = row
+            continue
+        tables.setdefault(row[0], (header, {}))[1][row[1]] = row
+    return tables
+
+
+def _check_table2_and_table9(tables) -> None:
+    header, rows = tables["ELITR-Bench (paper 000, Table 2)"]
+    assert header[2:] == [f"{s}/{g}" for s in ("QA single-turn", "QA multi-turn", "Conv multi-turn")
+                          for g in ("dev", "test2", "mean")]
+    for setting, cells in TABLE2_DEV.items():
+        for model, printed in cells.items():
+            value = float(rows[model][header.index(f"{setting}/dev")])
+            assert round(value, 2) == FILES_GIVE.get((setting, model), printed), (setting, model)
+    assert rows["GPT-3.5"][header.index("QA multi-turn/dev")] == ""  # not run in multi-turn (16K window)
+    header9, rows9 = tables["elitr_qa, test2: breakdowns and tests"]
+    column = header9.index("tests/lost_in_the_middle p")
+    assert {m: round(float(rows9[m][column]), 3) for m in MODELS_ST} == TABLE9
+
+
+def test_report_of_recorded_files_gives_table2_dev_and_table9(shared_datasets):
+    """`lceval report FILE...` over the published generations: paper 000 Table 2's layout
+    and dev cells, and Table 9's p-values on test2 (per split, as the paper computed them)."""
+    from lceval.commands import report
+
+    folder = shared_datasets / "elitr-bench" / "generated-responses"
+    files = [folder / name.format(split=split) for name in RECORDED for split in ("dev", "test2")]
+    _check_table2_and_table9(_csv_tables(report(files, "csv")))
+    pooled = _csv_tables(report(files, "csv", pooled=True))
+    header, rows = pooled["elitr_qa, all groups pooled: breakdowns and tests"]
+    # dev and test2 together: what the report printed before it followed the paper
+    assert round(float(rows["GPT-4"][header.index("tests/lost_in_the_middle p")]), 3) == 0.121
+
+
+def test_report_of_replayed_runs_matches_the_recorded_files(real_home, tmp_path, shared_datasets):
+    """The README's flow: replay each setting, then `lceval report` the run directories."""
+    from lceval.commands import report
+
+    models = ["GPT-4", "LongChat-7B-v1.5"]
+    dirs = []
+    for task, name in zip(("elitr_qa", "elitr_qa_mt", "elitr_conv"), RECORDED):
+        reports = run(tasks=task, models=[f"replay:generated-responses/{name}#{m}" for m in models],
+                      judge="gpt4-recorded", data_home=real_home, output=tmp_path / "runs", progress=False)
+        dirs += [d for d, _ in reports]
+    tables = _csv_tables(report(dirs, "csv"))
+    header, rows = tables["ELITR-Bench (paper 000, Table 2)"]
+    assert list(rows) == models  # three runs per model, one row each
+    for setting, cells in TABLE2_DEV.items():
+        for model in models:
+            value = float(rows[model][header.index(f"{setting}/dev")])
+            assert round(value, 2) == FILES_GIVE.get((setting, model), cells[model])
+    header9, rows9 = tables["elitr_qa, test2: breakdowns and tests"]
+    column = header9.index("tests/lost_in_the_middle p")
+    assert {m: round(float(rows9[m][column]), 3) for m in models} == {m: TABLE9[m] for m in models}
+
+
+def test_qa_conv_differing_subset_in_one_command(shared_datasets):
+    """Paper 000 App. C.3 (paper 001 Fig. 3): 16 dev and 17 test2 questions differ."""
+    from lceval.commands import report
+
+    folder = shared_datasets / "elitr-bench" / "generated-responses"
+    files = [folder / f"elitr-bench-qa_{split}_mt_gpt-4-eval.json#gpt-4-eval" for split in ("dev", "test2")]
+    out = [json.loads(block) for block in report(files, "json", where=["qa_conv_differs=true"]).split("\n\n")]
+    gpt4 = next(r for r in out if r["model"] == "GPT-4")["tasks"]["elitr_qa_mt"]["metrics"]["score"]
+    assert {g: v["n"] for g, v in gpt4["groups"].items()} == {"dev": 16, "test2": 17}

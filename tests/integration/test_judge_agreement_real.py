@@ -61,3 +61,17 @@ def test_a_run_joins_recorded_scores_by_response_text(shared_datasets, real_home
     assert pair["item"]["n"] == 130  # GPT-4's 130 answers, matched to its recorded gold scores
     assert rep["sources"]["lexical"]["scored"] == 130
     assert 0.2 < pair["item"]["pearson"]["value"] < 0.9
+
+
+def test_markdown_prints_the_papers_digits_and_the_sources_icc(shared_datasets):
+    """Correlations to three digits, shares as percentages to one; the four scorers as raters."""
+    from lceval import commands
+
+    text = commands.judge_agreement([str(shared_datasets / ALL_EVAL)], n_boot=20)
+    assert "| gpt-4-eval | gold-human-eval | 390 | 0.820 [" in text
+    assert "| gpt-4-eval | gold-human-eval | 3 | 1.000 | 100.0% |" in text
+    rep = json.loads(commands.judge_agreement([str(shared_datasets / ALL_EVAL)], fmt="json", n_boot=20))
+    icc = rep["icc"]
+    assert icc["overall"]["n"] == 390 and icc["overall"]["k"] == 4 and len(icc["by_cluster"]) == 8
+    assert sum(b["n"] for b in icc["by_cluster"].values()) == 390
+    assert "(paper 001, Table 11)" in text and f"| all | 390 | {icc['overall']['icc1k']:.3f} |" in text

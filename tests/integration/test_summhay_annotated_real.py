@@ -35,3 +35,11 @@ def test_offline_judge_beside_the_six_evaluators(shared_datasets, tmp_path):
     # measured: 0.629 and 84.9% (lexical similarity, thresholds set by hand)
     assert 0.6 < mine["item"]["pearson"]["value"] < 0.66
     assert 0.82 < mine["label_agreement"]["share"] < 0.88
+
+
+def test_markdown_prints_table_1_digits(shared_datasets):
+    path = shared_datasets / FILE
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    text = commands.judge_agreement([f"human={path}#human", f"gpt-4o={path}#prompted_gpt-4o"], n_boot=20)
+    assert "| human | gpt-4o | 1419 | 0.716 [" in text and "| 88.9% (n=" in text

@@ -86,3 +86,17 @@ def test_icc_perfect_agreement_and_degenerate_tables():
     assert same["icc1k"] == pytest.approx(1.0) and same["icc2k"] == pytest.approx(1.0)
     assert icc([[1, 2, 3]])["icc2k"] is None  # one target: no between-target variance to compare
     assert icc([[2, 2], [2, 2]])["icc1"] is None  # nothing varies: undefined, not nan
+
+
+def test_judge_agreement_takes_its_sources_as_icc_raters():
+    from lceval.agreement import agreement, format_agreement
+    from lceval.types import ScoredItem, ScoreSource
+
+    sources = [ScoreSource(name=f"judge{j}", items=[ScoredItem(item_id=str(i), system="m", score=float(row[j]),
+                                                               cluster="a" if i < 3 else "b")
+                                                    for i, row in enumerate(SHROUT_FLEISS)])
+               for j in range(4)]
+    rep = agreement(sources, n_boot=10)
+    assert round(rep["icc"]["overall"]["icc2k"], 2) == 0.62 and round(rep["icc"]["overall"]["icc1k"], 2) == 0.44
+    assert [b["n"] for b in rep["icc"]["by_cluster"].values()] == [3, 3]
+    assert "| all | 6 | 0.443 | 0.620 | 0.290 |" in format_agreement(rep)
