@@ -125,3 +125,38 @@ def test_an_llm_coverage_judge_on_the_replayed_summaries(annotated, tmp_path):
     assert pair["matched"] == 6
     # line 2 is the annotators' candidate 1 for i1 only: 2 of the 4 insights both link agree
     assert pair["label_agreement"] == {"n": 4, "share": 0.5}
+
+
+def test_each_summary_is_labelled_with_its_domain(tmp_path):
+    from lceval_plugins.tasks.summhay.annotated import annotated_conversations
+
+    news = {**entry("summary_subtopic_gpt-4o"), "topic_id": "t9"}
+    del news["topic_fn"]
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps([entry("summary_subtopic_a"), news, {**news, "domain": "conversation"}]))
+    convs = annotated_conversations(path)
+    assert [c.metadata["domain"] for c in convs] == ["conversation", "news", "conversation"]
+    assert [c.turns[0].metadata["domain"] for c in convs] == ["conversation", "news", "conversation"]
+
+
+def test_evaluator_bias_by_summarizer_and_length(tmp_path):
+    """Paper 002 Table 6 on a hand-checkable file: two summarizers, one evaluator."""
+    from lceval_plugins.tasks.summhay.bias import evaluator_bias, format_bias, summarizer_of
+
+    assert summarizer_of("summary_subtopic_dwzhu/e5-base-4k_gpt-4o") == "gpt-4o"
+    assert summarizer_of("summary_subtopic_claude3-opus") == "claude3-opus"
+    first = entry("summary_subtopic_oracle_m1")  # auto 1, 0.5, 0 vs human 1, 0.5, 0: delta 0
+    second = entry("summary_subtopic_m2")
+    second["predictions_prompted_gpt-4o"] = [{"coverage": "FULL_COVERAGE", "bullet_id": 2, "insight_id": i}
+                                             for i in ("i1", "i2", "i3")]  # 1 vs 0.5: delta +0.5
+    third = {**entry("summary_subtopic_random_m2"), "summary": SUMMARY + ["* one more line of four words"]}
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps([first, second, third]))
+    rep = evaluator_bias(path)
+    assert rep["evaluators"] == ["prompted_gpt-4o"]
+    assert rep["summarizer_bias"] == {"m1": {"prompted_gpt-4o": 0.0}, "m2": {"prompted_gpt-4o": 0.25}}
+    assert rep["average"]["prompted_gpt-4o"] == pytest.approx(0.125)
+    assert rep["length_to_score"]["prompted_gpt-4o"] is not None
+    assert "| m2 | 2 | 0.250 |" in format_bias(rep)
+    with pytest.raises(UserError, match="no predictions of evaluator"):
+        evaluator_bias(path, ["prompted_nobody"])

@@ -45,6 +45,16 @@ HINT = "summhay_stored_summary"
 REQUIRED = ("subtopic_id", "subtopic", "summkey", "summary", "reference_insights")
 
 
+def annotated_domain(record: dict[str, Any]) -> str:
+    """News or conversation. The file states no domain; its records of conversational topics
+    (doctor-patient meetings, sales calls) name their haystack file in `topic_fn`
+    (data/topic_*.json), while its news records (the Foot Locker topic) carry a `topic_id`
+    instead: 114 conversation and 86 news summaries. A `domain` field, if given, wins."""
+    if record.get("domain") in ("news", "conversation"):
+        return str(record["domain"])
+    return "conversation" if record.get("topic_fn") else "news"
+
+
 def summary_text(summary: Any) -> str:
     """The stored summary (a list of lines) as one text whose non-empty lines are those lines."""
     if isinstance(summary, str):
@@ -96,15 +106,16 @@ def annotated_conversations(path: Path, limit: int | None = None,
         # model reads (the stored summary travels as a hint)
         user = (f"Replay the stored SummHay summary '{x['summkey']}' of subtopic {x['subtopic_id']} "
                 f"({x['subtopic']}), sha256 {digest}.")
+        domain = annotated_domain(x)
         metadata = {"subtopic_id": str(x["subtopic_id"]), "summkey": str(x["summkey"]),
-                    "topic": str(x.get("topic", "")), "domain": "conversation", "source": "annotated",
+                    "topic": str(x.get("topic", "")), "domain": domain, "source": "annotated",
                     "insights": insights, HINT: text}
         reference = "\n".join(f"- {i['insight']}" for i in insights)
         out.append(Conversation(
             conv_id=item_id, context="", context_id=item_id,
             turns=[Turn(item_id=item_id, user=user, reference=reference, question=str(x["subtopic"]),
                         metadata=metadata)],
-            metadata={"subtopic_id": str(x["subtopic_id"]), "domain": "conversation"}))
+            metadata={"subtopic_id": str(x["subtopic_id"]), "domain": domain}))
     return out
 
 

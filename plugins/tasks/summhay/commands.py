@@ -9,6 +9,8 @@
   Salesforce/summary-of-a-haystack as haystack JSON files (hf.py; needs `datasets`).
 - `lceval summhay position RUN_DIR...`: mean Coverage / Citation / Joint of the three
   position-bias tasks found in the run directories and the §5.4 Position Sensitivity.
+- `lceval summhay bias eval_benchmark_data.json`: Table 6 (App. A.3), each evaluator's bias by
+  summarizer and the correlation of its scores with bullet length (bias.py).
 """
 
 from __future__ import annotations
@@ -90,6 +92,13 @@ def _synth(args: Any) -> str:
             f"{rec['document_regenerations']} document regenerations, {rec['unverified_documents']} unverified")
 
 
+def _all_evaluators(path: Path) -> list[str]:
+    from .annotated import read_annotated_file
+    from .bias import PREFIX
+
+    return sorted({k[len(PREFIX):] for x in read_annotated_file(path) for k in x if k.startswith(PREFIX)})
+
+
 class SummhayCommand(Command):
     help = "SummHay tools: template haystack, retrieval-only report, position sensitivity"
 
@@ -126,6 +135,11 @@ class SummhayCommand(Command):
         h.add_argument("--dataset", default=HF_DATASET)
         h.add_argument("--split", default="train")
         h.add_argument("--revision", help="a commit of the dataset repository, for a pinned copy")
+        b = sub.add_parser("bias", help="evaluator bias by summarizer and bullet length (App. A.3, Table 6)")
+        b.add_argument("annotations", help="the authors' eval_benchmark_data.json")
+        b.add_argument("--evaluators", help="comma-separated evaluators of the file, or 'all' "
+                       "(default: Table 6's prompted_gpt-4o, prompted_claude3-opus, prompted_gemini-1.5-pro)")
+        b.add_argument("--format", choices=["md", "json"], default="md")
         p = sub.add_parser("position", help="Position Sensitivity (§5.4) from runs of summhay_position")
         p.add_argument("run_dirs", nargs="+")
         p.add_argument("--format", choices=["md", "json"], default="md")
@@ -159,6 +173,15 @@ class SummhayCommand(Command):
             paths = export_hf(Path(args.out_dir), args.dataset, args.split, args.revision)
             return (f"wrote {len(paths)} haystacks to {args.out_dir}; install them with "
                     f"`lceval data fetch summhay --from {args.out_dir}`")
+        if args.summhay_command == "bias":
+            from .bias import evaluator_bias, format_bias
+
+            names = None
+            if args.evaluators == "all":
+                names = _all_evaluators(Path(args.annotations))
+            elif args.evaluators:
+                names = [n.strip() for n in args.evaluators.split(",") if n.strip()]
+            return format_bias(evaluator_bias(Path(args.annotations), names), args.format)
         table = position_table([Path(p) for p in args.run_dirs])
         if args.format == "json":
             return json.dumps(table, indent=1)
