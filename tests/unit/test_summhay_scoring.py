@@ -281,6 +281,16 @@ def test_bm25_matches_rank_bm25_okapi():
     assert BM25Retriever().scores("cat market", docs) == pytest.approx(list(ref))
 
 
+def test_bm25_indexes_a_haystack_once_for_all_its_queries():
+    r = BM25Retriever()
+    queries = ["cat market", "the dog", "cat cat", "nothing here"]
+    got = [r.scores(q, list(DOCS)) for q in queries]  # a new list of the same texts each time
+    assert r.index_builds == 1
+    assert got == [BM25Retriever().scores(q, DOCS) for q in queries]  # a fresh index gives the same
+    other = DOCS[:3]
+    assert r.scores("cat", other) == BM25Retriever().scores("cat", other) and r.index_builds == 2
+
+
 def test_oracle_needs_relevance_and_sorts_by_it_stably():
     with pytest.raises(UserError):
         OracleRetriever().rank("q", DOCS)
