@@ -248,9 +248,6 @@ def criterion_ranking(results: list[PairResult], labels: list[str], criterion: s
     out["elo"] = {s: {"rating": elo.ratings[s], "order_sd": elo.order_sd[s], **_interval(elo_ci, s)} for s in labels}
     out["elo_bootstrap"] = {"n_boot": elo_ci.n_boot, "skipped": elo_ci.skipped}
 
-    def bt_once(ms: list[pairwise.Match], rng: np.random.Generator) -> dict[str, float]:
-        return pairwise.bradley_terry(ms, labels, prior=opts.bt_prior, anchor=opts.initial).ratings
-
     try:
         bt = pairwise.bradley_terry(matches, labels, prior=opts.bt_prior, anchor=opts.initial)
     except pairwise.NoMLE as exc:
@@ -258,8 +255,8 @@ def criterion_ranking(results: list[PairResult], labels: list[str], criterion: s
         out["bradley_terry_note"] = f"{exc} Pass --bt-prior 1 (one virtual draw per pair)."
     else:
         try:
-            bt_ci = pairwise.bootstrap_ci(matches, labels, bt_once, n_boot=opts.n_boot, seed=opts.seed,
-                                          level=opts.level)
+            bt_ci = pairwise.bootstrap_bradley_terry(matches, labels, prior=opts.bt_prior, anchor=opts.initial,
+                                                     n_boot=opts.n_boot, seed=opts.seed, level=opts.level)
         except pairwise.NoMLE:  # no resample had a fit: no interval rather than a made-up one
             bt_ci = pairwise.BootstrapResult(intervals={}, n_boot=opts.n_boot, skipped=opts.n_boot, level=opts.level)
         out["bradley_terry"] = {s: {"rating": bt.ratings[s], **_interval(bt_ci, s)} for s in labels}

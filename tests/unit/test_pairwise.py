@@ -300,6 +300,29 @@ def test_bootstrap_counts_skipped_replicates():
         bootstrap_ci([Match("A", "B", 1, "m1")], AB, bt_rate, n_boot=5)
 
 
+@pytest.mark.parametrize("prior", [0.0, 1.0])
+def test_bradley_terry_bootstrap_tallies_once_and_gives_bootstrap_ci(prior):
+    """The fast path draws the same resamples as bootstrap_ci(bradley_terry): same intervals,
+    same skipped count (resamples where a system won or lost everything, with prior 0)."""
+    from lceval.pairwise import bootstrap_bradley_terry
+
+    rng = random.Random(3)
+    systems = ["A", "B", "C", "D"]
+    ms = [Match(a, b, rng.choice([0.0, 0.5, 1.0, 0.75]), f"m{k}")
+          for k in range(6) for a, b in [("A", "B"), ("B", "C"), ("C", "D"), ("A", "D")]]
+    slow = bootstrap_ci(ms, systems, lambda sample, _: bradley_terry(sample, systems, prior=prior).ratings,
+                        n_boot=120, seed=7)
+    fast = bootstrap_bradley_terry(ms, systems, prior=prior, n_boot=120, seed=7)
+    assert fast.skipped == slow.skipped and fast.n_boot == slow.n_boot
+    for s in systems:
+        assert fast.intervals[s] == pytest.approx(slow.intervals[s], abs=1e-9)
+    two = [Match("A", "B", 1, "m1"), Match("B", "A", 1, "m2")]
+    assert bootstrap_bradley_terry(two, AB, n_boot=300, seed=4).skipped == bootstrap_ci(two, AB, bt_rate, n_boot=300,
+                                                                                        seed=4).skipped
+    with pytest.raises(NoMLE, match="all 5 bootstrap replicates"):
+        bootstrap_bradley_terry([Match("A", "B", 1, "m1")], AB, n_boot=5)
+
+
 # ---------------------------------------------------------------- summaries
 
 def test_head_to_head_and_score_matrix():
