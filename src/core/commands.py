@@ -182,7 +182,7 @@ def report(run_dirs: list[Path | str], fmt: str, *, pooled: bool = False, where:
     if fmt in ("markdown", "csv", "latex"):
         from .tables import paper_tables
 
-        return paper_tables(runs, fmt, pooled=pooled)
+        return paper_tables(runs, fmt, pooled=pooled, subset=", ".join(where or []))
     blocks = []
     for run in runs:
         if fmt == "json":

@@ -127,22 +127,17 @@ def _main_value(metric: dict[str, Any] | None, group: str) -> float | None:
 
 
 def main_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
-    placed: dict[str, list[tuple[float, int, str, str]]] = defaultdict(list)
-    seen: set[str] = set()
-    for run in runs:
-        for task in _tasks(run):
-            if task in seen or _is_variant(run, task):
-                continue
-            seen.add(task)
-            title, column, order = _placement(run, task)
-            placed[title].append((order, len(seen), task, column))
+    placed: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    spec_of = {t: r for r in runs for t in _tasks(r)}
+    for task in _task_order(runs):
+        title, column, _ = _placement(spec_of[task], task)
+        placed[title].append((task, column))
     order, cell = _by_row(runs, labels)
     tables = []
     for title, entries in placed.items():
-        entries.sort()
-        names = [c for *_, c in entries]
+        names = [c for _, c in entries]
         layout = [(task, column if names.count(column) == 1 else f"{column} ({task})", _groups(runs, task))
-                  for _, _, task, column in entries]
+                  for task, column in entries]
         table = Table(title, [Column(col, g) for _, col, groups in layout for g in groups])
         for label in order:
             values = [_main_value(_score(cell[(label, task)], task) if (label, task) in cell else None, g)
@@ -187,10 +182,22 @@ def _breakdown_table(runs: list[ReportRun], labels: list[str], task: str, group:
     return table
 
 
+def _task_order(runs: list[ReportRun]) -> list[str]:
+    """Tasks (not budget variants) as the main tables place them: by table, then the spec's
+    column order, then first seen."""
+    first: dict[str, tuple[str, float, int]] = {}
+    for run in runs:
+        for task in _tasks(run):
+            if task not in first and not _is_variant(run, task):
+                title, _, order = _placement(run, task)
+                first[task] = (title, order, len(first))
+    titles = list(dict.fromkeys(title for title, _, _ in first.values()))
+    return sorted(first, key=lambda t: (titles.index(first[t][0]), first[t][1], first[t][2]))
+
+
 def breakdown_tables(runs: list[ReportRun], labels: list[str], pooled: bool = False) -> list[Table]:
     out = []
-    tasks = list(dict.fromkeys(t for r in runs for t in _tasks(r) if not _is_variant(r, t)))
-    for task in tasks:
+    for task in _task_order(runs):
         groups = [g for g in _groups(runs, task) if g not in ("mean", "all")]
         for group in ([None] if pooled or not groups else groups):
             for context in (False, True):
@@ -288,12 +295,15 @@ def render_latex(table: Table) -> str:
 RENDERERS = {"markdown": render_markdown, "csv": render_csv, "latex": render_latex}
 
 
-def paper_tables(runs: list[ReportRun], fmt: str, pooled: bool = False) -> str:
+def paper_tables(runs: list[ReportRun], fmt: str, pooled: bool = False, subset: str = "") -> str:
+    """All tables over `runs`; `subset` (e.g. "qa_conv_differs=true") is said in every title."""
     if fmt not in RENDERERS:
         raise UserError(f"unknown table format '{fmt}' (known: {', '.join(RENDERERS)})", field="--format")
     if not runs:
         raise UserError("no run directories given", field="run_dirs")
     labels = row_labels(runs)
     tables = [*main_tables(runs, labels), *curve_tables(runs, labels), *breakdown_tables(runs, labels, pooled)]
+    for table in tables if subset else []:
+        table.title += f" (only samples with {subset})"
     sep = "\n" if fmt == "csv" else "\n\n"
     return sep.join(RENDERERS[fmt](t) for t in tables)

@@ -84,6 +84,8 @@ def test_where_keeps_a_subset_and_by_adds_a_breakdown(tiny_home, tmp_path):
     by = json.loads(commands.report([run_dir], "json", by=["qa_conv_differs"]))
     split = by["tasks"]["elitr_qa"]["metrics"]["score"]["groups"]["dev"]["breakdowns"]["qa_conv_differs"]
     assert {k: v["n"] for k, v in split.items()} == {"False": 4, "True": 1}
+    text = commands.report([run_dir], "markdown", where=["qa_conv_differs=true"])
+    assert "### ELITR-Bench (paper 000, Table 2) (only samples with qa_conv_differs=true)" in text
     with pytest.raises(UserError, match="no sample"):
         commands.report([run_dir], "json", where=["question_type=nonesuch"])
     assert main(["report", str(run_dir), "--where", "novalue"]) == 2
