@@ -69,7 +69,10 @@ def from_run_dir(run: FinishedRun) -> ReportRun:
             specs[task] = run.task_spec(task)
         except UserError:
             specs[task] = {}
-    return ReportRun(run_id=run.run_id, model=run.model, results=run.results, specs=specs, samples=run.samples)
+    # the model as the user named it (`smollm2`, not the file its alias resolves to)
+    typed = (run.manifest.get("config") or {}).get("model")
+    return ReportRun(run_id=run.run_id, model=str(typed or run.model), results=run.results, specs=specs,
+                     samples=run.samples)
 
 
 def samples_of(source: ScoreSource, task: str, items: list[Any]) -> list[Sample]:
