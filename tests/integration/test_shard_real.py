@@ -31,7 +31,15 @@ def test_single_turn_qa_in_2_and_3_shards(real_home, tmp_path, shared_datasets):
 
 
 def test_multi_turn_qa_with_two_seeds_in_3_shards(real_home, tmp_path, shared_datasets):
-    model = f"replay:{shared_datasets / GENERATED.format(mode='mt')}#GPT-4"
+    # one recorded run per seed (the replay backend refuses several seeds of one file): the
+    # published run stands in for both
+    per_seed = tmp_path / "per-seed"
+    per_seed.mkdir()
+    for split in ("dev", "test2"):
+        for seed in (0, 1):
+            source = shared_datasets / GENERATED.format(mode="mt").replace("{split}", split)
+            (per_seed / f"qa_{split}_mt_seed{seed}.json").symlink_to(source)
+    model = f"replay:{per_seed}/qa_{{split}}_mt_seed{{seed}}.json#GPT-4"
     (whole,) = runs("elitr_qa_mt", model, real_home, tmp_path / "whole", seeds=[0, 1])
     shards = [d for i in range(3) for d in runs("elitr_qa_mt", model, real_home, tmp_path / "s", seeds=[0, 1],
                                                  shard=(i, 3))]
