@@ -67,9 +67,16 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="print finished runs, or the papers' tables over several runs")
     rep.add_argument("run_dirs", nargs="+")
-    rep.add_argument("--format", choices=["table", "json", "markdown", "csv", "latex"], default="table",
+    rep.add_argument("--format", choices=["table", "json", "markdown", "csv", "latex", "html"], default="table",
                      help="table/json: each run on its own; markdown/csv/latex: models x tasks x groups, "
-                     "breakdowns and tests over all runs given")
+                     "breakdowns and tests over all runs given; html: one self-contained page with plots and "
+                     "a sample browser (also takes `lceval rank` directories; needs -o)")
+    rep.add_argument("-o", "--output", help="file to write (html)")
+    rep.add_argument("--agreement", action="append", metavar="[LABEL=]PATH[#SOURCE]",
+                     help="html: further score sources (e.g. recorded human scores) to set the runs' judges "
+                     "against, as in judge-agreement (repeatable)")
+    rep.add_argument("--bins-of", help="html: the reference source of the agreement plots (default: the first)")
+    rep.add_argument("--title", help="html: page title")
 
     sc = sub.add_parser("score", help="re-judge a finished run without generating again")
     sc.add_argument("run_dir")
@@ -242,6 +249,9 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
             print(commands.list_datasets(home, disabled))
         return 0
     if args.command == "report":
+        if args.format == "html":
+            print(f"wrote {commands.report_html([Path(p) for p in args.run_dirs], args.output, agreement=args.agreement, bins_of=args.bins_of, title=args.title, disabled_plugins=disabled)}")
+            return 0
         print(commands.report([Path(p) for p in args.run_dirs], args.format))
         return 0
     if args.command == "score":

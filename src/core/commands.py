@@ -181,6 +181,18 @@ def report(run_dirs: list[Path], fmt: str) -> str:
     return "\n\n".join(blocks)
 
 
+def report_html(paths: list[Path], output: str | Path | None, *, agreement: list[str] | None = None,
+                bins_of: str | None = None, title: str | None = None,
+                disabled_plugins: list[str] | None = None) -> Path:
+    """`lceval report --format html -o FILE`: runs, rankings and agreement in one page."""
+    from .report_html import write_report
+
+    if not output:
+        raise UserError("--format html writes a file: pass -o FILE.html", field="-o")
+    return write_report(paths, Path(output), load_plugins(disabled_plugins or []), agreement=agreement,
+                        bins_of=bins_of, title=title)
+
+
 def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: Path | None = None,
           cache_path: Path | None = None, disabled_plugins: list[str] | None = None,
           command: list[str] | None = None) -> tuple[Path, str]:
