@@ -258,14 +258,17 @@ def _section(anchor: str, title: str, inner: str) -> str:
 
 
 def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval report",
-                 agreement: tuple[dict[str, Any], dict[str, list[tuple[float, float]]]] | None = None) -> str:
+                 agreement: tuple[dict[str, Any], dict[str, list[tuple[float, float]]]] | None = None,
+                 preface: list[tuple[str, str, str]] | None = None) -> str:
+    """The page; `preface` sections (anchor, title, inner HTML) come first (a leaderboard
+    puts a submission's verification there)."""
     from .report_figures import agreement_figures, breakdown_figures, group_figure, ranking_figures, task_order
 
     runs = inputs.runs
     labels = run_labels(runs)
     names = labels
     ctx = ReportContext(runs=runs, labels=labels, rankings=inputs.rankings)
-    sections: list[tuple[str, str, str]] = []
+    sections: list[tuple[str, str, str]] = list(preface or [])
     if runs:
         sections.append(("runs", "Runs", _runs_table(runs, labels)))
     for n, task in enumerate(task_order(ctx)):
