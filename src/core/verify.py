@@ -95,6 +95,10 @@ def differences(reported: Any, recomputed: Any, where: str) -> tuple[list[str], 
     return ([] if same else [f"{where}: reported {reported!r}, recomputed {recomputed!r}"]), 1
 
 
+def _differ(what: list[str]) -> str:
+    return " and ".join(what) + (" differs" if len(what) == 1 else " differ")
+
+
 def _listed(items: list[str], prefix: str) -> list[str]:
     shown = [f"{prefix}{x}" for x in items[:MAX_LISTED]]
     if len(items) > MAX_LISTED:
@@ -274,7 +278,7 @@ class _RunCheck:
             fields = [n for n, a, b in (("question", s.question, t.question), ("reference", s.reference, t.reference))
                       if a != b]
             if fields:
-                text.append(f"{item} (seed {seed}): {' and '.join(fields)} differ from the data")
+                text.append(f"{item} (seed {seed}): {_differ(fields)} from the data")
         self.problems([f"{i} (seed {s})" for i, s in dropped], f"{task}: sample missing (dropped?): ")
         self.problems([f"{i} (seed {s})" for i, s in extra], f"{task}: sample not in the task: ")
         self.problems([f"{i} (seed {s})" for i, s in twice], f"{task}: sample given twice: ")
@@ -367,8 +371,7 @@ class _RunCheck:
                         if gen is not None and dict(gen.extras) != old.generation_extras:
                             what.append("recorded extras")
                         if what:
-                            diffs.append(f"{item} (seed {seed}): {' and '.join(what)} differ from what "
-                                         f"{mspec.scheme}: gives")
+                            diffs.append(f"{item} (seed {seed}): {_differ(what)} from what {mspec.scheme}: gives")
             finally:
                 backend.close()
                 cache.close()
