@@ -210,11 +210,16 @@ def asset(name: str) -> str:
 
 
 def figures_html(figures: list[ReportFigure]) -> str:
+    """The figures in a grid; one with no data mark (every value missing) is named, not drawn."""
     parts = []
+    empty = [f.title for f in figures if f.marks == 0]
     for f in figures:
+        if f.marks == 0:
+            continue
         parts.append(f'<figure class="fig" data-marks="{f.marks}"><figcaption><b>{escape(f.title)}</b>'
                      f'{" " + escape(f.caption) if f.caption else ""}</figcaption>{f.svg}</figure>')
-    return f'<div class="figs">{"".join(parts)}</div>' if parts else ""
+    note = f'<p class="desc">No value to plot: {escape("; ".join(empty))}.</p>' if empty else ""
+    return (f'<div class="figs">{"".join(parts)}</div>' if parts else "") + note
 
 
 def plugin_figures(ctx: ReportContext, plugins: Any) -> tuple[list[ReportFigure], list[str]]:
@@ -340,9 +345,13 @@ def agreement_inputs(runs: list[FinishedRun], sources: list[str], bins_of: str |
     with further score sources (recorded human scores ...), as `lceval judge-agreement`."""
     from .agreement import agreement, matched_scores, merge_sources, read_sources
 
-    found = [s for run in runs for s in read_sources(str(run.path), plugins, None)]
-    found += [s for arg in sources for s in read_sources(arg, plugins, None)]
-    merged = merge_sources(found)
+    extra = [s for arg in sources for s in read_sources(arg, plugins, None)]
+    ids = {i.item_id for s in extra for i in s.items}
+    # a run's judge joins only where it scored the same items (another benchmark's runs would
+    # otherwise force matching by system, and match nothing)
+    found = [s for run in runs for s in read_sources(str(run.path), plugins, None)
+             if any(i.item_id in ids for i in s.items)]
+    merged = merge_sources(found + extra)
     rep = agreement(merged, bins_of=bins_of, n_boot=1000, seed=seed)
     ref = rep["bins_of"]
     points = {s.name: matched_scores(merged, ref, s.name) for s in merged if s.name != ref}

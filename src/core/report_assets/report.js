@@ -210,8 +210,19 @@
     more.style.display = idx.length > shown ? "" : "none";
   }
 
-  filters.addEventListener("input", function () { shown = PAGE; render(); });
-  filters.addEventListener("change", function () { shown = PAGE; render(); });
+  /* Re-render only when a filter really changed: a text box also fires "change" when it
+     loses focus, which happens on the mousedown of a click on a row; re-rendering then would
+     replace the row under the pointer and swallow the click. */
+  var lastKey = null;
+  function filtersChanged() {
+    var key = Array.prototype.map.call(filters.querySelectorAll("select, input"), function (x) { return x.value; }).join("\u0000");
+    if (key === lastKey) return;
+    lastKey = key;
+    shown = PAGE;
+    render();
+  }
+  filters.addEventListener("input", filtersChanged);
+  filters.addEventListener("change", filtersChanged);
   more.addEventListener("click", function () { shown += PAGE; render(); });
-  render();
+  filtersChanged();
 })();
