@@ -127,3 +127,25 @@ def test_labels_are_short_model_names_unless_two_runs_of_a_task_share_one(two_ru
     labels = run_labels(inputs.runs)
     ids = [r.run_id for r in inputs.runs]
     assert labels == [f"x ({ids[0]})", f"x ({ids[1]})"]  # same model, same task: run ids tell them apart
+
+
+def test_summhay_panels_put_retrievers_budgets_and_orders_side_by_side(tmp_path):
+    from lceval_plugins.tasks.summhay.template import write_template
+
+    hay = write_template(tmp_path / "hay.json", n_subtopics=2, n_documents=8)
+    tasks = "summhay_full,summhay_rag_bm25,summhay_order_random,summhay_order_top,summhay_order_bottom"
+    opts = {"options.haystack": str(hay), "options.budget_tokenizer": "words"}
+    a, _, _ = run_engine(ScriptedModel(), tasks, tmp_path / "data", tmp_path / "a",
+                         overrides={**opts, "options.budget_tokens": 300})
+    b, _, _ = run_engine(ScriptedModel(), "summhay_rag_bm25", tmp_path / "data", tmp_path / "b",
+                         overrides={**opts, "options.budget_tokens": 600})
+    plugins = load_plugins()
+    inputs = load_inputs([a, b])
+    from lceval.interfaces import ReportContext
+
+    figs = plugins.report_panels["summhay"](ReportContext(inputs.runs, run_labels(inputs.runs)))
+    assert [f.title for f in figs] == ["Coverage by retriever and budget", "Citation F1 by retriever and budget",
+                                       "Joint by retriever and budget", "Position sensitivity"]
+    coverage = figs[0].svg
+    assert coverage.index(">full<") < coverage.index(">bm25 @300<") < coverage.index(">bm25 @600<")
+    assert "Position sensitivity max(|R−T|, |R−B|): " in figs[3].caption
