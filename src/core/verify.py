@@ -95,6 +95,16 @@ def differences(reported: Any, recomputed: Any, where: str) -> tuple[list[str], 
     return ([] if same else [f"{where}: reported {reported!r}, recomputed {recomputed!r}"]), 1
 
 
+def _recomputable(factory: Any) -> bool:
+    """Marked with `interfaces.recomputable`, itself or the factory an options check wraps
+    (`options.CheckedFactory.factory`, when it was registered with an options schema)."""
+    while factory is not None:
+        if getattr(factory, "recomputable", False):
+            return True
+        factory = getattr(factory, "factory", None)
+    return False
+
+
 def _differ(what: list[str]) -> str:
     return " and ".join(what) + (" differs" if len(what) == 1 else " differ")
 
@@ -345,7 +355,7 @@ class _RunCheck:
         except UserError:
             return
         factory = self.plugins.models.get(mspec.scheme)
-        if factory is None or not getattr(factory, "recomputable", False) or not picks:
+        if factory is None or not _recomputable(factory) or not picks:
             return
         wanted = {s.item_id for s in picks}
         convs = [c for c in conversations if any(t.item_id in wanted for t in c.turns)]

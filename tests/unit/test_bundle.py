@@ -233,3 +233,19 @@ def test_leaderboard_ranks_only_verified_bundles(setup, tmp_path):
     pages = sorted(p.name for p in (tmp_path / "site" / "submissions").iterdir())
     assert len(pages) == 2
     assert "Verification: rejected" in (tmp_path / "site" / "submissions" / pages[1]).read_text()
+
+
+def test_a_recorded_backend_stays_recomputable_behind_an_options_check():
+    from lceval.verify import _recomputable
+    from lceval_plugins.models.replay import make_replay
+
+    class Typed:
+        @hookimpl
+        def register_models(self, register):
+            register("typed-replay", make_replay, options_schema={"type": "object", "additionalProperties": False,
+                                                                    "properties": {}})
+            register("plain", lambda model, options: None)
+
+    plugins = load_plugins(extra=[("typed", Typed())])
+    assert _recomputable(plugins.models["typed-replay"]) and _recomputable(plugins.models["replay"])
+    assert not _recomputable(plugins.models["plain"]) and not _recomputable(plugins.models["llamacpp"])
