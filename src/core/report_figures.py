@@ -104,17 +104,15 @@ def breakdown_figures(ctx: ReportContext, task: str, metric: str = "score") -> l
     return out
 
 
-def task_figures(ctx: ReportContext) -> list[ReportFigure]:
+def task_figures(ctx: ReportContext, task: str) -> list[ReportFigure]:
+    """Every metric of `task` by group, then its score by each breakdown field and group."""
     out: list[ReportFigure] = []
-    for task in task_order(ctx):
-        metrics = _ordered([list(((r.results.get("tasks") or {}).get(task, {}).get("metrics") or {}))
-                            for r in ctx.runs])
-        for metric in metrics:
-            fig = group_figure(ctx, task, metric)
-            if fig is not None:
-                out.append(fig)
-        out += breakdown_figures(ctx, task)
-    return out
+    metrics = _ordered([list(((r.results.get("tasks") or {}).get(task, {}).get("metrics") or {})) for r in ctx.runs])
+    for metric in metrics:
+        fig = group_figure(ctx, task, metric)
+        if fig is not None:
+            out.append(fig)
+    return out + breakdown_figures(ctx, task)
 
 
 def ranking_figures(ctx: ReportContext) -> list[ReportFigure]:

@@ -267,7 +267,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
                  preface: list[tuple[str, str, str]] | None = None) -> str:
     """The page; `preface` sections (anchor, title, inner HTML) come first (a leaderboard
     puts a submission's verification there)."""
-    from .report_figures import agreement_figures, breakdown_figures, group_figure, ranking_figures, task_order
+    from .report_figures import agreement_figures, ranking_figures, task_figures, task_order
 
     runs = inputs.runs
     labels = run_labels(runs)
@@ -280,14 +280,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
         first = next(r for r in runs if task in (r.results.get("tasks") or {}))
         desc = first.results["tasks"][task].get("description", "")
         inner = f'<p class="desc">{escape(desc)}</p>' + task_table(task, runs, names)
-        figs = []
-        metrics = [m for r in runs for m in ((r.results.get("tasks") or {}).get(task, {}).get("metrics") or {})]
-        for metric in dict.fromkeys(metrics):
-            fig = group_figure(ctx, task, metric)
-            if fig is not None:
-                figs.append(fig)
-        figs += breakdown_figures(ctx, task)
-        inner += figures_html(figs)
+        inner += figures_html(task_figures(ctx, task))
         fields = dict.fromkeys(f for r in runs if task in (r.results.get("tasks") or {})
                                for f in (r.task_spec(task).get("report") or {}).get("breakdowns", []))
         for fieldname in fields:
