@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .bundle import open_bundle
-from .report_html import ReportInputs, build_report, page
+from .report_html import ReportInputs, build_report, interval_cell, page
 from .rundir import FinishedRun, load_run
 from .verify import Verification, verify_bundle
 
@@ -87,18 +87,16 @@ def _columns(subs: list[Submission]) -> list[tuple[str, str | None]]:
     return cols
 
 
-def _value(sub: Submission, task: str, group: str | None) -> tuple[float | None, dict[str, Any]]:
+def _block(sub: Submission, task: str, group: str | None) -> dict[str, Any] | None:
+    """The summary shown for (task, group): a group's, or the mean of the groups (no interval)."""
     for results in sub.results:
         score = (((results.get("tasks") or {}).get(task) or {}).get("metrics") or {}).get("score")
         if not score:
             continue
         if group is not None:
-            block = (score.get("groups") or {}).get(group) or {}
-            return block.get("value"), block.get("spread") or {}
-        if score.get("groups"):
-            return score.get("mean_of_groups"), {}
-        return score.get("value"), score.get("spread") or {}
-    return None, {}
+            return (score.get("groups") or {}).get(group)
+        return {"value": score.get("mean_of_groups")} if score.get("groups") else score
+    return None
 
 
 def index_html(subs: list[Submission], title: str) -> str:
@@ -107,13 +105,7 @@ def index_html(subs: list[Submission], title: str) -> str:
     head = "".join(f"<th>{escape(t)}<br><small>{escape(g if g is not None else 'mean')}</small></th>" for t, g in cols)
     rows = []
     for sub in ranked:
-        cells = []
-        for task, group in cols:
-            v, spread = _value(sub, task, group)
-            ci = (f'<span class="ci">[{spread["ci_low"]:.2f}, {spread["ci_high"]:.2f}]</span>'
-                  if spread.get("ci_low") is not None else "")
-            cells.append(f'<td class="num" data-sort="{"" if v is None else f"{v:.6g}"}">'
-                         f'{"–" if v is None else f"{v:.2f}"}{ci}</td>')
+        cells = [interval_cell(_block(sub, task, group)) for task, group in cols]
         cls = "ok" if sub.status == "verified" else "warn"
         rows.append(f'<tr><td><a href="submissions/{escape(sub.slug)}.html">{escape(sub.name)}</a></td>'
                     f'<td class="{cls}">{sub.status}</td>{"".join(cells)}</tr>')

@@ -75,15 +75,17 @@ def _num(v: Any, digits: int = 2) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def _cell(block: dict[str, Any] | None, digits: int = 2) -> str:
+def interval_cell(block: dict[str, Any] | None, digits: int = 2) -> str:
+    """A table cell for a results.json summary: the value, its interval and n (what it has)."""
     if not block or block.get("value") is None:
-        return '<td class="num">–</td>'
+        return '<td class="num" data-sort="">–</td>'
     spread = block.get("spread") or {}
     ci = ""
     if spread.get("ci_low") is not None:
         ci = f'<span class="ci">[{_num(spread["ci_low"], digits)}, {_num(spread["ci_high"], digits)}]</span>'
-    return (f'<td class="num" data-sort="{block["value"]:.6g}">{_num(block["value"], digits)}{ci}'
-            f'<span class="n">n={block.get("n", "?")}</span></td>')
+    n = f'<span class="n">n={block["n"]}</span>' if block.get("n") is not None else ""
+    return f'<td class="num" data-sort="{block["value"]:.6g}">{_num(block["value"], digits)}{ci}{n}</td>'
+
 
 
 def _table(head: list[str], rows: list[str], cls: str = "results") -> str:
@@ -110,18 +112,14 @@ def task_table(task: str, runs: list[FinishedRun], names: list[str]) -> str:
     for i, t in zip(idx, tasks):
         score = t["metrics"].get("score") or {}
         cells = [f"<td>{escape(names[i])}</td>"]
-        cells += [_cell((score.get("groups") or {}).get(g)) for g in groups]
-        if groups:
-            m = score.get("mean_of_groups")
-            cells.append(f'<td class="num" data-sort="{m if m is not None else ""}">{_num(m)}</td>')
-        else:
-            cells.append(_cell(score))
+        cells += [interval_cell((score.get("groups") or {}).get(g)) for g in groups]
+        cells.append(interval_cell({"value": score.get("mean_of_groups")} if groups else score))
         seeds = score.get("across_seeds")
         cells.append(f'<td class="num">{_num(seeds["mean"])} ± {_num(seeds["std"])}</td>'
                      if seeds and seeds.get("mean") is not None else '<td class="num">–</td>')
         for m in metrics:
             block = t["metrics"].get(m) or {}
-            cells.append(_cell({"value": block.get("mean_of_groups"), "n": block.get("n")} if block.get("groups")
+            cells.append(interval_cell({"value": block.get("mean_of_groups"), "n": block.get("n")} if block.get("groups")
                                else block))
         for x in tests:
             res = (score.get("tests") or {}).get(x) or {}
@@ -154,7 +152,7 @@ def breakdown_table(task: str, runs: list[FinishedRun], names: list[str], fieldn
     for key, part in entries:
         label, group = key.rsplit("|", 1)
         rows.append(f"<tr><td>{escape(label)}</td><td>{escape(group)}</td>"
-                    + "".join(_cell(part.get(v)) for v in values) + "</tr>")
+                    + "".join(interval_cell(part.get(v)) for v in values) + "</tr>")
     return _table(["model", "group", *values], rows) if rows else ""
 
 
@@ -173,12 +171,14 @@ def sample_rows(runs: list[FinishedRun], names: list[str]) -> list[dict[str, Any
     """What the sample browser shows of every sample (and filters on)."""
     rows = []
     for i, run in enumerate(runs):
+        sections: dict[str, dict[str, Any]] = {}
         for s in run.samples:
-            try:
-                report = (run.task_spec(s.task).get("report") or {})
-            except UserError:
-                report = {}
-            group_by, cluster_by = report.get("group_by"), report.get("cluster_by")
+            if s.task not in sections:
+                try:
+                    sections[s.task] = run.task_spec(s.task).get("report") or {}
+                except UserError:
+                    sections[s.task] = {}
+            group_by, cluster_by = sections[s.task].get("group_by"), sections[s.task].get("cluster_by")
             j = s.judgments[0] if s.judgments else None
             status = "unanswered" if s.response is None else (j.parse_status if j else "not judged")
             rows.append({
