@@ -79,13 +79,20 @@ def group_figure(ctx: ReportContext, task: str, metric: str) -> ReportFigure | N
     return figure(plot, f"{task}: {metric}" + (f" by {by}" if by else ""), caption, section=task)
 
 
+def breakdown_fields(ctx: ReportContext, task: str, metric: str = "score") -> list[str]:
+    """Every breakdown the results of `task` hold, pooled or per group, in order of appearance:
+    the spec's `report.breakdowns` and whatever the engine adds (context-length buckets)."""
+    blocks = [b for i in _runs_with(ctx, task) if (b := _metric(ctx, i, task, metric))]
+    return _ordered([list(b.get("breakdowns") or {}) for b in blocks]
+                    + [list(g.get("breakdowns") or {}) for b in blocks for g in (b.get("groups") or {}).values()])
+
+
 def breakdown_figures(ctx: ReportContext, task: str, metric: str = "score") -> list[ReportFigure]:
     """One figure per breakdown field and group (pooled when the results have no groups)."""
     idx = _runs_with(ctx, task)
     blocks = [(i, b) for i in idx if (b := _metric(ctx, i, task, metric))]
     out: list[ReportFigure] = []
-    fields = _ordered([list(b.get("breakdowns") or {}) for _, b in blocks]
-                      + [list(g.get("breakdowns") or {}) for _, b in blocks for g in (b.get("groups") or {}).values()])
+    fields = breakdown_fields(ctx, task, metric)
     groups = _ordered([list(b.get("groups") or {}) for _, b in blocks])
     for name in fields:
         for group in groups or [None]:

@@ -267,7 +267,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
                  preface: list[tuple[str, str, str]] | None = None) -> str:
     """The page; `preface` sections (anchor, title, inner HTML) come first (a leaderboard
     puts a submission's verification there)."""
-    from .report_figures import agreement_figures, ranking_figures, task_figures, task_order
+    from .report_figures import agreement_figures, breakdown_fields, ranking_figures, task_figures, task_order
 
     runs = inputs.runs
     labels = run_labels(runs)
@@ -281,9 +281,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
         desc = first.results["tasks"][task].get("description", "")
         inner = f'<p class="desc">{escape(desc)}</p>' + task_table(task, runs, names)
         inner += figures_html(task_figures(ctx, task))
-        fields = dict.fromkeys(f for r in runs if task in (r.results.get("tasks") or {})
-                               for f in (r.task_spec(task).get("report") or {}).get("breakdowns", []))
-        for fieldname in fields:
+        for fieldname in breakdown_fields(ctx, task):
             table = breakdown_table(task, runs, names, fieldname)
             if table:
                 inner += f"<h4>{escape(task)}: score by {escape(fieldname)}</h4>{table}"

@@ -149,3 +149,16 @@ def test_summhay_panels_put_retrievers_budgets_and_orders_side_by_side(tmp_path)
     coverage = figs[0].svg
     assert coverage.index(">full<") < coverage.index(">bm25 @300<") < coverage.index(">bm25 @600<")
     assert "Position sensitivity max(|R−T|, |R−B|): " in figs[3].caption
+
+
+def test_any_breakdown_in_the_results_is_plotted_and_tabled(two_runs):
+    """Breakdowns the engine adds beyond the spec's list (context-length buckets) need no code."""
+    run = two_runs[0]
+    results = json.loads((run / "results.json").read_text())
+    dev = results["tasks"]["elitr_qa"]["metrics"]["score"]["groups"]["dev"]
+    dev["breakdowns"]["context_tokens"] = {"0-4k": dev["breakdowns"]["answer_position"]["B"],
+                                           "4k-8k": dev["breakdowns"]["answer_position"]["M"]}
+    (run / "results.json").write_text(json.dumps(results))
+    html = build_report(load_inputs([run]), load_plugins())
+    assert "<b>elitr_qa: score by context_tokens (dev)</b>" in html
+    assert "<h4>elitr_qa: score by context_tokens</h4>" in html and "<th>4k-8k</th>" in html
