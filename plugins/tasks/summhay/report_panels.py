@@ -16,6 +16,7 @@ from lceval.errors import UserError
 from lceval.interfaces import ReportContext, ReportFigure
 from lceval.report_figures import figure, metric_point
 from lceval.svgplot import Series
+from lceval.tables import short_model_name
 
 from .scoring import position_sensitivity
 from .task import DEFAULT_OPTIONS
@@ -49,7 +50,8 @@ def _setting(opts: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _collect(ctx: ReportContext) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
-    """axis -> setting -> run label -> the task's metrics block (results.json)."""
+    """axis -> setting -> model -> the task's metrics block (results.json). One model's runs
+    at several budgets are one series; the run's own label tells two runs of one setting apart."""
     found: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"retrieval": {}, "position": {}}
     for run, label in zip(ctx.runs, ctx.labels):
         for task, result in (run.results.get("tasks") or {}).items():
@@ -58,7 +60,9 @@ def _collect(ctx: ReportContext) -> dict[str, dict[str, dict[str, dict[str, Any]
             opts = _options(run, task)
             setting = _setting(opts) if opts is not None else None
             if setting is not None:
-                found[setting[0]].setdefault(setting[1], {})[label] = result.get("metrics") or {}
+                per_model = found[setting[0]].setdefault(setting[1], {})
+                name = short_model_name(run.model)
+                per_model[label if name in per_model else name] = result.get("metrics") or {}
     return found
 
 
