@@ -28,7 +28,7 @@ from typing import Any, Callable
 from lceval import hookimpl
 from lceval.datahome import data_home
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend
+from lceval.interfaces import ModelBackend, recomputable
 from lceval.types import Generation, GenerationRequest, ScoredItem, ScoreSource
 
 SCHEME = "replay"
@@ -219,6 +219,7 @@ class ReplayBackend(ModelBackend):
         )
 
 
+@recomputable  # answers are the recorded file's, which the data home verifies: `lceval verify` asks again
 def make_replay(model: str, options: dict[str, str]) -> ReplayBackend:
     return ReplayBackend(model, options)
 

@@ -134,6 +134,20 @@ def _by_response(sources: list[ScoreSource]) -> bool:
     return all(i.response is not None for s in sources for i in s.items)
 
 
+def scored_in_both(ka: dict[Key, ScoredItem], kb: dict[Key, ScoredItem]) -> list[Key]:
+    """The matched items both sources gave a usable score, in a stable order."""
+    return sorted(k for k in set(ka) & set(kb) if ka[k].score is not None and kb[k].score is not None)
+
+
+def matched_scores(sources: list[ScoreSource], a: str, b: str) -> list[tuple[float, float]]:
+    """(score of `a`, score of `b`) for every item both scored, matched as `agreement` does:
+    the points of a judge-against-people scatter."""
+    by_response = _by_response(sources)
+    named = {s.name: s for s in sources}
+    ka, kb = keyed(named[a], by_response), keyed(named[b], by_response)
+    return [(float(ka[k].score), float(kb[k].score)) for k in scored_in_both(ka, kb)]  # type: ignore[arg-type]
+
+
 # -- statistics --------------------------------------------------------------------------
 
 def _correlations(x: Any, y: Any) -> dict[str, float | None]:
@@ -250,7 +264,7 @@ def agreement(sources: list[ScoreSource], *, bins_of: str | None = None, n_boot:
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             ka, kb = keyed_sources[a], keyed_sources[b]
-            both = sorted(k for k in set(ka) & set(kb) if ka[k].score is not None and kb[k].score is not None)
+            both = scored_in_both(ka, kb)
             entry: dict[str, Any] = {"a": a, "b": b, "matched": len(set(ka) & set(kb))}
             entry["item"] = item_agreement([ka[k].score for k in both], [kb[k].score for k in both],
                                            [ka[k].cluster for k in both], n_boot=n_boot, seed=seed,
@@ -269,7 +283,7 @@ def agreement(sources: list[ScoreSource], *, bins_of: str | None = None, n_boot:
         if other == ref:
             continue
         kr, ko = keyed_sources[ref], keyed_sources[other]
-        both = sorted(k for k in set(kr) & set(ko) if kr[k].score is not None and ko[k].score is not None)
+        both = scored_in_both(kr, ko)
         bins[other] = score_bins([kr[k].score for k in both], [ko[k].score for k in both])
     return {"sources": per_source, "matched_by": "item and response text" if by_response else "item and system",
             "items_in_all_sources": len(common), "pairs": pairs, "bins_of": ref, "bins": bins,

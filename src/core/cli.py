@@ -70,16 +70,24 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="print finished runs, or the papers' tables over several runs")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR|FILE[#SCORER]",
-                     help="run directories, or recorded score files (e.g. ELITR-Bench's *_gpt-4-eval.json)")
-    rep.add_argument("--format", choices=["table", "json", "markdown", "csv", "latex"], default="table",
+                     help="run directories, or recorded score files (e.g. ELITR-Bench's *_gpt-4-eval.json); "
+                     "html also takes `lceval rank` directories")
+    rep.add_argument("--format", choices=["table", "json", "markdown", "csv", "latex", "html"], default="table",
                      help="table/json: each run on its own; markdown/csv/latex: models x tasks x groups, "
-                     "breakdowns and tests over all runs given")
+                     "breakdowns and tests over all runs given; html: one self-contained page with plots and "
+                     "a sample browser (needs -o)")
     rep.add_argument("--pooled", action="store_true",
                      help="breakdowns and tests over all groups (splits) together, not per group")
     rep.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
                      help="only samples whose metadata FIELD is VALUE (repeatable), e.g. qa_conv_differs=true")
     rep.add_argument("--by", action="append", default=[], metavar="FIELD",
                      help="a further breakdown by a sample metadata field (repeatable)")
+    rep.add_argument("-o", "--output", help="file to write (html)")
+    rep.add_argument("--agreement", action="append", metavar="[LABEL=]PATH[#SOURCE]",
+                     help="html: further score sources (e.g. recorded human scores) to set the runs' judges "
+                     "against, as in judge-agreement (repeatable)")
+    rep.add_argument("--bins-of", help="html: the reference source of the agreement plots (default: the first)")
+    rep.add_argument("--title", help="html: page title")
 
     sc = sub.add_parser("score", help="re-judge a finished run without generating again")
     sc.add_argument("run_dir")
@@ -127,6 +135,30 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     rk.add_argument("--output", default="rankings", help="folder for the rankings directory (default: ./rankings)")
     rk.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     rk.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
+
+    sb = sub.add_parser("submit", help="pack finished runs into a leaderboard bundle (a zip file)")
+    sb.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    sb.add_argument("-o", "--output", required=True, help="bundle file to write, e.g. my-model.lceval.zip")
+    sb.add_argument("--name", help="the submission's name on a leaderboard (default: the models)")
+
+    vf = sub.add_parser("verify", help="recompute a bundle's numbers from its samples, data and judge (exit 2 if rejected)")
+    vf.add_argument("bundle")
+    vf.add_argument("--rejudge", type=int, default=200,
+                    help="items per task (a seeded sample) judged again, and answered again for recorded models "
+                    "(default 200; a larger number than the task has checks every item)")
+    vf.add_argument("--seed", type=int, default=0, help="seed of the sample of items checked again")
+    vf.add_argument("--accept-unpinned", action="store_true",
+                    help="accept data of datasets without pinned checksums when it matches this machine's copy")
+    vf.add_argument("--data-home", help="data home holding the verified datasets (default: $LCEVAL_DATA ...)")
+    vf.add_argument("--format", choices=["text", "json"], default="text")
+
+    lb = sub.add_parser("leaderboard", help="a static leaderboard site from bundles (each verified first)")
+    lb.add_argument("bundles", nargs="+", metavar="BUNDLE")
+    lb.add_argument("-o", "--output", required=True, help="folder to write the site into")
+    lb.add_argument("--title", default="lceval leaderboard")
+    lb.add_argument("--no-verify", action="store_true", help="list bundles without verifying them (marked so)")
+    lb.add_argument("--rejudge", type=int, default=200, help="as for verify")
+    lb.add_argument("--data-home", help="as for verify")
 
     for name, command in sorted(plugin_commands.items()):
         if name in sub.choices:  # a built-in command keeps its name
@@ -259,6 +291,9 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
             print(commands.list_datasets(home, disabled))
         return 0
     if args.command == "report":
+        if args.format == "html":
+            print(f"wrote {commands.report_html([Path(p) for p in args.run_dirs], args.output, agreement=args.agreement, bins_of=args.bins_of, title=args.title, disabled_plugins=disabled)}")
+            return 0
         print(commands.report(args.run_dirs, args.format, pooled=args.pooled, where=args.where, by=args.by,
                               disabled_plugins=disabled))
         return 0
@@ -292,6 +327,20 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
                                    cache_path=Path(args.cache) if args.cache else None, disabled_plugins=disabled)
         print(text)
         print(f"\nwrote {path}", file=sys.stderr if args.format == "json" else sys.stdout)
+        return 0
+    if args.command == "submit":
+        print(f"wrote {commands.submit([Path(p) for p in args.run_dirs], Path(args.output), args.name, disabled)}")
+        return 0
+    if args.command == "verify":
+        text, ok = commands.verify(Path(args.bundle), rejudge=args.rejudge, seed=args.seed,
+                                   accept_unpinned=args.accept_unpinned, fmt=args.format,
+                                   data_home=Path(args.data_home) if args.data_home else None, disabled_plugins=disabled)
+        print(text)
+        return 0 if ok else 2
+    if args.command == "leaderboard":
+        print(commands.leaderboard([Path(p) for p in args.bundles], Path(args.output), title=args.title,
+                                   verify=not args.no_verify, rejudge=args.rejudge,
+                                   data_home=Path(args.data_home) if args.data_home else None, disabled_plugins=disabled))
         return 0
     if args.command in plugin_commands:
         print(plugin_commands[args.command].run(args))

@@ -192,6 +192,18 @@ def report(run_dirs: list[Path | str], fmt: str, *, pooled: bool = False, where:
     return "\n\n".join(blocks)
 
 
+def report_html(paths: list[Path], output: str | Path | None, *, agreement: list[str] | None = None,
+                bins_of: str | None = None, title: str | None = None,
+                disabled_plugins: list[str] | None = None) -> Path:
+    """`lceval report --format html -o FILE`: runs, rankings and agreement in one page."""
+    from .report_html import write_report
+
+    if not output:
+        raise UserError("--format html writes a file: pass -o FILE.html", field="-o")
+    return write_report(paths, Path(output), load_plugins(disabled_plugins or []), agreement=agreement,
+                        bins_of=bins_of, title=title)
+
+
 def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: Path | None = None,
           cache_path: Path | None = None, disabled_plugins: list[str] | None = None,
           command: list[str] | None = None) -> tuple[Path, str]:
@@ -285,3 +297,34 @@ def rank(run_dirs: list[Path], *, judge: str | None = None, judge_model: str | N
     if fmt == "json":
         return path, json.dumps(ranking.report, indent=2, ensure_ascii=False)
     return path, format_ranking(ranking, markdown=fmt == "markdown")
+
+
+def submit(run_dirs: list[Path], output: Path, name: str | None = None, disabled_plugins: list[str] | None = None) -> Path:
+    """`lceval submit`: a leaderboard bundle of finished runs."""
+    from .bundle import submit as pack
+
+    return pack(run_dirs, output, load_plugins(disabled_plugins or []), name)
+
+
+def verify(bundle: Path, *, rejudge: int = 200, seed: int = 0, accept_unpinned: bool = False, fmt: str = "text",
+           data_home: Path | None = None, disabled_plugins: list[str] | None = None) -> tuple[str, bool]:
+    """`lceval verify`: (the report, whether the bundle is accepted)."""
+    from .datahome import data_home as default_home
+    from .verify import format_verification, verify_bundle
+
+    plugins, registry = _env(disabled_plugins or [])
+    result = verify_bundle(bundle, plugins, registry, Path(data_home or default_home()), rejudge=rejudge, seed=seed,
+                           accept_unpinned=accept_unpinned)
+    text = json.dumps(result.as_dict(), indent=1) if fmt == "json" else format_verification(result)
+    return text, result.ok
+
+
+def leaderboard(bundles: list[Path], output: Path, *, title: str = "lceval leaderboard", verify: bool = True,
+                rejudge: int = 200, data_home: Path | None = None, disabled_plugins: list[str] | None = None) -> str:
+    """`lceval leaderboard`: a static site (index + a page per submission) from bundles."""
+    from .datahome import data_home as default_home
+    from .leaderboard import write_site
+
+    plugins, registry = _env(disabled_plugins or [])
+    return write_site(bundles, output, plugins, registry, Path(data_home or default_home()), title=title,
+                      verify=verify, rejudge=rejudge)

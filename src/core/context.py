@@ -193,12 +193,20 @@ def share_cuts(fitted: list[tuple[Conversation, str | None, ContextCut]], model:
     return out
 
 
-def _cut(model: ModelBackend, ids: list[int], keep: int, policy: str) -> str:
+def removed_span(policy: str, original: int, keep: int) -> tuple[int, int]:
+    """The tokens [start, end) of an `original`-token context that a truncation keeping
+    `keep` removes: the reports show readers where a transcript was cut."""
     if policy == "truncate-left":
-        return CUT_MARK.lstrip("\n") + model.detokenize(ids[len(ids) - keep:])
+        return 0, original - keep
     head = keep // 2
-    tail = keep - head
-    return model.detokenize(ids[:head]) + CUT_MARK + model.detokenize(ids[len(ids) - tail:])
+    return head, original - (keep - head)
+
+
+def _cut(model: ModelBackend, ids: list[int], keep: int, policy: str) -> str:
+    start, end = removed_span(policy, len(ids), keep)
+    if policy == "truncate-left":
+        return CUT_MARK.lstrip("\n") + model.detokenize(ids[end:])
+    return model.detokenize(ids[:start]) + CUT_MARK + model.detokenize(ids[end:])
 
 
 def _count(model: ModelBackend, messages: list[Message]) -> int:

@@ -118,7 +118,8 @@ def _is_url(source: str) -> bool:
     return source.startswith(("http://", "https://", "file://"))
 
 
-def _read_record(target: Path) -> dict | None:
+def read_record(target: Path) -> dict | None:
+    """The CHECKSUMS.json an install wrote (archives it came from, sha256 of every file), or None."""
     try:
         record = json.loads((target / CHECKSUMS).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -222,7 +223,7 @@ def fetch(dataset: Dataset, source: str | None = None, home: Path | None = None,
         for file in dataset.files:
             archives[file.name] = _local_archive(file, dataset, source)
             hashes[file.name] = sha256_file(archives[file.name])
-    record = _read_record(target)
+    record = read_record(target)
     if (record is not None and record.get("archives") == expected
             and (not local or hashes == expected) and _files_intact(target, record)):
         return FetchReport(dataset.name, target, "already-present", expected)

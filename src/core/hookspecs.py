@@ -110,3 +110,16 @@ def register_commands(register):
     ``add_arguments(parser)`` declares its flags and ``run(args) -> str`` does the work and
     returns what to print; it raises ``lceval.errors.UserError`` on bad input.
     """
+
+
+@hookspec
+def register_report_panels(register):
+    """Add figures to ``lceval report --format html`` for what the engine cannot know
+    (e.g. SummHay's retrievers and budgets, which live in its spec options).
+
+    ``register(name: str, panel: lceval.interfaces.ReportPanel)``: ``panel(ctx:
+    ReportContext)`` returns a list of ``ReportFigure`` (draw them with ``lceval.svgplot``),
+    empty when the runs hold nothing it draws. The engine already draws every group,
+    metric and breakdown of results.json, rankings and judge agreement; a panel that
+    raises is shown as a failed panel, the rest of the report is unaffected.
+    """

@@ -13,6 +13,7 @@ from .types import (Conversation, Generation, GenerationRequest, JudgeInput, Jud
 
 if TYPE_CHECKING:
     from .cache import CachedModel
+    from .rundir import FinishedRun
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,15 @@ class ModelBackend(ABC):
 
 ModelFactory = Callable[[str, dict[str, str]], ModelBackend]
 """(model part of the spec string, key=value options) -> backend."""
+
+
+def recomputable(factory: ModelFactory) -> ModelFactory:
+    """Mark a model factory whose answers are a deterministic function of the request and of
+    local files the data home verifies (recorded generations: no model runs, no network).
+    `lceval verify` asks such a backend again for a seeded sample of a bundle's items and
+    compares the answers; other backends' answers are never re-generated at verify time."""
+    factory.recomputable = True  # type: ignore[attr-defined]
+    return factory
 
 
 class Judge(ABC):
@@ -253,3 +263,31 @@ class Command(ABC):
 
     @abstractmethod
     def run(self, args: Any) -> str: ...
+
+
+@dataclass
+class ReportFigure:
+    """One figure of the HTML report: an inline SVG (draw it with `lceval.svgplot`), its
+    title and caption. `section` is the heading it goes under (a task name, "SummHay");
+    `marks` is how many data marks it drew (`svgplot.Plot.marks`), checked in a browser."""
+
+    title: str
+    svg: str
+    caption: str = ""
+    section: str = ""
+    marks: int = 0
+
+
+@dataclass
+class ReportContext:
+    """What a report panel (``register_report_panels``) is given: the finished runs of the
+    report (``labels[i]`` names ``runs[i]`` as its rows and legends do) and the rankings
+    (``rankings.json`` of each ``lceval rank`` directory given)."""
+
+    runs: list["FinishedRun"]
+    labels: list[str]
+    rankings: list[dict[str, Any]] = field(default_factory=list)
+
+
+ReportPanel = Callable[[ReportContext], "list[ReportFigure]"]
+"""(report context) -> figures; an empty list when none of the runs is of its kind."""

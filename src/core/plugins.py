@@ -33,6 +33,7 @@ KINDS = {
     "register_spec_dirs": "specs",
     "register_score_sources": "score-source",
     "register_commands": "command",
+    "register_report_panels": "report-panel",
 }
 
 
@@ -61,6 +62,7 @@ class Plugins:
     datasets: dict[str, Any] = field(default_factory=dict)
     score_sources: dict[str, Any] = field(default_factory=dict)
     commands: dict[str, Any] = field(default_factory=dict)
+    report_panels: dict[str, Any] = field(default_factory=dict)
     spec_dirs: list[Path] = field(default_factory=list)
     infos: list[PluginInfo] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
@@ -77,6 +79,7 @@ class Plugins:
             "dataset": self.datasets,
             "score-source": self.score_sources,
             "command": self.commands,
+            "report-panel": self.report_panels,
         }[kind]
 
     def get(self, kind: str, name: str) -> Any:

@@ -29,7 +29,7 @@ from .interfaces import JudgeContext, PairwiseJudge
 from .plugins import Plugins
 from .rundir import FinishedRun
 from .stats import cluster_bootstrap
-from .reportdata import model_name as short_model_name
+from .reportdata import run_model_name
 from .types import PairInput, PairJudgment, Sample
 
 SCHEMA = "lceval-rankings-1"
@@ -93,8 +93,7 @@ def collect_systems(runs: list[FinishedRun], tasks: list[str] | None) -> tuple[l
         if t not in available:
             raise UserError(f"no run has task '{t}' (they have: {', '.join(sorted(set(available)))})",
                             field="--task")
-    # the model as the user named it (an alias such as `smollm2`), else the resolved spec
-    short = [short_model_name(str((r.manifest.get("config") or {}).get("model") or r.model)) for r in runs]
+    short = [run_model_name(r) for r in runs]
     systems: dict[str, System] = {}
     section: dict[str, Any] = {}
     for run, name in zip(runs, short):

@@ -62,6 +62,13 @@ def model_name(model: str) -> str:
     return re.split(r"[#/:]", base)[-1] or model
 
 
+def run_model_name(run: FinishedRun) -> str:
+    """A run's row label: the model as the user named it (`smollm2`, not the GGUF its alias
+    resolves to), shortened like a paper's table (`replay:FILE#GPT-4` -> `GPT-4`)."""
+    typed = (run.manifest.get("config") or {}).get("model")
+    return model_name(str(typed or run.model))
+
+
 def from_run_dir(run: FinishedRun) -> ReportRun:
     specs = {}
     for task in run.results.get("tasks") or {}:

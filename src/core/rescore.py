@@ -62,18 +62,30 @@ def rejudge_samples(samples: list[Sample], spec: TaskSpec, config: RunConfig, pl
     return out, identity
 
 
-def rescore_run(run: FinishedRun, judge: str, judge_model: str | None, plugins: Plugins,
-                registry: Registry, cache: Cache, command: list[str]) -> RunState:
+def config_of(run: FinishedRun, **changes: Any) -> RunConfig:
+    """The configuration a finished run was made with (its manifest's), with `changes`."""
     cfg = dict(run.manifest.get("config") or {})
-    resolved = run.manifest.get("resolved") or {}
     config = RunConfig(
-        tasks=str(cfg.get("tasks", "")), model=str(cfg.get("model", run.model)), judge=judge,
-        judge_model=judge_model, splits=cfg.get("splits"), limit=cfg.get("limit"),
+        tasks=str(cfg.get("tasks", "")), model=str(cfg.get("model", run.model)), judge=cfg.get("judge"),
+        judge_model=cfg.get("judge_model"), splits=cfg.get("splits"), limit=cfg.get("limit"),
         seeds=list(cfg.get("seeds") or run.results.get("seeds") or [0]),
         context_policy=cfg.get("context_policy"), retriever=cfg.get("retriever"), overrides=dict(cfg.get("overrides") or {}),
-        cache_path=cache.path, disabled_plugins=list(cfg.get("disabled_plugins") or []),
-        progress=False, command=command,
+        disabled_plugins=list(cfg.get("disabled_plugins") or []), progress=False,
     )
+    return replace(config, **changes)
+
+
+def spec_of(run: FinishedRun, name: str) -> TaskSpec:
+    """The resolved spec task `name` ran with, as a TaskSpec (no line numbers: it is JSON)."""
+    resolved = run.manifest.get("resolved") or {}
+    spec_path = Path((resolved.get("tasks") or {}).get(name, {}).get("spec_path", run.path))
+    return TaskSpec(name=name, path=spec_path, data=run.task_spec(name), lines={})
+
+
+def rescore_run(run: FinishedRun, judge: str, judge_model: str | None, plugins: Plugins,
+                registry: Registry, cache: Cache, command: list[str]) -> RunState:
+    resolved = run.manifest.get("resolved") or {}
+    config = config_of(run, judge=judge, judge_model=judge_model, cache_path=cache.path, command=command)
     model_spec = parse_model_spec(str(resolved.get("model_spec") or run.model), registry)
     jspec = judge_model_spec(judge_model, registry, plugins)
     task_names = list(run.results.get("tasks") or {})
@@ -84,9 +96,7 @@ def rescore_run(run: FinishedRun, judge: str, judge_model: str | None, plugins: 
     try:
         cached_judge = open_judge_model(jspec, plugins, cache)
         for name in task_names:
-            data = run.task_spec(name)
-            spec_path = Path((resolved.get("tasks") or {}).get(name, {}).get("spec_path", run.path))
-            spec = TaskSpec(name=name, path=spec_path, data=data, lines={})
+            spec = spec_of(run, name)
             samples, identity = rejudge_samples(run.task_samples(name), spec, config, plugins, registry,
                                                 cached_judge, run)
             tasks.append(TaskRun(spec=spec, samples=samples, judge_identity=identity,

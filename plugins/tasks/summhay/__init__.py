@@ -39,3 +39,13 @@ def register_score_sources(register):
     from .annotations import read_annotated
 
     register("summhay-annotations", read_annotated)
+
+
+@hookimpl
+def register_report_panels(register):
+    def summhay(ctx):  # imported when a report is drawn, not whenever plugins load
+        from .report_panels import summhay_panels
+
+        return summhay_panels(ctx)
+
+    register("summhay", summhay)
