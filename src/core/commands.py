@@ -41,7 +41,7 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
     """Evaluate each model on `tasks`; returns (run directory, console table) per model.
     `contexts` keeps only the matching context ids; `shard` = (I, N) runs share I of N."""
     from .cache import Cache
-    from .outputs import format_table, write_run
+    from .outputs import console_text, write_run
     from .datahome import using_data_home
     from .runner import RunConfig, check_config, execute
 
@@ -66,7 +66,7 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
             with using_data_home(home):
                 state = execute(config, plugins, registry, cache, home)
             run_dir, results = write_run(state, plugins, Path(output))
-            reports.append((run_dir, format_table(results)))
+            reports.append((run_dir, console_text(state, results)))
     finally:
         cache.close()
     return reports
@@ -209,7 +209,7 @@ def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: 
           command: list[str] | None = None) -> tuple[Path, str]:
     """Re-judge a finished run into a new run directory (the source stays as it is)."""
     from .cache import Cache
-    from .outputs import format_table, write_run
+    from .outputs import console_text, write_run
     from .rescore import rescore_run
     from .rundir import load_run
 
@@ -221,7 +221,7 @@ def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: 
         final, results = write_run(state, plugins, Path(output) if output else run.path.parent)
     finally:
         cache.close()
-    return final, format_table(results)
+    return final, console_text(state, results)
 
 
 def merge(run_dirs: list[Path], *, output: Path | None = None, disabled_plugins: list[str] | None = None,

@@ -203,6 +203,11 @@ class TaskContext:
     #: contexts and an id that exists is never reported unknown; the engine drops the
     #: conversations of unchosen contexts anyway.
     select_context: Callable[[str], bool] = field(default=lambda context_id: True)
+    #: Facts about one context (a meeting) that the manifest should keep, e.g. the noise a task
+    #: type applied to a transcript: ``record_facts(context_id, {"noise": {...}})``. They land
+    #: in manifest.json under ``context_facts[task][context_id]`` (merged per context) and are
+    #: summarised under the run's console table; the engine never interprets them.
+    record_facts: Callable[[str, dict[str, Any]], None] = field(default=lambda context_id, facts: None)
 
 
 class TaskType(ABC):

@@ -99,6 +99,7 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
                                  "disabled": i.disabled, "error": i.error} for i in plugins.infos},
         },
         "data_files": files,
+        "context_facts": {t.spec.name: t.context_facts for t in state.tasks if t.context_facts},
         "git_commit": _git_commit(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -122,6 +123,32 @@ def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, di
         manifest = build_manifest(state, plugins, run_id)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return final, results
+
+
+def format_context_facts(state: RunState) -> str:
+    """Per task, the mean over its contexts of each number a task type recorded per context
+    (`TaskContext.record_facts`), one level deep: e.g. the noise level and effective WER of the
+    transcripts. Empty when no task recorded any."""
+    lines = []
+    for task in state.tasks:
+        sums: dict[str, list[float]] = {}
+        for facts in task.context_facts.values():
+            for group, values in facts.items():
+                items = values.items() if isinstance(values, dict) else [("", values)]
+                for key, value in items:
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        sums.setdefault(f"{group}.{key}" if key else group, []).append(float(value))
+        if sums:
+            n = len(task.context_facts)
+            shown = ", ".join(f"{k}={sum(v) / len(v):.4g}" for k, v in sums.items())
+            lines.append(f"{task.spec.name} (mean over {n} context{'s' if n != 1 else ''}): {shown}")
+    return "\n".join(lines)
+
+
+def console_text(state: RunState, results: dict[str, Any]) -> str:
+    """What `lceval run` and `lceval score` print for a run: the table, then the context facts."""
+    facts = format_context_facts(state)
+    return format_table(results) + (f"\n\n{facts}" if facts else "")
 
 
 def _fmt(value: Any, digits: int = 2) -> str:

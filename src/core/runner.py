@@ -53,6 +53,8 @@ class TaskRun:
     samples: list[Sample]
     judge_identity: dict[str, Any]
     files_read: dict[str, str]
+    #: what the task type recorded per context (TaskContext.record_facts), for the manifest
+    context_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -104,16 +106,24 @@ def _blame_overrides(exc: UserError, config: RunConfig) -> UserError:
 
 
 def load_task(spec: TaskSpec, config: RunConfig, plugins: Plugins, data_home: Path,
-              recorder: FileRecorder, selection: ContextSelection | None = None) -> list[Conversation]:
+              recorder: FileRecorder, selection: ContextSelection | None = None,
+              facts: dict[str, dict[str, Any]] | None = None) -> list[Conversation]:
+    """The spec's conversations; what the task type records per context goes into `facts`."""
     task_type = plugins.get("task-type", spec.type)
     try:
         check_options(spec, task_type.options_schema)
     except UserError as exc:
         raise _blame_overrides(exc, config) from None
     select = selection if selection is not None else ContextSelection(None)
+    collected = facts if facts is not None else {}
+
+    def record_facts(context_id: str, values: dict[str, Any]) -> None:
+        collected.setdefault(str(context_id), {}).update(values)
+
     ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home,
                       splits=config.splits, limit=config.limit, record_file=recorder,
-                      retrievers=dict(plugins.retrievers), seed=config.seeds[0], select_context=select)
+                      retrievers=dict(plugins.retrievers), seed=config.seeds[0], select_context=select,
+                      record_facts=record_facts)
     # a task type that does not ask select_context itself still gets only the chosen contexts
     return [conv for conv in task_type.load(ctx) if select(conv.context_id)]
 
@@ -284,8 +294,13 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
     recorder = FileRecorder()
     selection = ContextSelection(config.contexts)
     # data first: a missing dataset or a bad option is reported before any model is loaded
-    loaded = [(spec, load_task(spec, config, plugins, data_home, recorder, selection)) for spec in specs]
+    facts: dict[str, dict[str, dict[str, Any]]] = {spec.name: {} for spec in specs}
+    loaded = [(spec, load_task(spec, config, plugins, data_home, recorder, selection, facts[spec.name]))
+              for spec in specs]
     loaded, shard = select_work(loaded, selection, config.shard, config.limit, config.splits)
+    for spec, conversations in loaded:  # facts only of the contexts this run (or shard) answers
+        kept = {conv.context_id for conv in conversations}
+        facts[spec.name] = {cid: f for cid, f in facts[spec.name].items() if cid in kept}
     judge_model = open_judge_model(jspec, plugins, cache)
     try:
         # a judge that cannot be built (no --judge-model, bad option) fails before the
@@ -311,7 +326,7 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
                 answered = generate_task(spec, conversations, model, seed, config.progress)
                 samples.extend(judge_task(spec, answered, judge, seed))
             runs.append(TaskRun(spec=spec, samples=samples, judge_identity=judge_identity,
-                                files_read=dict(recorder.files)))
+                                files_read=dict(recorder.files), context_facts=facts[spec.name]))
     finally:
         model_stats = backend.stats()
         judge_stats = judge_model.backend.stats() if judge_model is not None else None
