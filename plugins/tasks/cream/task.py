@@ -26,6 +26,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
+from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
 #: Paper 000, Fig. 4's description of a transcript, then the transcript (shared prefix).
 TRANSCRIPT_INTRO = (
@@ -65,6 +66,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "prompt_role": {"enum": ["user", "system"]},
         "meetings": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True,
                      "description": "Only these meeting ids (e.g. meeting_en_test2_001)."},
+        "noise": NOISE_OPTION_SCHEMA,  # summaries of noisy transcripts; the minutes stay clean
     },
 }
 
@@ -138,14 +140,14 @@ class CreamTaskType(TaskType):
                  ctx: TaskContext) -> list[Conversation]:
         path = root / "transcripts" / f"{meeting}.txt"
         ctx.record_file(path)
-        transcript = path.read_text(encoding="utf-8")
-        minutes = read_minutes(root, meeting, ctx)
         unit = f"{split}/{meeting}"
+        transcript, noise_meta = apply_noise(ctx, opts.get("noise"), path.read_text(encoding="utf-8"), unit)
+        minutes = read_minutes(root, meeting, ctx)
         out = []
         for name, prompt in prompts.items():
             text = prompt.replace("{transcript}", CONTEXT_SLOT)
             instruction = prompt.replace("{transcript}", "[transcript]")
-            meta = {"split": split, "meeting_id": meeting, "unit": unit, "prompt": name}
+            meta = {"split": split, "meeting_id": meeting, "unit": unit, "prompt": name, **noise_meta}
             if opts["prompt_role"] == "system":
                 preamble, user = [Message("system", text)], "Summarize the meeting."
             else:

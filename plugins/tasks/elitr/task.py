@@ -29,6 +29,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
+from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
 #: Paper 000, Figure 4 (answer prompt), exactly as the authors' `format_inference_prompt`
 #: renders it; {transcript} is the meeting-specific span.
@@ -52,6 +53,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "qa_markers": {"type": "boolean"},
         "prompt_role": {"enum": ["user", "system"]},
         "prompt": {"type": "string", "pattern": "\\{transcript\\}"},
+        "noise": NOISE_OPTION_SCHEMA,  # ASR-like noise at a target WER (paper 001, App. A)
     },
 }
 
@@ -172,8 +174,9 @@ class ElitrTaskType(TaskType):
                 taken += len(turns)
                 if not turns:
                     continue
-                transcript = self._transcript(root, mid, ctx)
-                conversations.extend(self._conversations(split, mid, transcript, turns, prompt, opts))
+                transcript, noise_meta = apply_noise(ctx, opts.get("noise"), self._transcript(root, mid, ctx),
+                                                     context_id(split, mid))
+                conversations.extend(self._conversations(split, mid, transcript, turns, prompt, opts, noise_meta))
         return conversations
 
     @staticmethod
@@ -197,9 +200,9 @@ class ElitrTaskType(TaskType):
 
     @staticmethod
     def _conversations(split: str, meeting: str, transcript: str, turns: list[Turn], prompt: str,
-                       opts: dict[str, Any]) -> list[Conversation]:
+                       opts: dict[str, Any], extra_meta: dict[str, Any]) -> list[Conversation]:
         cid = context_id(split, meeting)
-        meta = {"split": split, "meeting_id": meeting}
+        meta = {"split": split, "meeting_id": meeting, **extra_meta}
         preamble: list[Message] = []
         if opts["prompt_role"] == "system":
             preamble = [Message("system", prompt)]
