@@ -1,5 +1,5 @@
 """The noise curve end to end with a real model: SmolLM2-135M on the shortest real meeting at
-every level of the `elitr_noise` suite (2 questions, a 2k window cut in the middle), with rules
+every level of the `elitr_noise` suite (2 questions, a 1k window cut in the middle), with rules
 from the shipped espeak-ng -> pocketsphinx corpus."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "noise" / "espeak_pocket
 def test_noise_suite_on_one_real_meeting(real_home, tmp_path):
     write_rules(build_rules(read_corpus(str(CORPUS))), real_home / "noise" / "espeak-pocketsphinx.json")
     run = subprocess.run([sys.executable, "-m", "lceval", "run", "--tasks", "elitr_noise", "--model",
-                          "smollm2,n_ctx=2048", "--split", "test2", "--limit", "2", "--context-policy",
-                          "truncate-middle", "--set", "generation.max_new_tokens=32", "--data-home", str(real_home),
+                          "smollm2,n_ctx=1024", "--split", "test2", "--limit", "2", "--context-policy",
+                          "truncate-middle", "--set", "generation.max_new_tokens=24", "--data-home", str(real_home),
                           "--output", str(tmp_path / "runs"), "--no-progress"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "elitr_qa_noise100 (mean over 1 context): noise.target_wer=1," in run.stdout, run.stdout
