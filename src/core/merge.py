@@ -209,8 +209,9 @@ def merge_runs(runs: list[FinishedRun], registry: Registry, command: list[str]) 
     for name, result in first.results["tasks"].items():
         entry = (resolved.get("tasks") or {}).get(name) or {}
         spec = TaskSpec(name=name, path=Path(entry.get("spec_path", first.path)), data=first.task_spec(name), lines={})
+        facts = {cid: f for r in runs for cid, f in ((r.manifest.get("context_facts") or {}).get(name) or {}).items()}
         tasks.append(TaskRun(spec=spec, samples=merged_samples(runs, head["plan"], name, seeds),
-                             judge_identity=result["judge"], files_read=files))
+                             judge_identity=result["judge"], files_read=files, context_facts=facts))
     seconds = [(r.manifest.get("usage") or {}).get("seconds") for r in runs]
     merged_from = {
         "count": head["count"],

@@ -139,3 +139,19 @@ def test_noise_commands_through_the_entry_point(tmp_path, noise_home):
     assert [r["target_wer"] for r in rows] == [0.2, 0.6] and rows[0]["meetings"] == 3
     bad = lceval("rules", str(tmp_path / "missing.jsonl"), "-o", str(rules))
     assert bad.returncode == 2 and "corpus file not found" in bad.stderr
+
+
+def test_shards_keep_the_facts_of_their_meetings_and_merge_joins_them(noise_home, tmp_path):
+    from lceval.commands import merge
+
+    from ..shards import engine_run
+
+    task = str(spec(tmp_path, "t_n60", 0.6))
+    shards = [engine_run(ScriptedModel(window=8192), task, noise_home, tmp_path / "shards", shard=(i, 2))
+              for i in range(2)]
+    held = [set(json.loads((s / "manifest.json").read_text())["context_facts"]["t_n60"]) for s in shards]
+    assert held[0] and held[1] and not held[0] & held[1]
+    merged, _ = merge(shards, output=tmp_path / "merged")
+    facts = json.loads((merged / "manifest.json").read_text())["context_facts"]["t_n60"]
+    assert set(facts) == held[0] | held[1] and len(facts) == 3
+    assert all(f["noise"]["target_wer"] == 0.6 for f in facts.values())
