@@ -23,6 +23,7 @@ import numpy as np
 
 from lceval.compare import paired_bootstrap, paired_permutation_p
 from lceval.errors import UserError
+from lceval.reportdata import run_model_name
 from lceval.rundir import FinishedRun, load_run
 from lceval.scoring import cluster_of, primary_score
 from lceval.stats import cluster_bootstrap
@@ -88,16 +89,10 @@ def _mean(values: list[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def model_name(run: FinishedRun) -> str:
-    """The model as the user named it (`smollm2`, not the file its alias resolves to), as
-    `lceval report` names its rows."""
-    return str((run.manifest.get("config") or {}).get("model") or run.model)
-
-
 def _family_key(run: FinishedRun, task: str) -> str:
     spec = run.task_spec(task)
     options = {k: v for k, v in (spec.get("options") or {}).items() if k != "noise"}
-    return json.dumps([model_name(run), spec.get("type"), options, spec.get("generation"), spec.get("judge")],
+    return json.dumps([run.model, spec.get("type"), options, spec.get("generation"), spec.get("judge")],
                       sort_keys=True, default=str)
 
 
@@ -176,13 +171,13 @@ def noise_report(run_dirs: list[Path], n_boot: int = 2000, seed: int = 0) -> Noi
         clean = [e for e in entries if e[0] == 0.0]
         family = (clean[0] if clean else entries[0])[2]
         if not clean:
-            notes.append(f"{family} ({model_name(entries[0][3])}): no clean run among the inputs, so no drop")
+            notes.append(f"{family} ({run_model_name(entries[0][3])}): no clean run among the inputs, so no drop")
         elif len(clean) > 1:
-            notes.append(f"{family} ({model_name(entries[0][3])}): several clean runs; drops are against "
+            notes.append(f"{family} ({run_model_name(entries[0][3])}): several clean runs; drops are against "
                          f"{clean[0][2]} of run {clean[0][3].run_id}")
         for target, noisy, task, run, samples in entries:
             cluster_by = (run.task_spec(task).get("report") or {}).get("cluster_by")
-            row = _row(model_name(run), family, task, run, samples, target, cluster_by, n_boot, seed)
+            row = _row(run_model_name(run), family, task, run, samples, target, cluster_by, n_boot, seed)
             if clean and (task, run.run_id) != (clean[0][2], clean[0][3].run_id):
                 _add_drop(row, clean[0][4], samples, cluster_by, n_boot, seed)
             rows.append(row)
