@@ -2,7 +2,8 @@
 transcripts at a target WER, robustness report; paper 001, Sec. 3 and App. A).
 
 The task types that read ELITR transcripts take `options.noise` through
-`lceval_plugins.noise.transcripts`; this entry point adds the sub-commands.
+`lceval_plugins.noise.transcripts`; this entry point adds the sub-commands and the
+HTML report's noise panel.
 """
 
 from __future__ import annotations
@@ -15,3 +16,10 @@ def register_commands(register):
     from .commands import NoiseCommand
 
     register("noise", NoiseCommand())
+
+
+@hookimpl
+def register_report_panels(register):
+    from .report_panel import noise_panels
+
+    register("noise", noise_panels)

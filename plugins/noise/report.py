@@ -153,7 +153,11 @@ def _add_drop(row: LevelRow, clean: list[Sample], noisy: list[Sample], cluster_b
 
 def noise_report(run_dirs: list[Path], n_boot: int = 2000, seed: int = 0) -> NoiseReport:
     """The robustness report of every noisy task found in the runs (and its clean twin)."""
-    runs = [load_run(Path(p)) for p in run_dirs]
+    return noise_report_of_runs([load_run(Path(p)) for p in run_dirs], n_boot, seed)
+
+
+def noise_report_of_runs(runs: list[FinishedRun], n_boot: int = 2000, seed: int = 0) -> NoiseReport:
+    """`noise_report` of runs already read (the HTML report's panel has them in hand)."""
     members: dict[str, list[tuple[float, bool, str, FinishedRun, list[Sample]]]] = defaultdict(list)
     for run in runs:
         for task in run.results.get("tasks", {}):

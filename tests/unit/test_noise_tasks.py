@@ -155,3 +155,27 @@ def test_shards_keep_the_facts_of_their_meetings_and_merge_joins_them(noise_home
     facts = json.loads((merged / "manifest.json").read_text())["context_facts"]["t_n60"]
     assert set(facts) == held[0] | held[1] and len(facts) == 3
     assert all(f["noise"]["target_wer"] == 0.6 for f in facts.values())
+
+
+def test_html_report_draws_the_noise_curve_through_the_panel_hook(noise_home, tmp_path):
+    from lceval.interfaces import ReportContext
+    from lceval.plugins import load_plugins
+    from lceval.report_html import load_inputs, run_labels
+
+    tasks = ",".join(str(spec(tmp_path, n, w)) for n, w in [("t_clean", None), ("t_n40", 0.4), ("t_n100", 1.0)])
+    run_dir, _, _ = run_engine(ScriptedModel(), tasks, noise_home, tmp_path)
+    other, _, _ = run_engine(ScriptedModel(), str(spec(tmp_path, "t_clean", None)), noise_home, tmp_path / "b")
+    inputs = load_inputs([run_dir])
+    panel = load_plugins().report_panels["noise"]
+    figs = panel(ReportContext(inputs.runs, run_labels(inputs.runs)))
+    assert [f.title for f in figs] == ["Score by target word error rate", "Drop from the clean score",
+                                       "Each meeting's score against its effective WER",
+                                       "Target vs effective word error rate (Table 5)"]
+    score, drop, meetings, table5 = figs
+    assert score.marks == 3 and ">0%<" in score.svg and ">100%<" in score.svg
+    assert drop.marks == 2  # the noisy levels, each against the clean run
+    assert meetings.marks == 9  # 3 meetings x 3 levels
+    assert table5.marks == 2 and "Effective WER measured with jiwer" in table5.caption
+    # runs without noise draw nothing
+    clean = load_inputs([other]).runs
+    assert panel(ReportContext(clean, run_labels(clean))) == []

@@ -1,0 +1,84 @@
+"""The noise study in `lceval report --format html` (the `register_report_panels` hook).
+
+The engine plots each noise level as a task of its own; what it cannot know is that those
+tasks are one curve along the word error rate, measured per meeting. This panel draws that
+curve from the same numbers as `lceval noise report` (`noise_report_of_runs`): the score at
+each target WER with its meeting-level interval, the drop from the clean score with its
+paired interval, every meeting's score against its effective WER, and paper 001's Table 5
+(target vs effective WER).
+"""
+
+from __future__ import annotations
+
+from lceval import svgplot
+from lceval.errors import UserError
+from lceval.interfaces import ReportContext, ReportFigure
+from lceval.report_figures import figure
+from lceval.svgplot import Point, Series
+
+from .report import LevelRow, NoiseReport, noise_report_of_runs
+
+SECTION = "Transcript noise (paper 001, App. A)"
+
+
+def _level(target: float) -> str:
+    return f"{target:.0%}"
+
+
+def _series(rows: list[LevelRow], value: str, low: str, high: str) -> tuple[list[str], list[Series]]:
+    """One series per model and task family, one point per target level."""
+    levels = sorted({r.target_wer for r in rows})
+    cats = [_level(t) for t in levels]
+    by_name: dict[str, dict[str, LevelRow]] = {}
+    for row in rows:
+        name = row.model if len({r.family for r in rows}) == 1 else f"{row.model} · {row.family}"
+        by_name.setdefault(name, {})[_level(row.target_wer)] = row
+    series = []
+    for name, per in by_name.items():
+        points = []
+        for cat in cats:
+            row = per.get(cat)
+            eff = f"effective WER {row.effective_wer:.1%}, " if row and row.effective_wer is not None else ""
+            points.append(Point(cat, getattr(row, value) if row else None, getattr(row, low) if row else None,
+                                getattr(row, high) if row else None, f"{eff}n={row.n}" if row else ""))
+        series.append(Series(name, points))
+    return cats, series
+
+
+def noise_panels(ctx: ReportContext) -> list[ReportFigure]:
+    try:
+        report: NoiseReport = noise_report_of_runs(ctx.runs, n_boot=1000)
+    except UserError:  # no run with options.noise: nothing to draw
+        return []
+    out: list[ReportFigure] = []
+    cats, series = _series(report.rows, "score", "ci_low", "ci_high")
+    out.append(figure(svgplot.category_chart(cats, series, style="dots", y_label="score", label="score by WER"),
+                      "Score by target word error rate",
+                      "Mean score at each noise level (0% = the clean transcript); whiskers: 95% intervals "
+                      "resampling meetings. Hover a point for the effective WER.", SECTION))
+    noisy = [r for r in report.rows if r.drop is not None]
+    if noisy:
+        cats, series = _series(noisy, "drop", "drop_ci_low", "drop_ci_high")
+        out.append(figure(svgplot.category_chart(cats, series, style="dots", y_label="clean − noisy",
+                                                 label="drop from clean"),
+                          "Drop from the clean score",
+                          "Clean minus noisy score over the same questions and seeds; whiskers: paired 95% "
+                          "intervals resampling meetings (as `lceval compare`).", SECTION))
+    points = [(p.effective_wer * 100, p.score) for r in report.rows for p in r.points
+              if p.effective_wer is not None and p.score is not None]
+    if points:
+        out.append(figure(svgplot.scatter(points, x_label="effective WER (%)", y_label="meeting score",
+                                          label="meetings", diagonal=False),
+                          "Each meeting's score against its effective WER",
+                          "One point per meeting, level and model: the mean score of its questions.", SECTION))
+    if report.table5:
+        t5 = [Point(_level(r.target_wer), None if r.effective_wer is None else r.effective_wer * 100,
+                    None if r.effective_min is None else r.effective_min * 100,
+                    None if r.effective_max is None else r.effective_max * 100, f"{r.meetings} meetings")
+              for r in report.table5]
+        out.append(figure(svgplot.category_chart([p.category for p in t5], [Series("effective WER", t5)],
+                                                 y_label="effective WER (%)", y_min=0, label="Table 5"),
+                          "Target vs effective word error rate (Table 5)",
+                          "Effective WER measured with jiwer against the clean transcript, averaged over the "
+                          "meetings; whiskers: the lowest and highest meeting.", SECTION))
+    return out
