@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 
 from lceval import hookimpl
-from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
+from lceval.options import NO_OPTIONS, check_options
 from lceval.types import JudgeInput, Judgment
 
 STOP_WORDS = frozenset(
@@ -77,12 +77,10 @@ class LexicalJudge(Judge):
 
 
 def make_lexical(ctx: JudgeContext) -> LexicalJudge:
-    if ctx.options:
-        raise UserError(f"judge 'lexical' takes no options, got {', '.join(sorted(ctx.options))}",
-                        field="judge.options")
+    check_options(NO_OPTIONS, ctx.options, what="judge 'lexical'", field_prefix="judge.options.")
     return LexicalJudge()
 
 
 @hookimpl
 def register_judges(register):
-    register("lexical", make_lexical)
+    register("lexical", make_lexical, options_schema=NO_OPTIONS)

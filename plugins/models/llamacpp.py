@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
+from lceval.options import check_options
 from lceval.types import Generation, GenerationRequest, Message
 
 from . import local_files
-from .local_files import file_sha256, positive
+from .local_files import file_sha256
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -33,34 +34,19 @@ SCHEME = "llamacpp"
 _INSTALL_HINT = "Install it with: pip install 'lceval[llamacpp]'"
 _ROPE_SCALING = {"none": 0, "linear": 1, "yarn": 2}  # llama.cpp's LLAMA_ROPE_SCALING_TYPE_*
 
-
-
-
-def _rope_scaling(value: str) -> str:
-    if value.lower() not in _ROPE_SCALING:
-        raise ValueError(value)
-    return value.lower()
-
-
-def _flag(value: str) -> bool:
-    return local_files.BOOL[value.lower()]
-
-
-#: option -> (converter, what a valid value looks like)
-_OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
-    "n_ctx": (positive(int), "a positive integer"),
-    "n_threads": (positive(int), "a positive integer"),
-    "n_batch": (positive(int), "a positive integer"),
-    "rope_freq_base": (positive(float), "a positive number"),
-    "rope_freq_scale": (positive(float), "a positive number"),
-    "rope_scaling_type": (_rope_scaling, "one of none|linear|yarn"),
-    "chat_template": (str, "a jinja template file"),
-    "verbose": (_flag, "0 or 1"),
-}
-
-
-def parse_options(options: dict[str, str], model: str) -> dict[str, Any]:
-    return local_files.parse_options(options, _OPTIONS, SCHEME, model)
+#: Typed options (`llamacpp:MODEL,n_ctx=8192`); the engine checks them before the factory runs.
+OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+    "n_ctx": {"type": "integer", "minimum": 1,
+              "description": "Context window in tokens (default: the model's trained context length)."},
+    "n_threads": {"type": "integer", "minimum": 1, "description": "CPU threads (default: llama.cpp's choice)."},
+    "n_batch": {"type": "integer", "minimum": 1, "default": 512, "description": "Prompt tokens per forward pass."},
+    "rope_freq_base": {"type": "number", "exclusiveMinimum": 0, "description": "RoPE base frequency."},
+    "rope_freq_scale": {"type": "number", "exclusiveMinimum": 0, "description": "RoPE frequency scale."},
+    "rope_scaling_type": {"enum": list(_ROPE_SCALING), "description": "RoPE scaling method."},
+    "chat_template": {"type": "string", "minLength": 1,
+                      "description": "A Jinja chat template file (or the template text) instead of the GGUF's own."},
+    "verbose": {"type": "boolean", "default": False, "description": "Show llama.cpp's own log."},
+}}
 
 
 def resolve_model_path(model: str) -> Path:
@@ -108,7 +94,7 @@ class LlamaCppBackend(ModelBackend):
     batch_size = 1
 
     def __init__(self, model: str, options: dict[str, str]) -> None:
-        self.options = parse_options(options, model)
+        self.options = check_options(OPTIONS, options, what=f"backend '{SCHEME}'")
         self.path = resolve_model_path(model)
         self.verbose: bool = self.options.get("verbose", False)
         self._vocab: Llama | None = None
@@ -178,7 +164,7 @@ class LlamaCppBackend(ModelBackend):
     def _model(self) -> "Llama":
         if self._llama is None:
             self._tokenizer()
-            kwargs: dict[str, Any] = {"n_ctx": self._n_ctx, "n_batch": self.options.get("n_batch", 512)}
+            kwargs: dict[str, Any] = {"n_ctx": self._n_ctx, "n_batch": self.options["n_batch"]}
             if "n_threads" in self.options:
                 kwargs["n_threads"] = kwargs["n_threads_batch"] = self.options["n_threads"]
             for key in ("rope_freq_base", "rope_freq_scale"):
@@ -297,4 +283,4 @@ def make_llamacpp(model: str, options: dict[str, str]) -> LlamaCppBackend:
 
 @hookimpl
 def register_models(register: Callable[[str, Any], None]) -> None:
-    register(SCHEME, make_llamacpp)
+    register(SCHEME, make_llamacpp, options_schema=OPTIONS)

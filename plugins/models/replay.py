@@ -29,6 +29,7 @@ from lceval import hookimpl
 from lceval.datahome import data_home
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend, recomputable
+from lceval.options import NO_OPTIONS, check_options
 from lceval.types import Generation, GenerationRequest, ScoredItem, ScoreSource
 
 SCHEME = "replay"
@@ -114,9 +115,7 @@ class ReplayBackend(ModelBackend):
     batch_size = 64
 
     def __init__(self, model: str, options: dict[str, str]) -> None:
-        if options:
-            raise UserError(f"the replay backend takes no options, got: {', '.join(options)}",
-                            field="--model", hint="Known options: none.")
+        check_options(NO_OPTIONS, options, what=f"backend '{SCHEME}'")
         pattern, sep, name = model.rpartition("#")
         if not sep or not pattern or not name:
             file_part = pattern if sep else model
@@ -226,7 +225,7 @@ def make_replay(model: str, options: dict[str, str]) -> ReplayBackend:
 
 @hookimpl
 def register_models(register: Callable[[str, Any], None]) -> None:
-    register(SCHEME, make_replay)
+    register(SCHEME, make_replay, options_schema=NO_OPTIONS)
 
 
 #: What each recorded score field is (paper 000, Section 5 and App. D).

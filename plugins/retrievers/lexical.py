@@ -29,6 +29,7 @@ from typing import Any
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import Retriever
+from lceval.options import NO_OPTIONS, check_options
 
 #: NLTK's English stop-word list (nltk.corpus.stopwords.words('english')), as the authors use.
 STOP_WORDS = frozenset("""i me my myself we our ours ourselves you you're you've you'll you'd your yours
@@ -163,43 +164,49 @@ class OracleRetriever(Retriever):
         return order_by([float(r) for r in relevance])
 
 
-def _options(name: str, options: dict[str, Any], allowed: dict[str, type]) -> dict[str, Any]:
-    out = {}
-    for key, value in (options or {}).items():
-        if key not in allowed:
-            raise UserError(f"retriever '{name}' has no option '{key}' (known: {', '.join(allowed) or 'none'})",
-                            field=f"retriever_options.{key}")
-        try:
-            out[key] = allowed[key](value)
-        except (TypeError, ValueError):
-            raise UserError(f"retriever '{name}': option '{key}' must be a {allowed[key].__name__}, "
-                            f"got {value!r}", field=f"retriever_options.{key}") from None
-    return out
+SEED = {"type": "integer", "description": "Seed of the random scores (default: the run's --seed)."}
+#: The lexical retrievers' typed options (`retriever_options` in a spec). `seed` is the engine's
+#: (the run's seed) and needs no declaring, except where the retriever uses it.
+OPTIONS: dict[str, dict[str, Any]] = {
+    "random": {"type": "object", "additionalProperties": False, "properties": {"seed": SEED}},
+    "keywords": NO_OPTIONS,
+    "bm25": {"type": "object", "additionalProperties": False, "properties": {
+        "k1": {"type": "number", "default": 1.5, "description": "Term-frequency saturation."},
+        "b": {"type": "number", "default": 0.75, "description": "Document-length normalization."},
+        "epsilon": {"type": "number", "default": 0.25,
+                    "description": "Floor of negative idfs, as a share of the mean idf."}}},
+    "oracle": NO_OPTIONS,
+}
+
+
+def _checked(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options checked as the registry checks them (so a direct call gets the same errors)."""
+    schema = OPTIONS[name]
+    given = {k: v for k, v in options.items() if k != "seed" or "seed" in schema["properties"]}
+    return check_options(schema, given, what=f"retriever '{name}'", field_prefix="retriever_options.")
 
 
 def make_random(options: dict[str, Any]) -> Retriever:
-    return RandomRetriever(**_options("random", options, {"seed": int}))
+    return RandomRetriever(seed=_checked("random", options).get("seed", 0))
 
 
 def make_keywords(options: dict[str, Any]) -> Retriever:
-    _options("keywords", options, {"seed": int})
+    _checked("keywords", options)
     return KeywordsRetriever()
 
 
 def make_bm25(options: dict[str, Any]) -> Retriever:
-    opts = _options("bm25", options, {"seed": int, "k1": float, "b": float, "epsilon": float})
-    opts.pop("seed", None)
-    return BM25Retriever(**opts)
+    opts = _checked("bm25", options)
+    return BM25Retriever(k1=opts["k1"], b=opts["b"], epsilon=opts["epsilon"])
 
 
 def make_oracle(options: dict[str, Any]) -> Retriever:
-    _options("oracle", options, {"seed": int})
+    _checked("oracle", options)
     return OracleRetriever()
 
 
 @hookimpl
 def register_retrievers(register):
-    register("random", make_random)
-    register("keywords", make_keywords)
-    register("bm25", make_bm25)
-    register("oracle", make_oracle)
+    for name, factory in (("random", make_random), ("keywords", make_keywords), ("bm25", make_bm25),
+                          ("oracle", make_oracle)):
+        register(name, factory, options_schema=OPTIONS[name])

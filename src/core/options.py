@@ -15,6 +15,19 @@ A schema is a JSON Schema object (draft 2020-12) whose `properties` each give a 
 (model spec strings) are converted by the declared type first; values that are already typed
 (YAML from `--judge` or a spec) are checked as they are. Unknown keys are refused unless the
 schema sets `additionalProperties` to something other than false.
+
+What a plugin receives, whatever way the user wrote the value:
+- an option declared `number` (and not `integer`) is a Python float (`temperature=1` -> 1.0),
+  one declared `integer` an int (`3.0` from YAML -> 3), so a value that enters a cache key
+  is spelled the same however it was typed;
+- a string option with an `enum` matches case-insensitively (`dtype=FLOAT32` -> "float32");
+- a string option is the text as written: paths, `pkg:MODULE/FILE` and `TYPE:FACTOR` values
+  pass through unchanged (declare a `pattern` to check their form).
+
+Secrets never reach a command line or an error message: the value of an option whose schema
+says `writeOnly: true`, or whose name looks like a credential (`api_key`, `token`,
+`password` ...), is never echoed, and such a name a plugin does not declare is refused with
+the advice to use the environment instead.
 """
 
 from __future__ import annotations
@@ -35,7 +48,13 @@ OptionsSchema = dict[str, Any]
 BOOL_WORDS = {"1": True, "true": True, "yes": True, "on": True,
               "0": False, "false": False, "no": False, "off": False}
 
+#: The schema of a plugin that takes no options: any option given is refused by name.
+NO_OPTIONS: OptionsSchema = {"type": "object", "additionalProperties": False, "properties": {}}
+
 _INT = re.compile(r"[+-]?\d+")
+#: Option names that hold credentials: never echoed, and refused unless a plugin declares one.
+SECRET_NAME = re.compile(r"(api_?|access_|auth_|client_|secret_)?(key|token|secret|password|passwd)|"
+                         r"authorization|credentials?|bearer", re.IGNORECASE)
 
 
 def check_schema(schema: OptionsSchema) -> None:
@@ -129,44 +148,91 @@ def did_you_mean(name: str, known: list[str]) -> str:
 
 
 def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str,
-                  field: str | None = None) -> dict[str, Any]:
+                  field: str | None = None, field_prefix: str = "") -> dict[str, Any]:
     """`values` checked against `schema`, text converted to the declared types and the
-    declared defaults filled in. `what` names the plugin in errors ("llamacpp backend",
-    "judge 'rubric'"); `field` is the flag or spec field the options came from."""
+    declared defaults filled in. `what` names the plugin in errors ("backend 'llamacpp'",
+    "judge 'rubric'"); `field` is the flag or spec field the options came from, else each
+    error names `field_prefix + key` (e.g. "judge.options.top_p").
+
+    Checking options that were already checked returns them unchanged, so a plugin may check
+    again what the engine checked (its factory is then also safe to call directly)."""
+    if not isinstance(values, Mapping):
+        raise UserError(f"{what} options must be a mapping of name: value, got {_show(values)}",
+                        field=field or field_prefix.rstrip(".") or None)
     props: dict[str, Any] = schema.get("properties", {})
     closed = schema.get("additionalProperties", True) is False
     out: dict[str, Any] = {}
     for key, value in values.items():
+        where = field or f"{field_prefix}{key}"
         if key not in props:
+            if SECRET_NAME.fullmatch(str(key)):
+                raise UserError(f"{what} never takes a secret as an option (option '{key}', value not shown)",
+                                field=where, hint="Put it in an environment variable. " + did_you_mean(key, list(props)))
             if closed:
                 raise UserError(f"{what} has no option '{key}' (given {key}={_show(value)})",
-                                field=field or key, hint=did_you_mean(key, list(props)))
+                                field=where, hint=did_you_mean(key, list(props)))
             out[key] = value
             continue
-        out[key] = _from_text(value, _types(props[key])) if isinstance(value, str) else value
+        out[key] = _normalize(value, props[key])
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(out), key=lambda e: (list(e.absolute_path), e.message))
     if errors:
         error = errors[0]
         key = str(error.absolute_path[0]) if error.absolute_path else ""
         if key:
+            prop = props.get(key, {})
+            where = field or f"{field_prefix}{key}"
+            if _secret(key, prop):
+                raise UserError(f"{what} option {key} (value not shown) is not valid", field=where,
+                                hint=_describe_hint(key, prop))
             given = values.get(key, out.get(key))
-            raise UserError(f"{what} option {key}={_show(given)}: {error.message}", field=field or key,
-                            hint=_describe_hint(props.get(key, {})))
-        raise UserError(f"{what} options: {error.message}", field=field)
+            message = "not of the expected form" if error.validator == "pattern" else error.message
+            raise UserError(f"{what} option {key}={_show(given)}: {message}", field=where,
+                            hint=_describe_hint(key, prop))
+        raise UserError(f"{what} options: {error.message}", field=field or field_prefix.rstrip(".") or None)
     for key, prop in props.items():
         if key not in out and "default" in prop:
             out[key] = copy.deepcopy(prop["default"])
     return out
 
 
+def _normalize(value: Any, prop: Mapping[str, Any]) -> Any:
+    """One spelling per value: text converted by type, numbers made int or float as declared,
+    enum text matched without regard to case (see the module docstring)."""
+    types = _types(prop)
+    if isinstance(value, str):
+        value = _from_text(value, types)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and "number" in types and "integer" not in types:
+        return float(value)
+    if isinstance(value, float) and "integer" in types and "number" not in types and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and isinstance(prop.get("enum"), list) and value not in prop["enum"]:
+        same = [v for v in prop["enum"] if isinstance(v, str) and v.lower() == value.lower()]
+        if len(same) == 1:
+            return same[0]
+    return value
+
+
+def _secret(key: str, prop: Mapping[str, Any]) -> bool:
+    return bool(prop.get("writeOnly")) or bool(SECRET_NAME.fullmatch(key))
+
+
+def defaults(schema: OptionsSchema | None) -> dict[str, Any]:
+    """The declared defaults of a schema's options (a fresh copy each call), for code that
+    needs them outside a check, e.g. a task type called directly in a test."""
+    return {key: copy.deepcopy(prop["default"])
+            for key, prop in (schema or {}).get("properties", {}).items() if "default" in prop}
+
+
 def _show(value: Any) -> str:
     return value if isinstance(value, str) else repr(value)
 
 
-def _describe_hint(prop: Mapping[str, Any]) -> str | None:
+def _describe_hint(key: str, prop: Mapping[str, Any]) -> str | None:
     doc = prop.get("description")
-    return f"It is {doc[0].lower() + doc[1:]}" if isinstance(doc, str) and doc else None
+    return f"{key}: {doc}" if isinstance(doc, str) and doc else None
 
 
 @dataclass(frozen=True)
@@ -209,8 +275,9 @@ class CheckedFactory:
     def __init__(self, factory: Callable[..., Any], schema: OptionsSchema, what: str,
                  options_at: Callable[[tuple[Any, ...]], Mapping[str, Any]],
                  with_options: Callable[[tuple[Any, ...], dict[str, Any]], tuple[Any, ...]],
-                 passthrough: tuple[str, ...] = ()) -> None:
+                 passthrough: tuple[str, ...] = (), field_prefix: str = "") -> None:
         self.factory = factory
+        self.field_prefix = field_prefix
         self.options_schema = schema
         self.what = what
         self._options_at = options_at
@@ -219,8 +286,10 @@ class CheckedFactory:
 
     def __call__(self, *args: Any) -> Any:
         given = dict(self._options_at(args))
-        kept = {k: given.pop(k) for k in self._passthrough if k in given}
-        checked = check_options(self.options_schema, given, what=self.what)
+        declared = self.options_schema.get("properties", {})
+        # keys the engine adds (a retriever's seed) pass as they are unless the plugin declares them
+        kept = {k: given.pop(k) for k in self._passthrough if k in given and k not in declared}
+        checked = check_options(self.options_schema, given, what=self.what, field_prefix=self.field_prefix)
         return self.factory(*self._with_options(args, {**kept, **checked}))
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 
 from .errors import UserError
+from .options import defaults
 from .types import GenerationParams
 from .yamlsafe import PathKey, line_of, load_yaml_with_lines
 
@@ -102,7 +103,12 @@ def load_spec(path: Path) -> TaskSpec:
 
 
 def check_options(spec: TaskSpec, options_schema: dict[str, Any]) -> None:
+    """Check the spec's `options` against its task type's schema and fill in the schema's
+    declared defaults (in place), so the resolved spec - shown by `lceval tasks show` and
+    recorded in the manifest - holds every option the task type will use."""
     validate(spec.data["options"], options_schema, spec.path, spec.lines, prefix=("options",))
+    for key, value in defaults(options_schema).items():
+        spec.data["options"].setdefault(key, value)
 
 
 def with_overrides(spec: TaskSpec, overrides: dict[str, Any]) -> TaskSpec:

@@ -13,6 +13,7 @@ import lceval_plugins.judges.cream as cream_module
 from lceval.cache import RETRY_SEED_STRIDE, Cache, CachedModel, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, ModelBackend
+from lceval.options import options_schema_of, unwrap
 from lceval.plugins import load_plugins
 from lceval.types import Generation, GenerationRequest, JudgeInput, PairInput
 from lceval_plugins.judges.cream import (
@@ -318,7 +319,7 @@ def test_cream_identity_options_and_model_requirement():
 
 
 @pytest.mark.parametrize("options, field", [
-    ({"k": 3}, "judge.options"),
+    ({"k": 3}, "judge.options.k"),
     ({"max_key_facts": 0}, "judge.options.max_key_facts"),
     ({"max_key_facts": "many"}, "judge.options.max_key_facts"),
     ({"max_key_facts": 2.5}, "judge.options.max_key_facts"),
@@ -334,11 +335,13 @@ def test_option_errors(options, field):
         assert err.value.field == field
 
 
-def test_hooks_register_the_three_judges():
+def test_hooks_register_the_judges_with_their_options():
     plugins = load_plugins(disabled=["cream_judges"], extra=[("cream_test", cream_module)])
-    assert plugins.pairwise_judges["cream"] is make_cream
-    assert plugins.judges["keyfacts"] is make_keyfacts
-    assert plugins.judges["keyfacts-lexical"] is make_keyfacts_lexical
+    for table, name, factory in ((plugins.pairwise_judges, "cream", make_cream), (plugins.judges, "keyfacts", make_keyfacts),
+                                 (plugins.judges, "keyfacts-lexical", make_keyfacts_lexical),
+                                 (plugins.pairwise_judges, "cream-lexical", make_cream_lexical)):
+        assert unwrap(table[name]) is factory and options_schema_of(table[name])["properties"]
+    assert options_schema_of(plugins.judges["keyfacts"])["properties"]["max_key_facts"]["default"] == 16
 
 
 # -- keyfacts: two steps against the minutes --------------------------------------------------
@@ -551,7 +554,7 @@ def test_lexical_pairwise_scores_are_hand_computable_and_symmetric():
 
 
 def test_lexical_pairwise_options_are_checked():
-    with pytest.raises(UserError, match="unknown option"):
+    with pytest.raises(UserError, match="has no option 'k'"):
         make_cream_lexical(JudgeContext(options={"k": 3}))
     with pytest.raises(UserError, match="threshold"):
         make_cream_lexical(JudgeContext(options={"threshold": 0}))

@@ -20,7 +20,7 @@ from lceval.types import GenerationParams, GenerationRequest, Message
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="litellm not installed")
 
-from lceval_plugins.models.litellm_api import LiteLLMBackend, make_litellm, register_models  # noqa: E402
+from lceval_plugins.models.litellm_api import OPTIONS, LiteLLMBackend, make_litellm, register_models  # noqa: E402
 
 SECRET = "sk-secret-123"
 
@@ -146,8 +146,8 @@ def ask(item: str, params: GenerationParams = GenerationParams(max_new_tokens=8)
 
 def test_registers_scheme() -> None:
     got: dict[str, Any] = {}
-    register_models(lambda name, factory: got.__setitem__(name, factory))
-    assert got == {"litellm": make_litellm}
+    register_models(lambda name, factory, options_schema: got.__setitem__(name, (factory, options_schema)))
+    assert got == {"litellm": (make_litellm, OPTIONS)}
 
 
 def test_every_transient_fault_is_retried_and_charged_once(server: FakeOpenAI) -> None:
@@ -318,10 +318,10 @@ def test_identity_names_model_and_base_only(server: FakeOpenAI) -> None:
     ({"api_base": f"http://user:{SECRET}@host:1/v1"}, "without user:password"),
     ({"api_base": f"http://host/v1?token={SECRET}"}, "without user:password"),
     ({"api_base": "ftp://host"}, "http\\(s\\) URL"),
-    ({"concurrency": "0"}, "positive integer"),
-    ({"max_retries": "-1"}, "non-negative"),
+    ({"concurrency": "0"}, "concurrency=0: 0 is less than the minimum of 1"),
+    ({"max_retries": "-1"}, "max_retries=-1: -1 is less than the minimum of 0"),
     ({"api_key_env": "sk-abc"}, "NAME of an environment variable"),
-    ({"temperature": "1"}, "unknown litellm option 'temperature'"),
+    ({"temperature": "1"}, "backend 'litellm' has no option 'temperature'"),
     ({"tokenizer": "gpt2"}, "llamacpp:GGUF .* or hf:NAME_OR_FOLDER"),
 ])
 def test_bad_options(options: dict[str, str], pattern: str) -> None:

@@ -16,10 +16,10 @@ import pytest
 from lceval.cache import Cache, CachedModel
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, ModelBackend
+from lceval.judging import RETRY_SEED_STRIDE
 from lceval.types import Generation, GenerationRequest, JudgeInput
 from lceval_plugins.judges.llm_judges import (
-    PROMETHEUS_TEMPLATE, RETRY_SEED_STRIDE, RUBRIC_TEMPLATE, make_prometheus, make_rubric, parse_prometheus,
-    parse_rubric, render,
+    PROMETHEUS_TEMPLATE, RUBRIC_TEMPLATE, make_prometheus, make_rubric, parse_prometheus, parse_rubric, render,
 )
 
 from ..conftest import ScriptedModel
@@ -245,7 +245,7 @@ def test_options_override_sampling(tmp_path):
 
 
 @pytest.mark.parametrize("options,field", [
-    ({"temprature": 0.5}, "judge.options"),
+    ({"temprature": 0.5}, "judge.options.temprature"),
     ({"temperature": "hot"}, "judge.options.temperature"),
     ({"top_p": 1.5}, "judge.options.top_p"),
     ({"max_attempts": 0}, "judge.options.max_attempts"),

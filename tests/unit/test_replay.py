@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from lceval.errors import UserError
+from lceval.options import NO_OPTIONS as OPTIONS
 from lceval.types import GenerationParams, GenerationRequest, Message
 from lceval_plugins.models.replay import ReplayBackend, make_replay, register_models
 
@@ -30,8 +31,8 @@ def request(meeting: str, qid: str, question: str | None, split: str | None = "d
 
 def test_registers_scheme() -> None:
     got: dict[str, Any] = {}
-    register_models(lambda name, factory: got.__setitem__(name, factory))
-    assert got == {"replay": make_replay}
+    register_models(lambda name, factory, options_schema: got.__setitem__(name, (factory, options_schema)))
+    assert got == {"replay": (make_replay, OPTIONS)}
 
 
 def test_answers_with_recorded_response_and_scores() -> None:
@@ -125,7 +126,7 @@ def test_unknown_question_missing_response_and_missing_hints() -> None:
 
 
 def test_options_rejected() -> None:
-    with pytest.raises(UserError, match="takes no options"):
+    with pytest.raises(UserError, match="has no option 'temperature'.*It takes no options"):
         make_replay(f"{FIXTURE}#ModelA", {"temperature": "0"})
 
 

@@ -15,7 +15,8 @@ from lceval.types import Generation, JudgeInput
 from lceval_plugins.judges.summhay_coverage import CoverageLLMJudge, CoverageOfflineJudge, parse_verdict
 from lceval_plugins.retrievers.lexical import (BM25Retriever, KeywordsRetriever, OracleRetriever, RandomRetriever,
                                                bm25_tokens)
-from lceval_plugins.tasks.summhay import budget, prompts
+from lceval import tokens as budget
+from lceval_plugins.tasks.summhay import prompts
 from lceval_plugins.tasks.summhay.haystack import parse_haystack
 from lceval_plugins.tasks.summhay.retrieval_report import retrieval_report, to_markdown
 from lceval_plugins.tasks.summhay.scoring import (extract_citations, position_sensitivity, score_insight,
@@ -196,7 +197,7 @@ def test_llm_coverage_judge_records_a_judge_api_failure_as_missing_not_parsed():
     (CoverageLLMJudge, {"temperature": -1}, "judge.options.temperature"),
     (CoverageOfflineJudge, {"full": "abc"}, "judge.options.full"),
     (CoverageOfflineJudge, {"partial": 2}, "judge.options.partial"),
-    (CoverageOfflineJudge, {"embeddings": "yes"}, "judge.options.embeddings"),
+    (CoverageOfflineJudge, {"embeddings": "maybe"}, "judge.options.embeddings"),
 ])
 def test_coverage_judge_options_are_checked(judge, options, field):
     with pytest.raises(UserError) as err:

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from lceval import hookimpl
 
+from . import lexical_pair, lexical_ref
 from .lexical_pair import CreamLexicalJudge, make_cream_lexical, pair_facts
 from .lexical_ref import KeyFactsLexicalJudge, make_keyfacts_lexical, minutes_facts, reference_facts
+from .options import OPTIONS
 from .pairwise import CreamJudge, make_cream
 from .parse import ParseError, parse_alignment, parse_facts, parse_pair
 from .reference import KeyFactsJudge, make_keyfacts
@@ -39,11 +41,11 @@ __all__ = [
 
 @hookimpl
 def register_pairwise_judges(register):
-    register("cream", make_cream)
-    register("cream-lexical", make_cream_lexical)
+    register("cream", make_cream, options_schema=OPTIONS)
+    register("cream-lexical", make_cream_lexical, options_schema=lexical_pair.OPTIONS)
 
 
 @hookimpl
 def register_judges(register):
-    register("keyfacts", make_keyfacts)
-    register("keyfacts-lexical", make_keyfacts_lexical)
+    register("keyfacts", make_keyfacts, options_schema=OPTIONS)
+    register("keyfacts-lexical", make_keyfacts_lexical, options_schema=lexical_ref.OPTIONS)

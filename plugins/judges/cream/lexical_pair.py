@@ -25,12 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, PairwiseJudge
 from lceval.types import PairInput, PairJudgment
-from lceval_plugins.judges.llm_judges import check_number
+from lceval.options import check_options
 
-from .lexical_ref import align, fact_words
+from .lexical_ref import THRESHOLD, align, fact_words
 from .sentences import split_sentences
 
 VERSION = 1
@@ -94,13 +93,11 @@ class CreamLexicalJudge(PairwiseJudge):
                 "max_key_facts": self.max_key_facts}
 
 
+OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+    "threshold": THRESHOLD,
+    "max_key_facts": {"type": "integer", "minimum": 1, "default": 16, "description": "Most key facts per pair."}}}
+
+
 def make_cream_lexical(ctx: JudgeContext) -> CreamLexicalJudge:
-    unknown = sorted(set(ctx.options) - {"threshold", "max_key_facts"})
-    if unknown:
-        raise UserError(f"unknown option(s) {', '.join(unknown)} for judge 'cream-lexical' "
-                        "(known: threshold, max_key_facts)", field="judge.options")
-    threshold = check_number("threshold", ctx.options.get("threshold", 0.5), float, 0.0, 1.0, "cream-lexical")
-    if threshold == 0:
-        raise UserError("judge 'cream-lexical' option 'threshold' must be above 0", field="judge.options.threshold")
-    cap = check_number("max_key_facts", ctx.options.get("max_key_facts", 16), int, 1, None, "cream-lexical")
-    return CreamLexicalJudge(threshold, cap)
+    options = check_options(OPTIONS, ctx.options, what="judge 'cream-lexical'", field_prefix="judge.options.")
+    return CreamLexicalJudge(options["threshold"], options["max_key_facts"])

@@ -39,7 +39,7 @@ from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.types import JudgeInput, Judgment
 from lceval_plugins.judges.lexical import content_words
-from lceval_plugins.judges.llm_judges import check_number
+from lceval.options import check_options
 
 from .parse import Side
 from .reference import reference_details
@@ -175,13 +175,13 @@ class KeyFactsLexicalJudge(Judge):
         return {"judge": self.name, "version": VERSION, "threshold": self.threshold}
 
 
+#: `threshold` of the lexical CREAM judges.
+THRESHOLD = {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.5,
+             "description": "Share of content words two texts must have in common to match "
+                            "(above 0: at 0 every sentence would support every fact)."}
+OPTIONS = {"type": "object", "additionalProperties": False, "properties": {"threshold": THRESHOLD}}
+
+
 def make_keyfacts_lexical(ctx: JudgeContext) -> KeyFactsLexicalJudge:
-    unknown = sorted(set(ctx.options) - {"threshold"})
-    if unknown:
-        raise UserError(f"unknown option(s) {', '.join(unknown)} for judge 'keyfacts-lexical' (known: threshold)",
-                        field="judge.options")
-    threshold = check_number("threshold", ctx.options.get("threshold", 0.5), float, 0.0, 1.0, "keyfacts-lexical")
-    if threshold == 0:
-        raise UserError("judge 'keyfacts-lexical' option 'threshold' must be above 0 (0 makes every "
-                        "sentence support every fact)", field="judge.options.threshold")
-    return KeyFactsLexicalJudge(threshold)
+    options = check_options(OPTIONS, ctx.options, what="judge 'keyfacts-lexical'", field_prefix="judge.options.")
+    return KeyFactsLexicalJudge(options["threshold"])

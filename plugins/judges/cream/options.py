@@ -1,5 +1,5 @@
-"""Options of the model-calling CREAM judges (`--judge cream,max_key_facts=30`), checked like
-the `rubric` judge's: every value parsed and range-checked, unknown names refused.
+"""Options of the model-calling CREAM judges (`--judge cream,max_key_facts=30`), declared like
+the `rubric` judge's (lceval.judging.sampling_options): typed, range-checked, unknown names refused.
 
 Defaults, and why:
 - max_key_facts 16: the paper's main setting (Sec. 4.1.2, "following precedent literature";
@@ -18,27 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from lceval.errors import UserError
 from lceval.interfaces import JudgeContext
-from lceval.types import GenerationParams
-from lceval_plugins.judges.llm_judges import SampledJudge, resolve_sampling
+from lceval.judging import SampledJudge, require_model, sampling_options
+from lceval.options import check_options
 
-DEFAULTS: dict[str, Any] = {"max_key_facts": 16, "temperature": 0.0, "top_p": 1.0,
-                            "max_new_tokens": 2048, "max_attempts": 3, "system_prompt": None}
-RANGES: dict[str, tuple[type, float, float | None]] = {
-    "max_key_facts": (int, 1, None), "temperature": (float, 0.0, None), "top_p": (float, 0.0, 1.0),
-    "max_new_tokens": (int, 1, None), "max_attempts": (int, 1, None)}
-
-
-def resolve_options(judge: str, given: dict[str, Any]) -> dict[str, Any]:
-    return resolve_sampling(judge, given, DEFAULTS, RANGES)
-
-
-def require_model(judge: str, ctx: JudgeContext) -> None:
-    if ctx.model is None:
-        raise UserError(f"judge '{judge}' asks a language model and none was given", field="--judge-model",
-                        hint="Pass --judge-model SPEC (the paper uses GPT-4o: litellm:openai/gpt-4o-2024-05-13), "
-                        "or use the offline reference judge keyfacts-lexical.")
+#: Typed options of `cream` and `keyfacts` (defaults and why: the module docstring).
+OPTIONS = sampling_options(
+    temperature=0.0, top_p=1.0, max_new_tokens=2048, max_attempts=3, system_prompt=None,
+    extra={"max_key_facts": {"type": "integer", "minimum": 1, "default": 16,
+                             "description": "Most key facts extracted (paper 003: 16, or 30 in Table 2)."}})
 
 
 class ModelJudgeSettings(SampledJudge):
@@ -48,15 +36,12 @@ class ModelJudgeSettings(SampledJudge):
 
     name = "cream"
 
-    def configure(self, ctx: JudgeContext, options: dict[str, Any]) -> None:
-        require_model(self.name, ctx)
-        self.model = ctx.model
-        self.seed = int(ctx.seed)
+    def configure(self, ctx: JudgeContext) -> None:
+        options = check_options(OPTIONS, ctx.options, what=f"judge '{self.name}'", field_prefix="judge.options.")
+        model = require_model(ctx, self.name, "Pass --judge-model SPEC (the paper uses GPT-4o: "
+                              "litellm:openai/gpt-4o-2024-05-13), or use the offline reference judge keyfacts-lexical.")
+        self.configure_sampling(model, ctx.seed, options)
         self.max_key_facts: int = options["max_key_facts"]
-        self.max_attempts = options["max_attempts"]
-        self.system_prompt = options["system_prompt"]
-        self.params = GenerationParams(max_new_tokens=options["max_new_tokens"], temperature=options["temperature"],
-                                       top_p=options["top_p"], seed=self.seed)
 
     def settings_identity(self, version: int, templates: Any) -> dict[str, Any]:
         return {

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from lceval.cache import sha256_text
 from lceval.interfaces import JudgeContext, PairwiseJudge
+from lceval.judging import sha256_text
 from lceval.types import GenerationParams, GenerationRequest, Message, PairInput, PairJudgment
 
-from .options import ModelJudgeSettings, resolve_options
+from .options import ModelJudgeSettings
 from .parse import PairParse, ParseError, parse_pair
 from .prompts import CREAM_TEMPLATE, cream_prompt
 from .sentences import split_sentences
@@ -35,8 +35,8 @@ class CreamJudge(ModelJudgeSettings, PairwiseJudge):
     criteria = ("completeness", "conciseness")
     uses_model = True
 
-    def __init__(self, ctx: JudgeContext, options: dict[str, Any]) -> None:
-        self.configure(ctx, options)
+    def __init__(self, ctx: JudgeContext) -> None:
+        self.configure(ctx)
 
     def pair_messages(self, sentences_a: list[str], sentences_b: list[str]) -> list[Message]:
         return self.chat(cream_prompt(sentences_a, sentences_b, self.max_key_facts))
@@ -92,4 +92,4 @@ class CreamJudge(ModelJudgeSettings, PairwiseJudge):
 
 
 def make_cream(ctx: JudgeContext) -> CreamJudge:
-    return CreamJudge(ctx, resolve_options("cream", dict(ctx.options)))
+    return CreamJudge(ctx)

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from lceval.cache import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
+from lceval.judging import Rounds, sha256_text
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment
-from lceval_plugins.judges.llm_judges import Rounds
 
-from .options import ModelJudgeSettings, resolve_options
+from .options import ModelJudgeSettings
 from .parse import ParseError, Side, parse_alignment, parse_facts
 from .prompts import ALIGNMENT_TEMPLATE, EXTRACTION_TEMPLATE, alignment_prompt, extraction_prompt
 from .sentences import split_sentences
@@ -56,8 +55,8 @@ class KeyFactsJudge(ModelJudgeSettings, Judge):
     scale = (0.0, 1.0)
     uses_model = True
 
-    def __init__(self, ctx: JudgeContext, options: dict[str, Any]) -> None:
-        self.configure(ctx, options)
+    def __init__(self, ctx: JudgeContext) -> None:
+        self.configure(ctx)
 
     def _run(self, step: str, prompts: dict[Any, tuple[str, str]], parse: Callable[[Any, str], Any]) -> Rounds:
         """Ask every prompt ({key: (request_id, prompt)}), retrying unparseable answers; a
@@ -137,4 +136,4 @@ class KeyFactsJudge(ModelJudgeSettings, Judge):
 
 
 def make_keyfacts(ctx: JudgeContext) -> KeyFactsJudge:
-    return KeyFactsJudge(ctx, resolve_options("keyfacts", dict(ctx.options)))
+    return KeyFactsJudge(ctx)

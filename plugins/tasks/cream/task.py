@@ -25,6 +25,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
+from lceval.options import defaults
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
@@ -59,18 +60,20 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "minProperties": 1,
             "propertyNames": {"pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
             "additionalProperties": {"type": "string", "pattern": "\\{transcript\\}"},
+            "default": DEFAULT_PROMPTS,
             "description": "name -> summarization prompt holding {transcript}; one system per prompt.",
         },
         "use_prompts": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True,
                         "description": "Only these prompts (default: all, in the order given)."},
-        "prompt_role": {"enum": ["user", "system"]},
+        "prompt_role": {"enum": ["user", "system"], "default": "user",
+                        "description": "Message that carries the prompt and transcript."},
         "meetings": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True,
                      "description": "Only these meeting ids (e.g. meeting_en_test2_001)."},
         "noise": NOISE_OPTION_SCHEMA,  # summaries of noisy transcripts; the minutes stay clean
     },
 }
 
-DEFAULT_OPTIONS: dict[str, Any] = {"prompts": DEFAULT_PROMPTS, "prompt_role": "user"}
+DEFAULT_OPTIONS: dict[str, Any] = defaults(OPTIONS_SCHEMA)
 
 
 def read_minutes(root: Path, meeting: str, ctx: TaskContext) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
+from lceval.options import defaults
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
@@ -46,26 +47,24 @@ OPTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "question_set": {"enum": ["qa", "conv"]},
-        "language": {"enum": ["en", "cs"], "description": "Question language; transcripts are English."},
-        "mode": {"enum": ["single-turn", "multi-turn"]},
-        "history": {"enum": ["model", "gold"]},
-        "qa_markers": {"type": "boolean"},
-        "prompt_role": {"enum": ["user", "system"]},
-        "prompt": {"type": "string", "pattern": "\\{transcript\\}"},
+        "question_set": {"enum": ["qa", "conv"], "default": "qa",
+                         "description": "qa: self-contained questions; conv: questions that refer to earlier ones."},
+        "language": {"enum": ["en", "cs"], "default": "en", "description": "Question language; transcripts are English."},
+        "mode": {"enum": ["single-turn", "multi-turn"], "default": "single-turn",
+                 "description": "One chat per question, or one chat per meeting with its questions in order."},
+        "history": {"enum": ["model", "gold"], "default": "model",
+                    "description": "Multi-turn: earlier answers are the model's own, or the reference answers."},
+        "qa_markers": {"type": "boolean", "default": False,
+                       "description": "Ask as `QUESTION: ... ANSWER:` (paper 000, App. B.2)."},
+        "prompt_role": {"enum": ["user", "system"], "default": "user",
+                        "description": "Message that carries the prompt and transcript."},
+        "prompt": {"type": "string", "pattern": "\\{transcript\\}", "default": FIG4_PROMPT,
+                   "description": "Answer prompt holding {transcript} (default: paper 000, Fig. 4)."},
         "noise": NOISE_OPTION_SCHEMA,  # ASR-like noise at a target WER (paper 001, App. A)
     },
 }
 
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "question_set": "qa",
-    "language": "en",
-    "mode": "single-turn",
-    "history": "model",
-    "qa_markers": False,
-    "prompt_role": "user",
-    "prompt": FIG4_PROMPT,
-}
+DEFAULT_OPTIONS: dict[str, Any] = defaults(OPTIONS_SCHEMA)
 
 
 def questions_file(root: Path, question_set: str, language: str, split: str) -> Path:

@@ -22,7 +22,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import Command
 
-from .budget import TOKENIZERS
+from lceval.tokens import TOKENIZERS
 from .haystack import DOMAINS
 from .hf import HF_DATASET
 from .scoring import position_sensitivity

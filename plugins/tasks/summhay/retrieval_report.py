@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import budget as budgets
+from lceval import tokens as budgets
 from .haystack import Haystack, load_haystack
 from .task import make_retriever, rank_documents
 

@@ -11,7 +11,7 @@ Settings (options):
   registered retriever (`random`, `keywords`, `bm25`, `embedding`, `oracle`, a third party's)
   that ranks all documents for the query "<query> <subtopic>" (populate_retriever_scores);
   the top ones up to `budget_tokens` (default 15000, §5.1) are kept, the last one cut to fit
-  (budget.py says how tokens are counted). `stored:NAME` uses the scores the authors stored
+  (lceval.tokens says how tokens are counted). `stored:NAME` uses the scores the authors stored
   in the haystack file under `retriever.NAME` (e.g. `stored:vector`, `stored:rerank3`).
 - `order` (§5.4, Table 3): `haystack` = the file's order (the paper's "Random": published
   haystacks are in one arbitrary order), `random` = shuffled with `seed`, `top` / `bottom` =
@@ -34,12 +34,13 @@ import random
 from pathlib import Path
 from typing import Any
 
+from lceval import tokens as budgets
 from lceval.cache import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Retriever, TaskContext, TaskType
+from lceval.options import defaults
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
-from . import budget as budgets
 from .haystack import DOMAINS, Haystack, Subtopic, haystack_files, load_haystack
 from .prompts import document_block, summarization_prompt
 
@@ -55,32 +56,26 @@ OPTIONS_SCHEMA: dict[str, Any] = {
     "properties": {
         "haystack": {"type": "string", "minLength": 1,
                      "description": "A haystack JSON file or a folder of them (default: the data home's summhay/)"},
-        "domain": {"enum": ["auto", *DOMAINS]},
-        "retriever": {"type": "string", "minLength": 1},
-        "retriever_options": {"type": "object"},
-        "budget_tokens": {"type": "integer", "minimum": 1},
-        "budget_tokenizer": {"enum": list(budgets.TOKENIZERS)},
-        "order": {"enum": list(ORDERS)},
-        "seed": {"type": ["integer", "null"],
+        "domain": {"enum": ["auto", *DOMAINS], "default": "auto", "description": "Haystack domain (auto: from the file)."},
+        "retriever": {"type": "string", "minLength": 1, "default": "full",
+                      "description": "full (every document), stored:NAME (the authors' scores) or a retriever plugin"},
+        "retriever_options": {"type": "object", "default": {}, "description": "Options of the retriever plugin."},
+        "budget_tokens": {"type": "integer", "minimum": 1, "default": 15000,
+                          "description": "Document tokens kept after retrieval (paper 002 §5.1: 15k)."},
+        "budget_tokenizer": {"enum": list(budgets.TOKENIZERS), "default": "auto",
+                             "description": "How the budget counts tokens (lceval.tokens)."},
+        "order": {"enum": list(ORDERS), "default": "auto", "description": "Document order, §5.4: haystack, random, top, bottom, rank (auto: rank with a retriever, else haystack)."},
+        "seed": {"type": ["integer", "null"], "default": None,
                  "description": "For the random retriever and order; default: the run's --seed"},
-        "no_document": {"type": "boolean"},
-        "source": {"enum": ["haystack", "annotated"]},
+        "no_document": {"type": "boolean", "default": False, "description": "Ask without any document (a baseline)."},
+        "source": {"enum": ["haystack", "annotated"], "default": "haystack",
+                   "description": "haystack: write summaries; annotated: score the authors' human-annotated ones."},
         "annotations": {"type": "string", "minLength": 1,
                         "description": "For source: annotated (default: the data home's summhay/eval_benchmark_data.json)"},
     },
 }
 
-DEFAULT_OPTIONS: dict[str, Any] = {
-    "domain": "auto",
-    "retriever": "full",
-    "retriever_options": {},
-    "budget_tokens": 15000,
-    "budget_tokenizer": "auto",
-    "order": "auto",
-    "seed": None,
-    "no_document": False,
-    "source": "haystack",
-}
+DEFAULT_OPTIONS: dict[str, Any] = defaults(OPTIONS_SCHEMA)
 
 
 def query_string(subtopic: Subtopic) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from lceval import hookimpl
-from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext, ModelBackend, PairwiseJudge
+from lceval.options import NO_OPTIONS
 from lceval.types import (Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
                           PairJudgment)
 
@@ -67,18 +67,22 @@ class KeywordBaseline(ModelBackend):
                           completion_tokens=len(text.split()))
 
 
-def make_keyword(model: str, options: dict[str, str]) -> KeywordBaseline:
-    known = {"lines", "window"}
-    unknown = set(options) - known
-    if unknown:
-        raise UserError(f"unknown option(s) {', '.join(sorted(unknown))} for keyword: (known: lines, window)",
-                        field="--model")
-    try:
-        lines = int(options.get("lines", "2"))
-        window = int(options["window"]) if "window" in options else None
-    except ValueError:
-        raise UserError(f"keyword: options must be integers, got {options}", field="--model") from None
-    return KeywordBaseline(lines, window)
+#: The backend's options, declared once: lceval converts `keyword:baseline,lines=3` to an int,
+#: refuses `lins=3` (did you mean 'lines'?) and `lines=0`, fills the default and lists them in
+#: `lceval plugins keyword`. The factory receives the checked values.
+KEYWORD_OPTIONS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "lines": {"type": "integer", "minimum": 1, "default": 2, "description": "Context lines in each answer."},
+        "window": {"type": "integer", "minimum": 1,
+                   "description": "Context window in words (default: unbounded), so lceval's context policy cuts."},
+    },
+}
+
+
+def make_keyword(model: str, options: dict) -> KeywordBaseline:
+    return KeywordBaseline(options["lines"], options.get("window"))
 
 
 class ContainsJudge(Judge):
@@ -126,14 +130,14 @@ def make_word_share(ctx: JudgeContext) -> WordShareJudge:
 
 @hookimpl
 def register_pairwise_judges(register):
-    register("word-share", make_word_share)
+    register("word-share", make_word_share, options_schema=NO_OPTIONS)
 
 
 @hookimpl
 def register_models(register):
-    register("keyword", make_keyword)
+    register("keyword", make_keyword, options_schema=KEYWORD_OPTIONS)
 
 
 @hookimpl
 def register_judges(register):
-    register("contains", make_contains)
+    register("contains", make_contains, options_schema=NO_OPTIONS)

@@ -1,10 +1,11 @@
-"""Token budgets for retrieval-augmented SummHay: which documents fit in N tokens.
+"""Token counting for plugin authors (public API): budgets of documents, and a check that a
+backend's tokenizer keeps the promises the context policy relies on.
 
-The paper keeps "the first 15k worth of document tokens" (§5.1). The authors count them
-with tiktoken's `cl100k_base` and cut the document that crosses the limit to the tokens
-still free (populate_summaries.get_docs_token_limit); we do the same.
-
-Counting is stated in every sample (`budget_tokenizer`):
+Budgets (used by retrieval-augmented task types, e.g. SummHay's "the first 15k worth of
+document tokens", paper 002 §5.1): a *task type* ranks documents with a retriever, then
+`fill_budget` keeps them in rank order until the budget and cuts the document that crosses
+it to the tokens still free (the SummHay authors' populate_summaries.get_docs_token_limit);
+a retriever only ranks. The budget counts with a `Counter` named in each sample:
 - `cl100k_base`: tiktoken, as the authors; needs `tiktoken` and its BPE file (downloaded once
   into tiktoken's cache; offline it must already be there).
 - `words`: no dependency, for offline use. A document costs ceil(4/3 x whitespace words)
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from lceval.errors import UserError
+from .errors import UserError
 
 TOKENIZERS = ("auto", "cl100k_base", "words")
 WORDS_PER_TOKEN = 0.75  # §3.2: 750 words ~ 1,000 tokens
@@ -77,10 +78,11 @@ def _tiktoken() -> Counter | None:
     return Counter("cl100k_base", lambda t: enc.encode(t, disallowed_special=()), enc.decode)
 
 
-def counter(name: str = "auto") -> Counter:
+def counter(name: str = "auto", field: str = "options.budget_tokenizer") -> Counter:
+    """The budget counter `name` (one of TOKENIZERS); `field` is what an error names."""
     if name not in TOKENIZERS:
         raise UserError(f"unknown budget tokenizer '{name}' (known: {', '.join(TOKENIZERS)})",
-                        field="options.budget_tokenizer")
+                        field=field)
     if name == "words":
         return _words()
     found = _tiktoken() if name == "cl100k_base" or _cl100k_cached() else None
@@ -88,7 +90,7 @@ def counter(name: str = "auto") -> Counter:
         return found
     if name == "cl100k_base":
         raise UserError("budget_tokenizer cl100k_base needs tiktoken and its cl100k_base file",
-                        field="options.budget_tokenizer",
+                        field=field,
                         hint="pip install tiktoken (online once), or use budget_tokenizer: words")
     return _words()
 
@@ -118,3 +120,57 @@ def fill_budget(texts: list[str], ranking: list[int], budget: int | None, count:
         total += len(toks)
         kept.append(Kept(idx, texts[idx], len(toks), False))
     return kept
+
+
+# -- the tokenizer contract of ModelBackend ----------------------------------------------------
+
+#: Texts `tokenizer_problems` tries by default: words, digits, punctuation, line breaks,
+#: speaker tags as in ELITR transcripts, and non-ASCII letters.
+SAMPLE_TEXTS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "(PERSON4) So the budget is 1,250 euros, right?\n(PERSON7) Yes -- and the deadline is 3 May.",
+    "Příliš žluťoučký kůň úpěl ďábelské ódy; naïve café, Zürich.",
+)
+
+
+def tokenizer_problems(backend: Any, texts: tuple[str, ...] | list[str] = SAMPLE_TEXTS) -> list[str]:
+    """What in `backend`'s tokenizer breaks the context policy (empty list: nothing found).
+
+    The policy (lceval.context) measures the long context once with `tokenize`, cuts the
+    token ids and turns the kept ones back into text with `detokenize`, and sizes the whole
+    chat-templated prompt with `count_tokens`. So, for every text x:
+    - `tokenize(x)` returns a list of ints without added special tokens (no BOS), and
+      `detokenize(tokenize(x)) == x` (the round trip);
+    - `count_tokens` grows by len(tokenize(x)) (within `SAFETY_MARGIN` tokens) when x is put
+      into a message, so the budget computed from the counts is the budget the model sees.
+    A backend with no tokenizer (tokenize returns None) must not claim a `context_window`.
+    Call it from your backend's tests: `assert tokenizer_problems(MyBackend(...)) == []`."""
+    from .context import SAFETY_MARGIN
+    from .types import Message
+
+    problems: list[str] = []
+    window = backend.context_window
+    for text in texts:
+        ids = backend.tokenize(text)
+        if ids is None:
+            if window is not None:
+                problems.append(f"context_window is {window} but tokenize() returns None: the context "
+                                "policy cannot measure or cut a context")
+            return problems
+        if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+            problems.append(f"tokenize({text[:30]!r}...) returns {type(ids).__name__}, not a list of ints")
+            continue
+        back = backend.detokenize(ids)
+        if back != text:
+            at = next((i for i, (a, b) in enumerate(zip(back, text)) if a != b), min(len(back), len(text)))
+            problems.append(f"detokenize(tokenize(x)) != x: differs at character {at} "
+                            f"({text[at:at + 20]!r} became {back[at:at + 20]!r})")
+        empty = backend.count_tokens([Message("user", "")])
+        full = backend.count_tokens([Message("user", text)])
+        if empty is None or full is None:
+            problems.append("tokenize() works but count_tokens() returns None")
+            continue
+        if abs((full - empty) - len(ids)) > SAFETY_MARGIN:
+            problems.append(f"count_tokens grows by {full - empty} tokens for a text tokenize() makes "
+                            f"{len(ids)} tokens of (more than {SAFETY_MARGIN} apart): budgets will be wrong")
+    return problems
