@@ -7,6 +7,7 @@ error, 130 interrupted (finished work is in the cache; the same command resumes)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -16,8 +17,9 @@ from .errors import UserError
 
 def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lceval", description="Evaluate long-context language models.")
-    p.add_argument("-p", dest="plugin_flags", action="append", default=[], metavar="no:NAME",
-                   help="disable the plugin NAME (repeatable), like pytest's -p no:NAME")
+    p.add_argument("-p", dest="plugin_flags", action="append", default=[], metavar="no:NAME|override:NAME",
+                   help="no:NAME disables the plugin NAME, like pytest's -p no:NAME; override:NAME lets its "
+                   "names win over the built-ins' (a clash is otherwise won by the built-in); repeatable")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="generate, judge and score")
@@ -54,7 +56,9 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     t.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     t.add_argument("name", nargs="?")
 
-    sub.add_parser("plugins", help="list loaded plugins, their kinds, distributions and versions")
+    pl = sub.add_parser("plugins", help="list loaded plugins, their kinds, distributions, versions and clashes; "
+                        "with NAME, what it provides and the options it takes")
+    pl.add_argument("name", nargs="?", help="a plugin, or a backend, judge, retriever, task type ... name")
 
     v = sub.add_parser("validate", help="check task specs or a plugin package without running")
     v.add_argument("paths", nargs="+", help="spec YAML files, or folders of a plugin package (pyproject.toml)")
@@ -160,20 +164,24 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     lb.add_argument("--rejudge", type=int, default=200, help="as for verify")
     lb.add_argument("--data-home", help="as for verify")
 
+    p.set_defaults(shadowed_commands=[])
     for name, command in sorted(plugin_commands.items()):
-        if name in sub.choices:  # a built-in command keeps its name
+        if name in sub.choices:  # a built-in command keeps its name (and the clash is printed)
+            p.get_default("shadowed_commands").append(name)
             continue
         command.add_arguments(sub.add_parser(name, help=command.help))
     return p
 
 
-def _disabled(flags: list[str]) -> list[str]:
-    out = []
+def _plugin_flags(flags: list[str]) -> tuple[list[str], list[str]]:
+    """`-p no:NAME` and `-p override:NAME` values: (disabled, overriding) plugin names."""
+    out: dict[str, list[str]] = {"no": [], "override": []}
     for flag in flags:
-        if not flag.startswith("no:") or len(flag) <= 3:
-            raise UserError(f"-p takes no:NAME, got '{flag}'", field="-p")
-        out.append(flag[3:])
-    return out
+        word, _, name = flag.partition(":")
+        if word not in out or not name:
+            raise UserError(f"-p takes no:NAME or override:NAME, got '{flag}'", field="-p")
+        out[word].append(name)
+    return out["no"], out["override"]
 
 
 def _seeds(text: str) -> list[int]:
@@ -205,11 +213,19 @@ def _overrides(items: list[str]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .plugins import OVERRIDE_ENV
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    saved_overrides = os.environ.get(OVERRIDE_ENV)
     try:
-        commands = _plugin_commands(argv)
-        args = _parser(commands).parse_args(argv)
-        return _dispatch(args, argv, commands)
+        plugins = _early_plugins(argv)
+        parser = _parser(plugins.commands)
+        from .plugin_docs import plugin_warnings
+
+        for line in plugin_warnings(plugins, parser.get_default("shadowed_commands")):
+            print(f"lceval: warning: {line}", file=sys.stderr)
+        args = parser.parse_args(argv)
+        return _dispatch(args, argv, plugins.commands)
     except UserError as exc:
         print(f"lceval: error: {exc.render()}", file=sys.stderr)
         return 2
@@ -225,24 +241,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         print("lceval: internal error (exit 1). Please report it with the traceback above.", file=sys.stderr)
         return 1
+    finally:
+        if saved_overrides is None:
+            os.environ.pop(OVERRIDE_ENV, None)
+        else:
+            os.environ[OVERRIDE_ENV] = saved_overrides
 
 
-def _plugin_commands(argv: list[str]) -> dict[str, Any]:
-    """Sub-commands contributed by plugins (register_commands); plugins disabled with -p are
-    not asked. One named like a built-in command is not added (see `_parser`)."""
-    from .plugins import load_plugins
+def _early_plugins(argv: list[str]) -> Any:
+    """The plugins as the command will see them, before its arguments are parsed: they add
+    sub-commands (register_commands), and their clashes are printed on every command.
+    `-p override:NAME` is passed on as $LCEVAL_OVERRIDE_PLUGINS for this process, so every
+    later load of the plugins (and the manifest) sees the same choice."""
+    from .plugins import OVERRIDE_ENV, load_plugins, overrides_from_env
 
     flags = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-p"]
-    flags += [a[2:] for a in argv if a.startswith("-pno:")]
-    disabled = [f[3:] for f in flags if f.startswith("no:")]
-    return load_plugins(disabled).commands
+    flags += [a[2:] for a in argv if a.startswith("-p") and len(a) > 2]
+    disabled, overriding = _plugin_flags([f for f in flags if f.startswith(("no:", "override:"))])
+    if overriding:
+        os.environ[OVERRIDE_ENV] = ",".join(sorted(overrides_from_env() | set(overriding)))
+    return load_plugins(disabled)
 
 
 def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[str, Any]) -> int:
     from . import commands
     from .selection import parse_contexts, parse_shard
 
-    disabled = _disabled(args.plugin_flags)
+    disabled, _ = _plugin_flags(args.plugin_flags)
     if args.command == "run":
         reports = commands.run(
             tasks=args.tasks, models=args.model, judge=args.judge, judge_model=args.judge_model,
@@ -277,7 +302,7 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
             print(commands.list_tasks(disabled))
         return 0
     if args.command == "plugins":
-        print(commands.list_plugins(disabled))
+        print(commands.list_plugins(disabled, args.name))
         return 0
     if args.command == "validate":
         text, ok = commands.validate(args.paths, disabled)

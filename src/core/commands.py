@@ -104,17 +104,16 @@ def show_task(name: str, disabled: list[str]) -> str:
     return header + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100)
 
 
-def list_plugins(disabled: list[str]) -> str:
+def list_plugins(disabled: list[str], name: str | None = None) -> str:
+    """Every plugin with its kinds, distribution and status, then the clashes; or, with `name`,
+    what that plugin (or the thing of that name) is and the options it takes."""
+    from .plugin_docs import describe_plugin, plugin_table
+
     plugins = load_plugins(disabled)
-    rows = [("plugin", "kinds", "provides", "distribution", "version", "status")]
-    for info in sorted(plugins.infos, key=lambda i: i.name):
-        status = "disabled" if info.disabled else ("FAILED: " + info.error.splitlines()[-1] if info.error else "ok")
-        provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.provides.items()))
-        rows.append((info.name, ",".join(info.kinds), provides, info.distribution, info.version, status))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows]
-    lines.extend(f"conflict: {c}" for c in plugins.conflicts)
-    return "\n".join(lines)
+    if name:
+        return describe_plugin(plugins, name)
+    load_registry(plugins)  # task-name clashes join the plugins' own in the listing
+    return plugin_table(plugins)
 
 
 def validate(paths: list[str], disabled: list[str]) -> tuple[str, bool]:

@@ -96,8 +96,11 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
             "python": sys.version.split()[0],
             "platform": platform.platform(),
             "plugins": {i.name: {"distribution": i.distribution, "version": i.version,
-                                 "disabled": i.disabled, "error": i.error} for i in plugins.infos},
+                                 "disabled": i.disabled, "error": i.error, "overriding": i.overriding}
+                        for i in plugins.infos},
         },
+        # every name two plugins (or a plugin and the task catalog) gave, who won and why
+        "plugin_clashes": [c.as_dict() for c in plugins.clashes],
         "data_files": files,
         "context_facts": {t.spec.name: t.context_facts for t in state.tasks if t.context_facts},
         "git_commit": _git_commit(),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .plugins import Plugins
+from .plugins import Clash, PluginInfo, Plugins
 from .spec import TaskSpec, load_spec
 from .yamlsafe import line_of, loads_yaml_with_lines
 
@@ -31,6 +31,9 @@ class Registry:
     suites: dict[str, list[str]] = field(default_factory=dict)
     models: dict[str, ModelAlias] = field(default_factory=dict)
     judges: dict[str, dict[str, Any]] = field(default_factory=dict)  # preset -> {name, options}
+    #: task names a plugin's spec folders define twice (that plugin gives neither; another
+    #: plugin's or the catalog's spec of the name is used if there is one): name -> why
+    broken: dict[str, str] = field(default_factory=dict)
     _loaded: dict[str, TaskSpec] = field(default_factory=dict)
 
     def spec(self, name: str) -> TaskSpec:
@@ -64,6 +67,8 @@ class Registry:
             return [s for name in self.suites[entry] for s in self._resolve_one(name)]
         if entry in self.specs:
             return [self.spec(entry)]
+        if entry in self.broken:
+            raise UserError(self.broken[entry], field="--tasks")
         close = difflib.get_close_matches(entry, list(self.specs) + list(self.suites), n=3)
         hint = f" Did you mean: {', '.join(close)}?" if close else " Run `lceval tasks` to list them."
         raise UserError(f"unknown task or suite '{entry}'.{hint}", field="--tasks")
@@ -84,18 +89,23 @@ def _read_catalog() -> tuple[dict[str, Any], dict, str]:
 
 
 def load_registry(plugins: Plugins) -> Registry:
+    """The catalog, with every plugin's spec folders. A task name is first come, first served
+    in the order of `lceval.plugins` (overriding plugins, the built-in catalog, the others);
+    each clash goes to `plugins.clashes`, so the CLI prints it and the manifest records it."""
     data, lines, where = _read_catalog()
     reg = Registry()
     tasks_dir = resources.files("lceval").joinpath("tasks")
+    builtin: dict[str, Path] = {}
     for i, filename in enumerate(data.get("task_specs", [])):
         path = Path(str(tasks_dir.joinpath(filename)))
         if not path.is_file():
             raise UserError(f"listed spec '{filename}' is not in the package", file=where,
                             field=f"task_specs.{i}", line=line_of(lines, ("task_specs", i)))
-        _add_spec(reg, path)
-    for folder in plugins.spec_dirs:
-        for path in sorted(Path(folder).glob("*.yaml")):
-            _add_spec(reg, path)
+        name = _spec_name(path)
+        if name in builtin and builtin[name].resolve() != path.resolve():
+            raise UserError(f"task '{name}' is defined twice: also in {builtin[name]}", file=path, field="name")
+        builtin[name] = path
+    _add_specs(reg, plugins, builtin)
     for suite, members in (data.get("suites") or {}).items():
         reg.suites[suite] = list(members)
     for name, entry in (data.get("models") or {}).items():
@@ -110,16 +120,42 @@ def load_registry(plugins: Plugins) -> Registry:
     return reg
 
 
-def _add_spec(reg: Registry, path: Path) -> None:
-    """Index a spec by its `name` without validating it fully (that happens on use), so one
+#: The task specs listed in registry.yaml, as a party to task-name clashes.
+CATALOG = PluginInfo(name="catalog", distribution="lceval", version="", module="registry.yaml", builtin=True,
+                     label="the built-in catalog")
+
+
+def _add_specs(reg: Registry, plugins: Plugins, builtin: dict[str, Path]) -> None:
+    by_plugin: dict[str, dict[str, list[Path]]] = {}  # plugin -> task name -> its spec files
+    for folder in plugins.spec_dirs:
+        names = by_plugin.setdefault(plugins.owner.get(("specs", str(folder)), "?"), {})
+        for path in sorted(Path(folder).glob("*.yaml")):
+            names.setdefault(_spec_name(path), []).append(path)
+    infos = {i.name: i for i in plugins.infos}
+    parties = [(infos[p], names) for p, names in by_plugin.items() if p in infos]
+    # the plugins' folders come in precedence order already: put the catalog after the overriding ones
+    parties.insert(sum(1 for info, _ in parties if info.overriding), (CATALOG, {n: [p] for n, p in builtin.items()}))
+    owner: dict[str, PluginInfo] = {}
+    for info, names in parties:
+        for name, paths in names.items():
+            if len(paths) > 1:  # this plugin gives neither; another's spec of the name still counts
+                files = ", ".join(str(p) for p in paths)
+                reg.broken.setdefault(name, f"task '{name}' is defined twice by {info.origin} ({files}); "
+                                            "neither is used")
+                plugins.add_clash(Clash.duplicate("task", name, info))
+            elif name in owner:
+                plugins.add_clash(Clash.between("task", name, owner[name], info))
+            else:
+                reg.specs[name], owner[name] = paths[0], info
+
+
+def _spec_name(path: Path) -> str:
+    """A spec's `name`, read without validating the spec fully (that happens on use), so one
     broken third-party spec does not hide every other task from `lceval tasks`."""
-    name = path.stem
     try:
         head, _ = loads_yaml_with_lines(path.read_text(encoding="utf-8"), path)
         if isinstance(head, dict) and isinstance(head.get("name"), str):
-            name = head["name"]
-    except UserError:
+            return head["name"]
+    except (UserError, OSError, UnicodeDecodeError):
         pass
-    if name in reg.specs and reg.specs[name].resolve() != path.resolve():
-        raise UserError(f"task '{name}' is defined twice: also in {reg.specs[name]}", file=path, field="name")
-    reg.specs[name] = path
+    return path.stem

@@ -98,3 +98,4 @@ def test_a_plugin_command_cannot_take_a_built_in_name():
     # `run` is still lceval's own: its required flags apply, the plugin's do not
     args = parser.parse_args(["run", "--tasks", "t", "--model", "m"])
     assert args.tasks == "t" and not hasattr(args, "flavour")
+    assert parser.get_default("shadowed_commands") == ["run"]  # printed as a clash on every command

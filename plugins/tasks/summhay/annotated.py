@@ -33,6 +33,7 @@ from typing import Any, Callable
 from lceval.cache import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
+from lceval.options import NO_OPTIONS, check_options
 from lceval.types import Conversation, Generation, GenerationRequest, Turn
 
 #: scheme and only model of the stored-summary backend; also the `system` of every item the
@@ -138,11 +139,12 @@ class StoredSummaryBackend(ModelBackend):
 
 
 def make_backend(model: str, options: dict[str, str]) -> StoredSummaryBackend:
-    if model != MODEL or options:
-        raise UserError(f"unknown model '{SCHEME}:{model}' (the only one is {SYSTEM}, no options)",
+    check_options(NO_OPTIONS, options, what=f"backend '{SCHEME}'")
+    if model != MODEL:
+        raise UserError(f"unknown model '{SCHEME}:{model}' (the only one is {SYSTEM})",
                         field="--model", hint="Use with --tasks summhay_annotated.")
     return StoredSummaryBackend()
 
 
-def register(register_model: Callable[[str, Any], None]) -> None:
-    register_model(SCHEME, make_backend)
+def register(register_model: Callable[..., None]) -> None:
+    register_model(SCHEME, make_backend, options_schema=NO_OPTIONS)
