@@ -68,9 +68,16 @@ def test_reachable_through_the_entry_point(offline):
     plugins = load_plugins()
     (info,) = [i for i in plugins.infos if i.name == "hf"]
     assert info.error is None and info.provides["model"] == ["hf"]
-    from lceval_plugins.models.hf import make_hf
+    from lceval.options import unwrap
+    from lceval_plugins.models.hf import OPTIONS, make_hf
 
-    assert plugins.models["hf"] is make_hf
+    assert unwrap(plugins.models["hf"]) is make_hf and plugins.models["hf"].options_schema is OPTIONS
+
+
+def test_the_tokenizer_keeps_the_context_policys_rules(backend):
+    from lceval.tokens import tokenizer_problems
+
+    assert tokenizer_problems(backend) == []
 
 
 def test_count_tokens_equals_prompt_tokens(backend):

