@@ -7,16 +7,28 @@ distribution's metadata::
     myplugin = "my_package.lceval_plugin"
 
 Inside it, decorate functions with ``lceval.hookimpl``. Every ``register_*`` hook receives a
-``register`` callback; call it once per thing you provide. Names are global: registering a
-name another plugin already took is reported as a conflict and the first one wins.
+``register`` callback; call it once per thing you provide. A function named like a hook but
+spelled otherwise (``register_model``) is never called: lceval reports it on every command
+and ``lceval validate`` refuses it.
+
+Names are global. When two plugins give one name, the first in this order keeps it: plugins
+named with ``-p override:NAME`` (or $LCEVAL_OVERRIDE_PLUGINS), lceval's built-ins, then the
+others by distribution and entry-point name; each clash is printed on every command and
+recorded in the run manifest (``plugin_clashes``). A plugin registers all or nothing: if one
+of its hooks raises, or it registers something unusable (a factory that is not callable, a
+task type that is not a ``TaskType``, a bad options schema, one name twice), nothing it
+registered is used and ``lceval plugins`` reports it as failed.
 
 Plugins that take user options (backends, judges, pairwise judges, retrievers) declare them
 with ``register(name, factory, options_schema=SCHEMA)``: a JSON Schema object whose
 ``properties`` give each option's ``type``, ``default``, ``description`` and bounds (see
-``lceval.options``). The engine then converts ``,key=value`` text to the declared types,
-refuses unknown keys (with a did-you-mean), bad types and out-of-range values before the
-factory runs, fills in the defaults, and lists the options in ``lceval plugins NAME``; the
-factory receives the checked mapping. Without a schema the options arrive unchecked.
+``lceval.options``; ``lceval.options.NO_OPTIONS`` for none). The engine then converts
+``,key=value`` text to the declared types (a ``number`` is always a float, an ``integer`` an
+int), refuses unknown keys (with a did-you-mean), bad types, out-of-range values and
+secrets (``api_key=...``, never echoed) before the factory runs, fills in the defaults, and
+lists the options in ``lceval plugins NAME``; the factory receives the checked mapping.
+Without a schema the options arrive unchecked. Public helpers for plugins: ``lceval.options``,
+``lceval.judging`` (model-calling judges), ``lceval.tokens`` (budgets, tokenizer check).
 Keep module imports light: heavy libraries (torch, llama_cpp ...) belong inside factories,
 so that ``lceval --help`` and ``lceval tasks`` stay instant.
 """

@@ -64,11 +64,18 @@ class ModelBackend(ABC):
         share a long prefix back to back, so a backend with a KV cache should reuse it."""
 
     # -- tokenizer access, needed by the context policy; backends without one leave them --
+    # The policy tokenizes the context once, cuts the ids, detokenizes the kept ones and sizes
+    # the whole prompt with count_tokens, so: tokenize adds no special tokens and
+    # detokenize(tokenize(x)) == x; count_tokens grows by len(tokenize(x)) when x is put into
+    # a message; a backend without a tokenizer leaves context_window None. Check them with
+    # lceval.tokens.tokenizer_problems. A prompt over the window that still reaches generate
+    # is never cut silently: raise UserError naming the option (n_ctx), or fail the request.
     def count_tokens(self, messages: list[Message]) -> int | None:
-        """Tokens of the prompt after the chat template, as the model would see it."""
+        """Tokens of the prompt after the chat template, exactly as `generate` sends it."""
         return None
 
     def tokenize(self, text: str) -> list[int] | None:
+        """The text's token ids, without special tokens (no BOS); None = no tokenizer."""
         return None
 
     def detokenize(self, tokens: list[int]) -> str:
@@ -88,8 +95,9 @@ class ModelBackend(ABC):
         """Free the model (weights, servers). Called once at the end of a run."""
 
 
-ModelFactory = Callable[[str, dict[str, str]], ModelBackend]
-"""(model part of the spec string, key=value options) -> backend."""
+ModelFactory = Callable[[str, dict[str, Any]], ModelBackend]
+"""(model part of the spec string, key=value options: text, or typed and defaulted when the
+backend was registered with an options_schema) -> backend."""
 
 
 def recomputable(factory: ModelFactory) -> ModelFactory:
@@ -167,8 +175,10 @@ class Retriever(ABC):
 
     The factory receives ``{"seed": run seed, **the spec's retriever_options}``. An oracle
     that ranks by gold relevance sets ``wants_relevance = True`` and is then called as
-    ``rank(query, documents, relevance=[gold relevance of each document])``; task types that
-    know no gold relevance refuse such a retriever.
+    ``rank(query, documents, relevance=[gold relevance of each document])`` (higher = more
+    relevant); task types that know no gold relevance refuse such a retriever. A retriever
+    ranks every document and never sees a budget: the task type keeps the top ones up to its
+    token budget (lceval.tokens.fill_budget).
     """
 
     name: str = "retriever"
@@ -186,11 +196,13 @@ RetrieverFactory = Callable[[dict[str, Any]], Retriever]
 class TaskContext:
     """What the engine hands a task type when it loads a spec."""
 
-    spec: dict[str, Any]  # the validated spec, options merged with defaults
+    spec: dict[str, Any]  # the validated spec; spec["options"] checked, with the schema's defaults
     spec_path: Path
     data_home: Path
-    splits: list[str] | None  # None = the spec's default splits
-    limit: int | None  # at most this many scored items per split (first ones, stable order)
+    splits: list[str] | None  # --split; None = the spec's `splits`, else all the type's splits
+    #: --limit: at most this many scored items per split (first ones, stable order); the task
+    #: type applies it (and `splits`): the engine does not cut what `load` returns
+    limit: int | None
     #: Every data file the task type reads must be passed through here: its sha256 goes into
     #: the manifest.
     record_file: Callable[[Path], None]

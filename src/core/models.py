@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from .errors import UserError
 from .interfaces import ModelBackend, ModelFactory
-from .plugins import Plugins
+from .options import check_options, options_schema_of
+from .plugins import Plugins, describe_kind
 from .registry import Registry
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ def make_model(spec: ModelSpec, plugins: Plugins, field: str = "--model") -> Mod
 
 
 def backend_factory(spec: ModelSpec, plugins: Plugins, field: str = "--model") -> ModelFactory:
-    """The factory for the spec's scheme; an unknown scheme fails here, before any work."""
+    """The factory for the spec's scheme; an unknown scheme, or an option the backend does
+    not declare or of the wrong type, fails here, before any work."""
     if spec.scheme not in plugins.models:
         raise UserError(
             f"no backend for scheme '{spec.scheme}' (model '{spec.text}')",
@@ -75,7 +77,11 @@ def backend_factory(spec: ModelSpec, plugins: Plugins, field: str = "--model") -
             hint=f"Installed schemes: {', '.join(sorted(plugins.models)) or 'none'}; "
             "`lceval plugins` shows what failed to load.",
         )
-    return plugins.models[spec.scheme]
+    factory = plugins.models[spec.scheme]
+    schema = options_schema_of(factory)
+    if schema is not None:
+        check_options(schema, spec.options, what=describe_kind("model", spec.scheme))
+    return factory
 
 
 def judge_model_spec(text: str | None, registry: Registry, plugins: Plugins) -> ModelSpec | None:

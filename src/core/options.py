@@ -166,10 +166,10 @@ def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str
         where = field or f"{field_prefix}{key}"
         if key not in props:
             if SECRET_NAME.fullmatch(str(key)):
-                raise UserError(f"{what} never takes a secret as an option (option '{key}', value not shown)",
+                raise UserError(f"{what} never takes a secret as an option (option '{key}', value not shown).",
                                 field=where, hint="Put it in an environment variable. " + did_you_mean(key, list(props)))
             if closed:
-                raise UserError(f"{what} has no option '{key}' (given {key}={_show(value)})",
+                raise UserError(f"{what} has no option '{key}' (given {key}={_show(value)}).",
                                 field=where, hint=did_you_mean(key, list(props)))
             out[key] = value
             continue
