@@ -250,10 +250,19 @@ def load_plugins(disabled: Iterable[str] = (), extra: Iterable[tuple[str, object
         info = PluginInfo(name=name, distribution=IN_PROCESS, version="-", module=repr(obj))
         candidates.append((info, lambda obj=obj: obj))
 
+    # built-ins take their plugin names first: a third party's entry point named like one
+    # cannot push a built-in out (pluggy keeps one plugin per name)
+    candidates.sort(key=lambda pair: not pair[0].builtin)
     for info, load in candidates:
         result.infos.append(info)
         if info.name in disabled_set and info.distribution != IN_PROCESS:  # `extra` is never disabled
             info.disabled = True
+            continue
+        holder = next((i for i, _ in loaded if i.name == info.name), None)
+        if holder is not None:
+            info.error = f"its plugin name '{info.name}' is taken by {holder.origin}; rename the entry point"
+            result.add_clash(Clash(kind="plugin", name=info.name, kept=holder.origin, ignored=info.origin,
+                                   why="built-in" if holder.builtin else "first", kept_plugin=holder.name))
             continue
         info.overriding = info.name in override_set
         try:

@@ -208,3 +208,20 @@ def test_a_retriever_may_declare_the_engines_seed():
 def test_defaults_of_a_schema():
     assert defaults(SCHEMA) == {"temperature": 0.0, "verbose": False, "mode": "exact"}
     assert defaults(None) == {}
+
+
+def test_alias_options_are_overridden_then_typed_before_any_work():
+    """`smollm2,n_ctx=4096`: the user's option replaces the alias's, and a bad one is refused
+    by the scheme's declared options before any data is read or model loaded."""
+    from lceval.models import backend_factory, parse_model_spec
+    from lceval.registry import load_registry
+
+    plugins = load_plugins()
+    registry = load_registry(plugins)
+    spec = parse_model_spec("smollm2,n_ctx=4096", registry)
+    assert spec.options["n_ctx"] == "4096" and spec.canonical.endswith(",n_ctx=4096")
+    backend_factory(spec, plugins)  # no error: nothing loaded either
+    with pytest.raises(UserError, match="n_ctx=big"):
+        backend_factory(parse_model_spec("smollm2,n_ctx=big", registry), plugins)
+    with pytest.raises(UserError, match="Did you mean 'n_ctx'"):
+        backend_factory(parse_model_spec("smollm2,nctx=2", registry), plugins)

@@ -280,3 +280,14 @@ def test_a_duplicate_task_name_in_one_plugin_breaks_only_that_name(tmp_path):
     assert any("task 'twice' is given twice by plugin 'specs'" in m for m in messages)
     assert any("task 'elitr_conv': plugin 'specs' (in-process) also provides it and is ignored; using the built-in "
                "catalog" in m for m in messages)
+
+
+def test_a_plugin_named_like_a_builtin_cannot_push_it_out(tmp_path):
+    fake_distribution(tmp_path, "aaa-first", {"aaa_lexical": JUDGE_SHADOW}, {"lexical": "aaa_lexical"})
+    proc = run_cli(tmp_path, "plugins")
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("lexical ")]
+    assert len(rows) == 2, proc.stdout
+    builtin, other = sorted(rows, key=lambda r: "aaa-first" in r)
+    assert builtin.endswith("ok") and "FAILED: its plugin name 'lexical' is taken by plugin 'lexical' (built-in)" in other
+    assert any("plugin 'lexical': plugin 'lexical' (aaa-first 1.2.3) also provides it and is ignored" in line
+               for line in warnings_of(proc.stderr))
