@@ -20,6 +20,11 @@ def register_commands(register):
 
 @hookimpl
 def register_report_panels(register):
-    from .report_panel import noise_panels
+    def noise_panels(ctx):
+        """The noise panels of the HTML report (numpy is imported when a report is drawn, not
+        on every command: `lceval --help` must stay light)."""
+        from .report_panel import noise_panels as panels
+
+        return panels(ctx)
 
     register("noise", noise_panels)

@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "tests" / "data" / "thirdparty_plugin"
 #: The modules CONTRIBUTING.md documents as lceval's public API.
 PUBLIC = {"lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.options", "lceval.judging",
-          "lceval.tokens", "lceval.stats", "lceval.compare", "lceval.pairwise", "lceval.hookspecs"}
+          "lceval.tokens", "lceval.stats", "lceval.compare", "lceval.pairwise", "lceval.svgplot",
+          "lceval.report_figures", "lceval.hookspecs"}
 
 
 @pytest.fixture(scope="module")
