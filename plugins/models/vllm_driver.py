@@ -8,18 +8,15 @@ any thread `submit` a request and get a `concurrent.futures.Future` completed th
 their request finishes (not when the slowest request of a batch does). It is also the one
 way to run data-parallel engine copies in one process.
 
-Shared prefills: vLLM looks a prompt's prefix up in its cache when it schedules the request,
-and a block enters the cache only once computed, so two requests on the same transcript sent
-together both compute it. The driver holds a request back while an earlier one whose prompt
-covers most of it (same tokens: at least one cache block and half the prompt) is still
-being prefilled, and releases it when that request streams its first token: the transcript
-is computed once whatever order callers use. With data parallelism each engine copy has its
-own cache, so requests are pinned to a copy by their leading tokens (a transcript's
-questions share them) rather than spread by load.
+Requests on one transcript need no holding back here: vLLM (V1) enters a block into its
+prefix cache when it allocates it, before computing it, so a request scheduled with (or
+after) another on the same transcript reuses those blocks instead of computing them again
+(measured: all of a meeting's questions sent at once prefill it once). With data
+parallelism each engine copy has its own cache, so requests are pinned to a copy by their
+leading tokens (a transcript's questions share them) rather than spread by load.
 
 The engine is duck-typed (`generate(prompt, params, request_id, **kw)` an async iterator of
-outputs with `finished` and `outputs[i].token_ids`; `shutdown()`), so tests drive the loop
-with a fake engine.
+outputs with `finished`; `shutdown()`), so tests drive the loop with a fake engine.
 """
 
 from __future__ import annotations
@@ -30,7 +27,6 @@ import hashlib
 import itertools
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 import numpy as np
@@ -40,50 +36,25 @@ import numpy as np
 AFFINITY_TOKENS = 2048
 
 
-@dataclass
-class _Job:
-    request_id: str
-    tokens: np.ndarray
-    prompt: Any
-    params: Any
-    future: "concurrent.futures.Future[Any]"
-    submitted: float = field(default_factory=time.perf_counter)
-    held: bool = False  # was held back for a shared prefill at least once
-
-
-def shared_prefix(a: np.ndarray, b: np.ndarray) -> int:
-    """Length of the common prefix of two token arrays."""
-    n = min(len(a), len(b))
-    differ = np.flatnonzero(a[:n] != b[:n])
-    return int(differ[0]) if len(differ) else n
-
-
-def affinity_rank(tokens: np.ndarray, copies: int) -> int:
+def affinity_rank(tokens: list[int], copies: int) -> int:
     """The engine copy a prompt goes to: the same for every prompt that shares its first
     AFFINITY_TOKENS tokens (or its first half, when shorter)."""
     head = tokens[: min(AFFINITY_TOKENS, max(1, len(tokens) // 2))]
-    digest = hashlib.sha256(np.ascontiguousarray(head, dtype=np.int64).tobytes()).digest()
+    digest = hashlib.sha256(np.asarray(head, dtype=np.int64).tobytes()).digest()
     return int.from_bytes(digest[:8], "big") % copies
 
 
 class EngineDriver:
     """`make_engine()` is called on the loop's thread (vLLM's AsyncLLM binds its output task
-    to the loop it is built on). `min_shared` is the engine's cache block: a shorter prefix
-    is never reused by vLLM, so not worth waiting for. `share_prefill=False` sends every
-    request at once (what a harness that ignores shared prefixes does; for comparisons)."""
+    to the loop it is built on); `copies` is the engine's data-parallel size."""
 
-    def __init__(self, make_engine: Callable[[], Any], *, min_shared: Callable[[Any], int] | int,
-                 share_prefill: bool = True, copies: int = 1, name: str = "lceval-vllm") -> None:
-        self._share_prefill = share_prefill
+    def __init__(self, make_engine: Callable[[], Any], *, copies: int = 1, name: str = "lceval-vllm") -> None:
         self._copies = max(1, int(copies))
         self._ids = itertools.count()
         self._closed = False
         self._lock = threading.Lock()
-        # owned by the loop's thread
-        self._held: list[_Job] = []
-        self._prefilling: dict[str, _Job] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.counters = {"requests": 0, "held_for_shared_prefill": 0}
+        self._tasks: set[asyncio.Task[None]] = set()  # touched on the loop's thread only
+        self.counters = {"requests": 0}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
         self._thread.start()
@@ -92,7 +63,6 @@ class EngineDriver:
         except BaseException:
             self._stop_loop()
             raise
-        self._min_shared = max(1, int(min_shared(self.engine) if callable(min_shared) else min_shared))
 
     # -- callers' side (any thread) ------------------------------------------------------
     def submit(self, tokens: list[int], prompt: Any, params: Any) -> "concurrent.futures.Future[Any]":
@@ -101,8 +71,9 @@ class EngineDriver:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the vLLM engine was closed")
-            job = _Job(f"lceval-{next(self._ids)}", np.asarray(tokens, dtype=np.int64), prompt, params, future)
-            self._loop.call_soon_threadsafe(self._arrive, job)
+            rank = affinity_rank(tokens, self._copies) if self._copies > 1 else None
+            request_id = f"lceval-{next(self._ids)}"
+            self._loop.call_soon_threadsafe(self._start, request_id, prompt, params, rank, future)
         return future
 
     def call(self, fn: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -134,67 +105,33 @@ class EngineDriver:
             self._loop.close()
 
     # -- the loop's thread ---------------------------------------------------------------
-    def _arrive(self, job: _Job) -> None:
-        self._held.append(job)
-        self._admit()
+    def _start(self, request_id: str, prompt: Any, params: Any, rank: int | None,
+               future: "concurrent.futures.Future[Any]") -> None:
+        self.counters["requests"] += 1
+        task = self._loop.create_task(self._run(request_id, prompt, params, rank, future))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
-    def _admit(self) -> None:
-        """Start every held request that need not wait for a shared prefill, in order."""
-        still_held: list[_Job] = []
-        for job in self._held:
-            if self._share_prefill and self._waits_for(job, still_held):
-                job.held = True
-                still_held.append(job)
-                continue
-            self.counters["requests"] += 1
-            self.counters["held_for_shared_prefill"] += int(job.held)
-            self._prefilling[job.request_id] = job
-            task = self._loop.create_task(self._run(job))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        self._held = still_held
-
-    def _waits_for(self, job: _Job, earlier_held: list[_Job]) -> bool:
-        """True if a request being prefilled, or one held before this one, covers most of
-        this prompt: this one then finds it in the cache once that prefill is done."""
-        need = max(self._min_shared, len(job.tokens) // 2)
-        for other in itertools.chain(self._prefilling.values(), earlier_held):
-            if shared_prefix(other.tokens, job.tokens) >= need:
-                return True
-        return False
-
-    def _prefilled(self, job: _Job) -> None:
-        if self._prefilling.pop(job.request_id, None) is not None:
-            self._admit()
-
-    async def _run(self, job: _Job) -> None:
-        extra = ({"data_parallel_rank": affinity_rank(job.tokens, self._copies)}
-                 if self._copies > 1 else {})
+    async def _run(self, request_id: str, prompt: Any, params: Any, rank: int | None,
+                   future: "concurrent.futures.Future[Any]") -> None:
+        started = time.perf_counter()
+        extra = {"data_parallel_rank": rank} if rank is not None else {}
         last = None
         try:
-            async for out in self.engine.generate(job.prompt, job.params, job.request_id, **extra):
-                if out.finished or any(len(o.token_ids) for o in out.outputs):
-                    self._prefilled(job)  # its prompt is in the cache now
+            async for out in self.engine.generate(prompt, params, request_id, **extra):
                 last = out
             if last is None or not last.finished:
                 raise RuntimeError("the vLLM engine ended the request without a final output")
-            if not job.future.done():
-                job.future.set_result((last, time.perf_counter() - job.submitted))
+            if not future.done():
+                future.set_result((last, time.perf_counter() - started))
         except BaseException as exc:
-            if not job.future.done():
-                job.future.set_exception(exc if isinstance(exc, Exception)
-                                         else RuntimeError("the vLLM engine was closed before this request finished"))
+            if not future.done():
+                future.set_exception(exc if isinstance(exc, Exception) else
+                                     RuntimeError("the vLLM engine was closed before this request finished"))
             if not isinstance(exc, Exception):
                 raise
-        finally:
-            self._prefilled(job)
 
     async def _shutdown(self) -> None:
-        closed = RuntimeError("the vLLM engine was closed before this request finished")
-        for job in self._held:
-            if not job.future.done():
-                job.future.set_exception(closed)
-        self._held = []
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()  # vLLM aborts a request whose generator is cancelled

@@ -1,8 +1,8 @@
 """The `vllm:` backend's own logic, without vLLM: option mapping, identity, exact token counts,
-accounting from the engine's cached-token counts, shared-prefill holding, thread-safe
-submission, and a run through the engine. A fake engine stands in for vLLM's AsyncLLM: it
-keeps a block-granular prefix cache that (like vLLM's) is looked up when a request starts
-and filled when its prefill is done, and counts the tokens it computes.
+accounting from the engine's cached-token counts, thread-safe submission, data-parallel
+affinity, and a run through the engine. A fake engine stands in for vLLM's AsyncLLM: it keeps
+a block-granular prefix cache that (like vLLM V1's) is looked up when a request starts and
+takes a prompt's blocks as soon as they are allocated, and counts the tokens it computes.
 """
 
 from __future__ import annotations
@@ -91,11 +91,11 @@ class FakeEngine:
             raise ValueError("engine refused this request")
         self.ranks.append(data_parallel_rank)
         hit = self._hits(ids)
+        self.computed += len(ids) - hit
+        self.cached.update(tuple(ids[:end]) for end in range(BLOCK, len(ids) + 1, BLOCK))  # allocated
         self.active += 1
         self.most_active = max(self.most_active, self.active)
         await asyncio.sleep(0.02)  # prefill
-        self.computed += len(ids) - hit
-        self.cached.update(tuple(ids[:end]) for end in range(BLOCK, len(ids) + 1, BLOCK))
         token = [ids[-1]]
         yield SimpleNamespace(finished=False, outputs=[SimpleNamespace(token_ids=token)])
         await asyncio.sleep(0.01)
@@ -246,7 +246,7 @@ def test_sampling_parameters_per_request():
 
 
 # -- generation through the driver ---------------------------------------------------------
-def test_accounting_from_cached_tokens_and_one_prefill_per_transcript(model_folder):
+def test_accounting_from_the_engines_cached_tokens(model_folder):
     starter = Starter()
     b = backend(model_folder, start=starter)
     ctx = transcript(200)
@@ -257,19 +257,11 @@ def test_accounting_from_cached_tokens_and_one_prefill_per_transcript(model_fold
     assert sum(g.prefilled_tokens for g in gens) == starter.engine.computed
     assert gens[0].text == f"answer to {gens[0].prompt_tokens} tokens" and gens[0].completion_tokens == 3
     stats = b.stats()
-    assert stats["held_for_shared_prefill"] == 2 and stats["engine_started"] is True
+    assert stats["requests"] == 3 and stats["engine_started"] is True
+    assert starter.engine.most_active == 3  # all at once: the engine shares the transcript itself
     assert stats["kv_cache_tokens"] == 1000 * BLOCK == b.prefix_cache.capacity_tokens
     b.close()
     assert starter.engine is not None and starter.engine.shut
-
-
-def test_without_sharing_every_request_prefills_the_transcript(model_folder):
-    starter = Starter()
-    b = backend(model_folder, start=starter, share_prefill=False)
-    gens = b.generate([request(f"q{i}", transcript(200), q) for i, q in enumerate(["who", "what", "the"])])
-    assert all(g.prefilled_tokens == g.prompt_tokens for g in gens)
-    assert starter.engine.most_active == 3
-    b.close()
 
 
 def test_concurrent_callers_batch_together(model_folder):
@@ -310,15 +302,13 @@ def test_a_failing_request_fails_alone_and_bad_input_never_starts(model_folder):
 
 
 def test_data_parallel_copies_keep_a_transcript_together(model_folder):
-    import numpy as np
-
     starter = Starter()
     b = backend(model_folder, start=starter, data_parallel_size=3)
     b.generate([request(f"q{i}", transcript(300), q) for i, q in enumerate(["who", "what"])])
     ranks = starter.engine.ranks
     assert len(set(ranks)) == 1 and ranks[0] in (0, 1, 2)
     assert b.prefix_cache.capacity_tokens == 3 * 1000 * BLOCK
-    heads = {affinity_rank(np.arange(i, i + 5000), 3) for i in range(30)}
+    heads = {affinity_rank(list(range(i, i + 5000)), 3) for i in range(30)}
     assert heads == {0, 1, 2}  # different transcripts spread over the copies
     b.close()
 
@@ -338,7 +328,8 @@ def test_a_run_counts_prefix_hits_and_a_cached_rerun_never_starts_the_engine(mod
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["usage"]["prefilled_tokens"] == sum(s["prefilled_tokens"] for s in samples) \
         == starter.engine.computed
-    assert manifest["backend_stats"]["model"]["held_for_shared_prefill"] >= len(later)
+    assert manifest["backend_stats"]["model"]["cached_prompt_tokens"] == sum(
+        s["prompt_tokens"] - s["prefilled_tokens"] for s in samples)
 
     again = Starter()
     b2 = backend(model_folder, start=again)
