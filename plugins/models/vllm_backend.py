@@ -309,8 +309,9 @@ class VLLMBackend(HFTokens, ModelBackend):
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         prepared = [(r, self._checked_tokens(r)) for r in requests]  # bad input fails before start-up
         driver = self._engine()
-        futures = [driver.submit(ids, driver.make_prompt(ids), driver.make_params(sampling_kwargs(r.params)))
-                   for r, ids in prepared]
+        # the engine's transcript group (scheduler hint) keeps a transcript on one data-parallel copy
+        futures = [driver.submit(ids, driver.make_prompt(ids), driver.make_params(sampling_kwargs(r.params)),
+                                 _group(r)) for r, ids in prepared]
         return [self._generation(r, ids, *f.result()) for (r, ids), f in zip(prepared, futures)]
 
     def _checked_tokens(self, request: GenerationRequest) -> list[int]:
@@ -373,8 +374,8 @@ class _Driver:
         self._make_params = make_params
         self.counters = inner.counters
 
-    def submit(self, ids: list[int], prompt: Any, params: Any) -> Any:
-        return self._inner.submit(ids, prompt, params)
+    def submit(self, ids: list[int], prompt: Any, params: Any, group: str | None = None) -> Any:
+        return self._inner.submit(ids, prompt, params, group)
 
     def make_prompt(self, ids: list[int]) -> Any:
         return self._make_prompt(prompt_token_ids=list(ids))
@@ -396,12 +397,12 @@ def drive(make_engine: Callable[[], Any], kwargs: dict[str, Any], backend: VLLMB
     has its own)."""
     from .vllm_driver import EngineDriver
 
-    copies = int(kwargs.get("data_parallel_size", 1))
-    inner = EngineDriver(make_engine, copies=copies)
+    inner = EngineDriver(make_engine, copies=int(kwargs.get("data_parallel_size", 1)))
     cache = inner.engine.vllm_config.cache_config
     size = int(cache.block_size or 16)
     memory = kwargs.get("kv_cache_memory_bytes")
-    backend.engine_started(capacity_tokens=int(cache.num_gpu_blocks or 0) * size * copies, block_size=size,
+    # vLLM's front end sums the blocks of its data-parallel copies (each keeps its own cache)
+    backend.engine_started(capacity_tokens=int(cache.num_gpu_blocks or 0) * size, block_size=size,
                            kv_cache_gib=round(memory / GIB, 2) if memory else None)
     return _Driver(inner, make_prompt, make_params)
 
@@ -433,6 +434,11 @@ def start_vllm(kwargs: dict[str, Any], backend: VLLMBackend) -> _Driver:
                             hint="Check the model options (README, the `vllm:` backend).") from None
 
     return drive(make_engine, kwargs, backend, vllm.TokensPrompt, vllm.SamplingParams)
+
+
+def _group(request: GenerationRequest) -> str | None:
+    group = request.hints.get("prefix_group")
+    return None if group is None else str(group)
 
 
 def make_vllm(model: str, options: dict[str, Any]) -> VLLMBackend:

@@ -12,8 +12,9 @@ Requests on one transcript need no holding back here: vLLM (V1) enters a block i
 prefix cache when it allocates it, before computing it, so a request scheduled with (or
 after) another on the same transcript reuses those blocks instead of computing them again
 (measured: all of a meeting's questions sent at once prefill it once). With data
-parallelism each engine copy has its own cache, so requests are pinned to a copy by their
-leading tokens (a transcript's questions share them) rather than spread by load.
+parallelism each engine copy has its own cache, so a transcript's requests are pinned to one
+copy (by the engine's `prefix_group` hint, else by their leading tokens) rather than spread
+by load.
 
 The engine is duck-typed (`generate(prompt, params, request_id, **kw)` an async iterator of
 outputs with `finished`; `shutdown()`), so tests drive the loop with a fake engine.
@@ -31,17 +32,22 @@ from typing import Any, Awaitable, Callable
 
 import numpy as np
 
-#: Leading tokens that choose a data-parallel engine copy: past an instruction preamble,
-#: into the transcript, and shorter than any long context.
+#: Leading tokens that choose a data-parallel engine copy when the engine names no group:
+#: past an instruction preamble, into the transcript, and shorter than any long context.
 AFFINITY_TOKENS = 2048
 
 
-def affinity_rank(tokens: list[int], copies: int) -> int:
-    """The engine copy a prompt goes to: the same for every prompt that shares its first
-    AFFINITY_TOKENS tokens (or its first half, when shorter)."""
-    head = tokens[: min(AFFINITY_TOKENS, max(1, len(tokens) // 2))]
-    digest = hashlib.sha256(np.asarray(head, dtype=np.int64).tobytes()).digest()
-    return int.from_bytes(digest[:8], "big") % copies
+def affinity_rank(key: str | list[int], copies: int) -> int:
+    """The engine copy a request goes to. `key` is the engine's transcript group, or the
+    prompt's tokens: then their first AFFINITY_TOKENS, or for a shorter prompt the largest
+    power of two within its first half, so the questions about one transcript (prompts of
+    nearly equal length) hash the same head."""
+    if isinstance(key, str):
+        data = key.encode("utf-8")
+    else:
+        n = min(AFFINITY_TOKENS, max(1, len(key) // 2))
+        data = np.asarray(key[: 1 << (n.bit_length() - 1)], dtype=np.int64).tobytes()
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big") % copies
 
 
 class EngineDriver:
@@ -65,13 +71,15 @@ class EngineDriver:
             raise
 
     # -- callers' side (any thread) ------------------------------------------------------
-    def submit(self, tokens: list[int], prompt: Any, params: Any) -> "concurrent.futures.Future[Any]":
-        """The future's result is `(final output, seconds from submission to finish)`."""
+    def submit(self, tokens: list[int], prompt: Any, params: Any,
+               group: str | None = None) -> "concurrent.futures.Future[Any]":
+        """The future's result is `(final output, seconds from submission to finish)`;
+        `group` names the transcript the request is about, when the caller knows it."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
             if self._closed:
                 raise RuntimeError("the vLLM engine was closed")
-            rank = affinity_rank(tokens, self._copies) if self._copies > 1 else None
+            rank = affinity_rank(group or tokens, self._copies) if self._copies > 1 else None
             request_id = f"lceval-{next(self._ids)}"
             self._loop.call_soon_threadsafe(self._start, request_id, prompt, params, rank, future)
         return future

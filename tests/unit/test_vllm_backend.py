@@ -306,10 +306,17 @@ def test_a_failing_request_fails_alone_and_bad_input_never_starts(model_folder):
 def test_data_parallel_copies_keep_a_transcript_together(model_folder):
     starter = Starter()
     b = backend(model_folder, start=starter, data_parallel_size=3)
-    b.generate([request(f"q{i}", transcript(300), q) for i, q in enumerate(["who", "what"])])
-    ranks = starter.engine.ranks
-    assert len(set(ranks)) == 1 and ranks[0] in (0, 1, 2)
-    assert b.prefix_cache.capacity_tokens == 3 * 1000 * BLOCK
+    for length in (300, 1200):  # short prompts too: their questions differ in length
+        starter_ranks = len(starter.engine.ranks) if starter.engine else 0
+        b.generate([request(f"q{i}", transcript(length), q) for i, q in enumerate(["who", "what the meeting"])])
+        ranks = starter.engine.ranks[starter_ranks:]
+        assert len(ranks) == 2 and len(set(ranks)) == 1 and ranks[0] in (0, 1, 2)
+    grouped = [request(f"g{i}", transcript(50, offset=i), "who") for i in range(2)]
+    for r in grouped:
+        r.hints["prefix_group"] = "dev/meeting_1"  # the scheduler's hint wins over the tokens
+    b.generate(grouped)
+    assert len(set(starter.engine.ranks[-2:])) == 1
+    assert b.prefix_cache.capacity_tokens == 1000 * BLOCK  # vLLM sums its copies' blocks
     heads = {affinity_rank(list(range(i, i + 5000)), 3) for i in range(30)}
     assert heads == {0, 1, 2}  # different transcripts spread over the copies
     b.close()
