@@ -362,3 +362,12 @@ def test_convert_gguf_command_is_registered_and_refuses_bad_input(tmp_path):
     with pytest.raises(UserError, match="exists already"):
         convert_gguf(tmp_path / "z.gguf", tmp_path / "out")
 
+
+
+def test_python_m_lceval_is_guarded_for_spawned_workers(capsys):
+    """vLLM's workers start with spawn, which runs the parent's main module again as
+    `__mp_main__`: `python -m lceval` must not run a second command there."""
+    import runpy
+
+    runpy.run_module("lceval.__main__", run_name="__mp_main__")
+    assert capsys.readouterr().out == ""
