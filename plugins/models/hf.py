@@ -89,17 +89,42 @@ def resolve_source(model: str) -> tuple[str, Path | None]:
     return "hub", None
 
 
-def folder_sha256(folder: Path) -> str:
-    """Config, weights index and tokenizer config: what names the model without hashing
-    gigabytes of shards. A folder without an index has one weights file, hashed in full."""
+def folder_sha256(folder: Path, extra: tuple[str, ...] = ()) -> str:
+    """Config, weights index and tokenizer config (plus the `extra` files present): what
+    names the model without hashing gigabytes of shards. A folder without an index has one
+    weights file, hashed in full."""
     digest = hashlib.sha256()
-    names = [n for n in _FOLDER_FILES if (folder / n).is_file()]
+    names = [n for n in _FOLDER_FILES + extra if (folder / n).is_file()]
     if not any(n.endswith(".index.json") for n in names):
         names += sorted(p.name for p in folder.glob("*.safetensors")) or \
             sorted(p.name for p in folder.glob("*.bin"))
     for name in names:
         digest.update(f"{name}\0{file_sha256(folder / name)}\n".encode())
     return digest.hexdigest()
+
+
+def read_chat_template(value: str) -> str:
+    """A `chat_template=` option: a jinja file, or the template itself inline."""
+    path = Path(value).expanduser()
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    if "{{" in value or "{%" in value:
+        return value
+    raise UserError(f"chat_template file not found: {path}", field="chat_template")
+
+
+def chat_token_ids(tokenizer: Any, messages: list[Message], name: str) -> list[int]:
+    """The prompt's tokens: the tokenizer's chat template with the generation prompt, special
+    tokens as the template writes them (none added on top)."""
+    try:
+        ids = tokenizer.apply_chat_template([{"role": m.role, "content": m.content} for m in messages],
+                                            add_generation_prompt=True, tokenize=True, return_dict=False)
+    except Exception as exc:  # no template, raise_exception() in it, undefined variables
+        raise UserError(f"chat template of '{name}' fails on these messages: {exc}",
+                        field="chat_template", hint="Pass chat_template=FILE.jinja.") from None
+    if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+        ids = ids["input_ids"]
+    return [int(t) for t in ids]
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -116,7 +141,62 @@ def _libs() -> tuple[Any, Any]:
     return torch, transformers
 
 
-class HFBackend(ModelBackend):
+class HFTokens:
+    """Config and tokenizer of a transformers model (found by `_source()`), loaded lazily,
+    and the token access the context policy needs: the prompt is exactly the chat template's
+    tokens. Shared by the backends that run Hugging Face models (hf, vllm)."""
+
+    name: str
+    install_hint: str = _INSTALL_HINT
+    template_override: str | None = None
+    _tokenizer: Any = None
+
+    def _source(self) -> tuple[str, dict[str, Any]]:
+        """What from_pretrained gets: a folder or hub id, plus keyword arguments."""
+        raise NotImplementedError
+
+    def _load(self, what: str, auto_class: str, **extra: Any) -> Any:
+        """`transformers.<auto_class>.from_pretrained`, its failures turned into UserErrors."""
+        try:
+            import transformers
+        except ImportError as exc:
+            raise UserError(f"loading '{self.name}' needs transformers, which cannot be imported ({exc})",
+                            field="--model", hint=self.install_hint) from None
+        src, kwargs = self._source()
+        try:
+            return getattr(transformers, auto_class).from_pretrained(src, **kwargs, **extra)
+        except ImportError as exc:  # e.g. `gguf` missing for a .gguf file
+            raise UserError(f"loading the {what} of '{self.name}' needs a missing package: {exc}",
+                            field="--model", hint=self.install_hint) from None
+        except (OSError, ValueError, KeyError) as exc:
+            raise UserError(f"transformers cannot load the {what} of '{self.name}': {exc}",
+                            field="--model", hint="Hub models must be in the local Hugging Face "
+                            "cache when offline; check the id, revision, or trust_remote_code."
+                            ) from None
+
+    def _get_tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            tok = self._load("tokenizer", "AutoTokenizer")
+            if self.template_override is not None:
+                tok.chat_template = self.template_override
+            self._tokenizer = tok
+        return self._tokenizer
+
+    def prompt_tokens(self, messages: list[Message]) -> list[int]:
+        """The exact tokens `generate` runs: the chat template with the generation prompt."""
+        return chat_token_ids(self._get_tokenizer(), messages, self.name)
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        return len(self.prompt_tokens(messages))
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self._get_tokenizer().encode(text, add_special_tokens=False))
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return self._get_tokenizer().decode(tokens, clean_up_tokenization_spaces=False)
+
+
+class HFBackend(HFTokens, ModelBackend):
     """One transformers causal LM. Requests run one at a time; the KV cache of the last
     prompt is kept so a request sharing its prefix prefills only the rest."""
 
@@ -129,16 +209,8 @@ class HFBackend(ModelBackend):
             self.options["rope_scaling"] = (kind, float(factor))
         self.name = model
         self.kind, self.path = resolve_source(model)
-        self.template_override: str | None = None
-        if "chat_template" in self.options:
-            value = self.options["chat_template"]
-            tpl = Path(value).expanduser()
-            if tpl.is_file():
-                self.template_override = tpl.read_text(encoding="utf-8")
-            elif "{{" in value or "{%" in value:
-                self.template_override = value
-            else:
-                raise UserError(f"chat_template file not found: {tpl}", field="chat_template")
+        self.template_override: str | None = (read_chat_template(self.options["chat_template"])
+                                              if "chat_template" in self.options else None)
         self._config: Any = None
         self._tokenizer: Any = None
         self._model: Any = None
@@ -159,21 +231,6 @@ class HFBackend(ModelBackend):
             return str(self.path.parent), {**kwargs, "gguf_file": self.path.name}
         return (str(self.path) if self.path else self.name), kwargs
 
-    def _load(self, what: str, auto_class: str, **extra: Any) -> Any:
-        """`transformers.<auto_class>.from_pretrained`, its failures turned into UserErrors."""
-        _, transformers = _libs()
-        src, kwargs = self._source()
-        try:
-            return getattr(transformers, auto_class).from_pretrained(src, **kwargs, **extra)
-        except ImportError as exc:  # e.g. `gguf` missing for a .gguf file
-            raise UserError(f"loading the {what} of '{self.name}' needs a missing package: {exc}",
-                            field="--model", hint=_INSTALL_HINT) from None
-        except (OSError, ValueError, KeyError) as exc:
-            raise UserError(f"transformers cannot load the {what} of '{self.name}': {exc}",
-                            field="--model", hint="Hub models must be in the local Hugging Face "
-                            "cache when offline; check the id, revision, or trust_remote_code=1."
-                            ) from None
-
     def _get_config(self) -> Any:
         if self._config is None:
             config = self._load("config", "AutoConfig")
@@ -193,14 +250,6 @@ class HFBackend(ModelBackend):
                                 field="n_ctx", hint="Pass n_ctx=N in the model spec.")
             self._config = config
         return self._config
-
-    def _get_tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            tok = self._load("tokenizer", "AutoTokenizer")
-            if self.template_override is not None:
-                tok.chat_template = self.template_override
-            self._tokenizer = tok
-        return self._tokenizer
 
     def _resolve_device(self) -> tuple[str, Any]:
         torch, _ = _libs()
@@ -256,28 +305,6 @@ class HFBackend(ModelBackend):
             "chat_template_sha256": (hashlib.sha256(self.template_override.encode()).hexdigest()
                                      if self.template_override is not None else None),
         }
-
-    def prompt_tokens(self, messages: list[Message]) -> list[int]:
-        """The exact tokens `generate` runs: the chat template with the generation prompt."""
-        tok = self._get_tokenizer()
-        try:
-            ids = tok.apply_chat_template([{"role": m.role, "content": m.content} for m in messages],
-                                          add_generation_prompt=True, tokenize=True, return_dict=False)
-        except Exception as exc:  # no template, raise_exception() in it, undefined variables
-            raise UserError(f"chat template of '{self.name}' fails on these messages: {exc}",
-                            field="chat_template", hint="Pass chat_template=FILE.jinja.") from None
-        if isinstance(ids, dict) or hasattr(ids, "input_ids"):
-            ids = ids["input_ids"]
-        return [int(t) for t in ids]
-
-    def count_tokens(self, messages: list[Message]) -> int:
-        return len(self.prompt_tokens(messages))
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self._get_tokenizer().encode(text, add_special_tokens=False))
-
-    def detokenize(self, tokens: list[int]) -> str:
-        return self._get_tokenizer().decode(tokens, clean_up_tokenization_spaces=False)
 
     def reset_cache(self) -> None:
         """Forget the kept prompt KV cache: the next request prefills from scratch."""

