@@ -28,7 +28,7 @@ from typing import Any, Callable
 from lceval import hookimpl
 from lceval.datahome import data_home
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend, recomputable
+from lceval.interfaces import ModelBackend, PrefixCache, recomputable
 from lceval.options import NO_OPTIONS, check_options
 from lceval.types import Generation, GenerationRequest, ScoredItem, ScoreSource
 
@@ -113,6 +113,7 @@ class ReplayBackend(ModelBackend):
 
     context_window = None
     batch_size = 64
+    prefix_cache = PrefixCache("none")  # no model runs: order does not matter
 
     def __init__(self, model: str, options: dict[str, str]) -> None:
         check_options(NO_OPTIONS, options, what=f"backend '{SCHEME}'")
@@ -212,6 +213,7 @@ class ReplayBackend(ModelBackend):
         return Generation(
             request_id=request.request_id,
             text=str(response["generated-response"]).strip(),
+            prefilled_tokens=0,  # nothing runs: no prompt is read, nothing is prefilled
             finish_reason="stop",
             extras={"recorded_scores": recorded_scores(response), "replay_file_sha256": recorded.sha256,
                     "replay_file": recorded.path.name},

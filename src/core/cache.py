@@ -107,23 +107,54 @@ class Cache:
 
 @dataclass
 class UsageCounters:
+    """What one model cost a run. Updated from several threads when the backend takes
+    requests concurrently (`CachedModel` holds the lock)."""
+
     requests: int = 0
     cache_hits: int = 0
     generated: int = 0
     prompt_tokens: int = 0
-    prefilled_tokens: int = 0
+    #: tokens the backend really prefilled; None as soon as one generated request's prefill is
+    #: unknown (a server that reports no cached tokens): the sum of a subset is not the total
+    prefilled_tokens: int | None = 0
+    #: generated requests whose prefill the backend could not tell
+    prefill_unknown: int = 0
     completion_tokens: int = 0
+    #: wall-clock seconds with at least one request at the backend (concurrent requests
+    #: counted once): what the generation took
     seconds: float = 0.0
+    #: the sum of every request's own latency (exceeds `seconds` when requests overlap)
+    request_seconds: float = 0.0
+    #: the most requests the backend had at once
+    peak_in_flight: int = 0
     #: requests the backend gave up on (finish_reason "error"): not cached, asked again next run
     failed: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def add(self, gen: Generation) -> None:
+        self.request_seconds += gen.seconds
+        if gen.finish_reason == "error":
+            self.failed += 1
+            return
+        self.generated += 1
+        self.prompt_tokens += gen.prompt_tokens
+        self.completion_tokens += gen.completion_tokens
+        if gen.prefilled_tokens is None:
+            self.prefill_unknown += 1
+            self.prefilled_tokens = None
+        elif self.prefilled_tokens is not None:
+            self.prefilled_tokens += gen.prefilled_tokens
+
 
 class CachedModel:
     """A backend seen through the cache. The runner and model-calling judges both use it,
-    so a judge's calls are cached and counted exactly like the system's."""
+    so a judge's calls are cached and counted exactly like the system's.
+
+    Thread-safe: the scheduler calls `call` from as many threads as the backend takes
+    requests at once; every answer is stored the moment it exists, so an interrupt loses
+    only the requests still in flight."""
 
     def __init__(self, backend: ModelBackend, cache: Cache, spec: str) -> None:
         self.backend = backend
@@ -131,47 +162,79 @@ class CachedModel:
         self.spec = spec
         self.usage = UsageCounters()
         self._identity = strip_secrets(backend.identity())
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._busy_since = 0.0
 
     @property
     def identity(self) -> dict[str, Any]:
         return self._identity
 
+    @property
+    def slots(self) -> int:
+        """Requests the backend takes at once (its declared `max_in_flight`)."""
+        return max(1, int(getattr(self.backend, "max_in_flight", 1) or 1))
+
     def key(self, request: GenerationRequest) -> str:
         return request_key(self._identity, request)
 
-    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        results: list[Generation | None] = [None] * len(requests)
-        misses: list[int] = []
-        for i, req in enumerate(requests):
-            hit = self.cache.get(self.key(req))
+    def lookup(self, request: GenerationRequest) -> Generation | None:
+        """The cached answer to `request`, or None (counted either way)."""
+        hit = self.cache.get(self.key(request))
+        with self._lock:
             self.usage.requests += 1
             if hit is not None:
-                gen = Generation(**{**hit, "request_id": req.request_id, "cached": True})
                 self.usage.cache_hits += 1
-                results[i] = gen
-            else:
-                misses.append(i)
-        size = max(1, int(self.backend.batch_size))
-        for start in range(0, len(misses), size):
-            chunk = misses[start:start + size]
-            outs = self.backend.generate([requests[i] for i in chunk])
-            if len(outs) != len(chunk):
-                raise RuntimeError(f"backend returned {len(outs)} answers for {len(chunk)} requests")
-            for i, gen in zip(chunk, outs):
-                if gen.finish_reason == "error":
-                    # an API request that failed past its retries is no answer: never stored,
-                    # so the same command run again asks it again
-                    self.usage.failed += 1
-                    self.usage.seconds += gen.seconds
-                    results[i] = gen
-                    continue
+        if hit is None:
+            return None
+        return Generation(**{**hit, "request_id": request.request_id, "cached": True})
+
+    def call(self, requests: list[GenerationRequest]) -> list[Generation]:
+        """Ask the backend (no cache lookup) and store each answer at once. A request the
+        backend gave up on (finish_reason "error", an API past its retries) is no answer:
+        never stored, so the same command run again asks it again."""
+        with self._lock:
+            if self._busy == 0:
+                self._busy_since = time.perf_counter()
+            self._busy += len(requests)
+            self.usage.peak_in_flight = max(self.usage.peak_in_flight, self._busy)
+        try:
+            outs = self.backend.generate(requests)
+        finally:
+            with self._lock:
+                self._busy -= len(requests)
+                if self._busy == 0:
+                    self.usage.seconds += time.perf_counter() - self._busy_since
+        if len(outs) != len(requests):
+            raise RuntimeError(f"backend returned {len(outs)} answers for {len(requests)} requests")
+        for req, gen in zip(requests, outs):
+            if gen.finish_reason != "error":
                 record = asdict(gen)
                 record.pop("cached", None)
-                self.cache.put(self.key(requests[i]), "generate", record)
-                self.usage.generated += 1
-                self.usage.prompt_tokens += gen.prompt_tokens
-                self.usage.prefilled_tokens += gen.prefilled_tokens
-                self.usage.completion_tokens += gen.completion_tokens
-                self.usage.seconds += gen.seconds
+                self.cache.put(self.key(req), "generate", record)
+            with self._lock:
+                self.usage.add(gen)
+        return outs
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        """Answers in the order asked: cached ones at once, the rest from the backend with as
+        many in flight as it takes (`max_in_flight`), or in chunks of `batch_size`."""
+        from .dispatch import Dispatcher
+
+        results: list[Generation | None] = [self.lookup(req) for req in requests]
+        misses = [i for i, r in enumerate(results) if r is None]
+        slots = self.slots
+        size = 1 if slots > 1 else max(1, int(self.backend.batch_size))
+        chunks = [misses[start:start + size] for start in range(0, len(misses), size)]
+        pool = Dispatcher(self.call, slots)
+        for chunk in chunks:
+            if pool.free() == 0:
+                done, outs = pool.next()
+                for i, gen in zip(done, outs):
+                    results[i] = gen
+            pool.submit(chunk, [requests[i] for i in chunk])
+        while pool.in_flight:
+            done, outs = pool.next()
+            for i, gen in zip(done, outs):
                 results[i] = gen
         return [r for r in results if r is not None]

@@ -28,6 +28,13 @@ class PrefixCache:
       prefix caching, SGLang's radix cache, their OpenAI-compatible servers): as many
       transcripts are kept in flight as fit, each primed by one request before its other
       requests fan out, so no two concurrent requests prefill the same transcript.
+
+    Whatever the kind, a multi-turn conversation is asked turn by turn, and an answer reaches
+    the request cache as soon as it exists. ``capacity_tokens`` counts every token the
+    cache must hold at once: the transcripts in flight (each once) plus, per request in
+    flight, its own part (question, history) and its answer. The engine never starts a
+    transcript that would push one whose questions are still pending out of the cache; with
+    ``None`` it admits a new transcript only when the ones in flight have nothing left to send.
     """
 
     kind: Literal["none", "last-prompt", "shared"] = "last-prompt"
@@ -51,9 +58,15 @@ class ModelBackend(ABC):
     #: What the backend's cache keeps between requests (see `PrefixCache`).
     prefix_cache: PrefixCache = PrefixCache("last-prompt")
     #: How many requests may be in flight at once. Above 1 the engine calls `generate` from up
-    #: to this many threads at once, so it must be thread-safe; each finished request frees
-    #: its slot at once (no waiting for the slowest of a batch).
+    #: to this many threads at once, one request per call, so it must be thread-safe; each
+    #: finished request frees its slot at once (no waiting for the slowest of a batch). At 1
+    #: the engine calls `generate` from its own thread with up to `batch_size` requests.
     max_in_flight: int = 1
+    #: How many requests sharing one prefix (a transcript) are worth running at once; None =
+    #: `max_in_flight`. A fleet of servers that routes each transcript to one server sets the
+    #: concurrency of one server here, so the engine fills the other servers' slots with other
+    #: transcripts instead of queueing a transcript's questions behind each other.
+    max_in_flight_per_prefix: int | None = None
 
     @abstractmethod
     def identity(self) -> dict[str, Any]: ...

@@ -18,7 +18,8 @@ from .models import (ModelSpec, backend_factory, judge_model_spec, make_model, o
                      parse_model_spec)
 from .plugins import Plugins
 from .registry import Registry
-from .scheduler import ConversationState, schedule
+from . import scheduler
+from .scheduler import ConversationState
 from .selection import ContextSelection, select_work
 from .spec import TaskSpec, check_options, with_overrides
 from .types import ContextCut, Conversation, GenerationRequest, JudgeInput, Sample
@@ -206,38 +207,35 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
         fitted.append((conv, text, cut))
     shared = ctxpolicy.share_cuts(fitted, model.backend, tokens)
     states = [ConversationState(conv=conv, context=text, cut=cut) for (conv, _, _), (text, cut) in zip(fitted, shared)]
-    out: list[tuple[Conversation, int, Any, ContextCut, str]] = []
     total = sum(len(c.turns) for c in conversations)
     bar = tqdm(total=total, desc=spec.name, unit="q", disable=not progress or None, leave=False)
+
+    def build(st: ConversationState) -> GenerationRequest | None:
+        """The request of the state's next turn; None leaves the rest of it unasked."""
+        if st.context is None:
+            return None
+        turn = st.conv.turns[st.next_turn]
+        messages = ctxpolicy.fill_context(
+            ctxpolicy.full_transcript(st.conv, st.history_answers(), upto=st.next_turn), st.context
+        )
+        if window is not None and st.next_turn > 0 and st.conv.history == "model":
+            # the policy sized the first turn exactly; later ones depend on answers
+            n = model.backend.count_tokens(messages)
+            if n is not None and n + params.max_new_tokens > window:
+                return None  # an earlier answer ran past the reserve: stop here, never overflow
+        hints = {**st.conv.metadata, **turn.metadata, "item_id": turn.item_id, "question": turn.question}
+        return GenerationRequest(request_id=turn.item_id, messages=messages, params=params, hints=hints)
+
+    def answered(st: ConversationState, request: GenerationRequest, gen: Any) -> None:
+        st.record(gen, canonical_hash(messages_payload(request.messages)))
+        bar.update(1)  # per answer, as it arrives (cached ones too)
+
+    def skipped(st: ConversationState) -> None:
+        bar.update(len(st.conv.turns) - st.next_turn)
+
+    out: list[tuple[Conversation, int, Any, ContextCut, str]] = []
     try:
-        for wave in schedule(states):
-            requests: list[GenerationRequest] = []
-            owners: list[ConversationState] = []
-            for st in wave:
-                if st.context is None:
-                    st.finish_skipped()
-                    continue
-                turn = st.conv.turns[st.next_turn]
-                messages = ctxpolicy.fill_context(
-                    ctxpolicy.full_transcript(st.conv, st.history_answers(), upto=st.next_turn), st.context
-                )
-                if window is not None and st.next_turn > 0 and st.conv.history == "model":
-                    # the policy sized the first turn exactly; later ones depend on answers
-                    n = model.backend.count_tokens(messages)
-                    if n is not None and n + params.max_new_tokens > window:
-                        # an earlier answer ran past the reserve: stop here, say so, never overflow
-                        st.finish_skipped()
-                        continue
-                hints = {**st.conv.metadata, **turn.metadata, "item_id": turn.item_id, "question": turn.question}
-                requests.append(GenerationRequest(request_id=turn.item_id, messages=messages,
-                                                  params=params, hints=hints))
-                owners.append(st)
-            if not requests:
-                continue
-            gens = model.generate(requests)
-            for st, req, gen in zip(owners, requests, gens):
-                st.record(gen, canonical_hash(messages_payload(req.messages)))
-            bar.update(len(requests))
+        scheduler.run(states, model, build, answered, skipped)
         for st in states:
             for i in range(len(st.conv.turns)):
                 gen = st.generations[i] if i < len(st.generations) else None
@@ -274,6 +272,7 @@ def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, Cont
             judgments=[verdicts[turn.item_id]] if gen is not None and turn.item_id in verdicts else [],
             context_cut=cut,
             prompt_tokens=gen.prompt_tokens if gen else 0,
+            # None: the backend could not tell what it prefilled (never guessed as the prompt)
             prefilled_tokens=gen.prefilled_tokens if gen else 0,
             completion_tokens=gen.completion_tokens if gen else 0,
             seconds=gen.seconds if gen else 0.0, cached=bool(gen and gen.cached),

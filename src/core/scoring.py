@@ -216,6 +216,7 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
             "skipped": skipped,
             "truncated_share": truncated / n if n else 0.0,
             "skipped_share": skipped / n if n else 0.0,
+            "tokens": token_totals(samples),
         },
     }
     budget = (spec_data.get("context") or {}).get("max_tokens")
@@ -229,3 +230,18 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
             and s.context_cut.kept_tokens is not None and s.context_cut.kept_tokens < budget
             and s.context_cut.action == "truncated")
     return out
+
+
+def token_totals(samples: list[Sample]) -> dict[str, Any]:
+    """Tokens the answers took (answers from the request cache count what they took when they
+    were generated). `prefilled` is None as soon as one answer's prefill is unknown: the sum
+    over the answers whose prefill is known would pass for a total it is not."""
+    answered = [s for s in samples if s.response is not None]
+    unknown = sum(1 for s in answered if s.prefilled_tokens is None)
+    return {
+        "prompt": sum(s.prompt_tokens for s in answered),
+        "prefilled": None if unknown else sum(s.prefilled_tokens or 0 for s in answered),
+        "prefill_unknown": unknown,
+        "completion": sum(s.completion_tokens for s in answered),
+        "from_cache": sum(1 for s in answered if s.cached),
+    }

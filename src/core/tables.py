@@ -242,6 +242,29 @@ def curve_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
     return out
 
 
+# -- what the answers took ----------------------------------------------------------------
+
+def token_table(runs: list[ReportRun], labels: list[str]) -> Table | None:
+    """Per model and task: prompt tokens, tokens prefilled and completion tokens of the
+    answers. Prefilled is empty where the backend could not tell for some answer (a sum over
+    the others would pass for a total it is not)."""
+    order, cell = _by_row(runs, labels)
+    tasks = list(dict.fromkeys(t for r in runs for t in _tasks(r)))
+    columns = [Column(t, kind) for t in tasks for kind in ("prompt", "prefilled", "completion")]
+    table = Table("Tokens per model and task", columns, digits=0,
+                  notes=["prefilled: - where the backend did not report what it prefilled (a server "
+                         "without cached-token counts)"])
+    for label in order:
+        values: list[float | None] = []
+        for c in columns:
+            run = cell.get((label, c.group))
+            tokens = ((_tasks(run).get(c.group) or {}).get("accounting", {}).get("tokens") or {}) if run else {}
+            values.append(tokens.get(c.name))
+        table.rows.append((label, values))
+    known = any(v is not None for _, values in table.rows for v in values)
+    return table if known else None
+
+
 # -- rendering ----------------------------------------------------------------------------
 
 def _cell(v: float | None, digits: int) -> str:
@@ -302,7 +325,9 @@ def paper_tables(runs: list[ReportRun], fmt: str, pooled: bool = False, subset: 
     if not runs:
         raise UserError("no run directories given", field="run_dirs")
     labels = row_labels(runs)
-    tables = [*main_tables(runs, labels), *curve_tables(runs, labels), *breakdown_tables(runs, labels, pooled)]
+    tokens = token_table(runs, labels)
+    tables = [*main_tables(runs, labels), *curve_tables(runs, labels), *breakdown_tables(runs, labels, pooled),
+              *([tokens] if tokens else [])]
     for table in tables if subset else []:
         table.title += f" (only samples with {subset})"
     sep = "\n" if fmt == "csv" else "\n\n"

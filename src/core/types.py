@@ -80,7 +80,10 @@ class Generation:
     request_id: str
     text: str
     prompt_tokens: int = 0  # tokens of the full prompt sent
-    prefilled_tokens: int = 0  # tokens the backend actually had to prefill (rest reused)
+    #: Tokens the backend actually had to prefill (the rest came from a reused KV or prompt
+    #: cache), or None when the backend cannot tell (a server that reports no cached tokens):
+    #: never the full prompt by default, which would claim work nobody measured.
+    prefilled_tokens: int | None = None
     completion_tokens: int = 0
     finish_reason: str = "stop"
     seconds: float = 0.0
@@ -136,7 +139,7 @@ class Sample:
     judgments: list[Judgment]
     context_cut: ContextCut
     prompt_tokens: int = 0
-    prefilled_tokens: int = 0
+    prefilled_tokens: int | None = 0  # None: the backend could not tell (see Generation)
     completion_tokens: int = 0
     seconds: float = 0.0
     cached: bool = False

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from lceval.cache import sha256_text
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend
+from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.options import NO_OPTIONS, check_options
 from lceval.types import Conversation, Generation, GenerationRequest, Turn
 
@@ -123,6 +123,8 @@ def annotated_conversations(path: Path, limit: int | None = None,
 class StoredSummaryBackend(ModelBackend):
     """Answers a `source: annotated` request with the summary the task stored in its hints."""
 
+    prefix_cache = PrefixCache("none")  # no model runs: order does not matter
+
     def identity(self) -> dict[str, Any]:
         return {"scheme": SCHEME, "model": MODEL, "version": 1}
 
@@ -134,7 +136,7 @@ class StoredSummaryBackend(ModelBackend):
                 raise UserError(f"request '{r.request_id}' carries no stored summary: {SYSTEM} only answers "
                                 "the summhay task with `source: annotated` (task summhay_annotated)",
                                 field="--model")
-            out.append(Generation(request_id=r.request_id, text=text, finish_reason="stop"))
+            out.append(Generation(request_id=r.request_id, text=text, prefilled_tokens=0, finish_reason="stop"))
         return out
 
 

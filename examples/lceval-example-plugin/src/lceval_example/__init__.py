@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from lceval import hookimpl
-from lceval.interfaces import Judge, JudgeContext, ModelBackend, PairwiseJudge
+from lceval.interfaces import Judge, JudgeContext, ModelBackend, PairwiseJudge, PrefixCache
 from lceval.options import NO_OPTIONS
 from lceval.types import (Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
                           PairJudgment)
@@ -23,6 +23,7 @@ class KeywordBaseline(ModelBackend):
     """Answers with the context lines that share most words with the last question."""
 
     batch_size = 32
+    prefix_cache = PrefixCache("none")  # no KV cache: the order of requests does not matter
 
     def __init__(self, lines: int, window: int | None) -> None:
         self.lines = lines
@@ -64,6 +65,7 @@ class KeywordBaseline(ModelBackend):
         text = " ".join(ranked[: self.lines])
         return Generation(request_id=request.request_id, text=text,
                           prompt_tokens=self.count_tokens(request.messages) or 0,
+                          prefilled_tokens=0,  # no model: nothing is prefilled
                           completion_tokens=len(text.split()))
 
 
