@@ -39,6 +39,8 @@ class ApiStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
+    #: successful responses that said nothing about cached prompt tokens (prefill unknown)
+    responses_without_cached_tokens: int = 0
     cost_usd: float = 0.0
     responses_without_cost: int = 0
     slept_s: float = 0.0
@@ -60,6 +62,7 @@ class ApiStats:
                 "failed_by_kind": dict(sorted(self.failed_by_kind.items())),
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "cached_prompt_tokens": self.cached_prompt_tokens,
+                "responses_without_cached_tokens": self.responses_without_cached_tokens,
                 # a partial sum would understate the bill: unknown as soon as one price is
                 "cost_usd": (round(self.cost_usd, 8) if self.responses_without_cost == 0 else None),
                 "responses_without_cost": self.responses_without_cost,
@@ -112,6 +115,10 @@ def classify(exc: BaseException, litellm: Any) -> str:
     if _looks_malformed(text) and not (isinstance(status, int) and status < 500):
         # litellm reports a 200 body it cannot parse as an InternalServerError of its own
         return "malformed"
+    if _lost_connection(exc):
+        # litellm reports a refused or dropped connection as a 500 of its own; the server never
+        # answered (a fleet moves such a request to another server)
+        return "connection"
     checks = [
         ("Timeout", "timeout"),
         ("RateLimitError", "rate_limit"),
@@ -143,6 +150,25 @@ def classify(exc: BaseException, litellm: Any) -> str:
     if "timed out" in text or "timeout" in text:
         return "timeout"
     return "connection"
+
+
+def _lost_connection(exc: BaseException) -> bool:
+    """Whether the exception's chain holds a connection that was refused, reset or closed
+    before a response (not a timeout: a slow server may still be alive)."""
+    import httpx
+    import openai
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)):
+            return False
+        if isinstance(seen, (openai.APIConnectionError, httpx.ConnectError, httpx.RemoteProtocolError,
+                             httpx.ReadError, ConnectionError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _is_api_error(exc: BaseException) -> bool:

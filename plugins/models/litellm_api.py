@@ -4,9 +4,13 @@ OpenAI-compatible server such as `python -m llama_cpp.server` or vLLM) through l
 An API is slow, rate-limited and unreliable where a local model is not, so this backend
 owns three things the others do not need:
 
-- bounded concurrency: the engine hands over `batch_size` requests, at most `concurrency` of
-  them are in flight at once (a thread pool); the batch is kept small so an interrupt loses
-  little (CachedModel stores a batch's answers when the batch returns);
+- a persistent pool: it declares `max_in_flight = concurrency`, and the engine keeps that many
+  requests in flight, refilling a slot the moment a request finishes and storing each answer
+  at once (an interrupt loses only the requests in flight). The engine sends a transcript's
+  requests adjacently, one first (the primer), so a provider's prompt cache holds the
+  transcript when the others arrive; `prefix_cache` and `cache_tokens` tell the engine what
+  the server keeps (`shared` by default: OpenAI, Anthropic, vLLM and SGLang keep many
+  prefixes; `last-prompt` for llama.cpp's server);
 - retries: 429, 5xx, timeouts, connection errors and malformed bodies are retried with
   exponential backoff and full jitter (AWS "Exponential Backoff and Jitter"), honouring
   `Retry-After`; 400 is not retried (recorded as failed), 401/403/404 stop the run with a
@@ -14,7 +18,12 @@ owns three things the others do not need:
 - honest accounting: `stats()` counts attempts, retries, errors by kind, failures, and the
   tokens and cost of successful responses only. A request that fails past its retry budget
   becomes a Generation with `finish_reason="error"`, which the cache does not store, so a
-  rerun asks it again.
+  rerun asks it again. Tokens prefilled are the prompt minus the cached prompt tokens the
+  provider reports (`usage.prompt_tokens_details.cached_tokens`, which litellm also fills
+  from Anthropic's cache reads); a server that reports none (llama.cpp's) leaves them unknown
+  (None), never the whole prompt. Sampling parameters left at a neutral value (top_p and
+  repeat_penalty 1.0) are not sent unless `explicit_sampling=true`: `stats()["sampling"]`
+  says which values were sent and which were left to the server's own default.
 
 Secrets: the API key comes only from the environment (the provider's usual variable, or the
 one named by `api_key_env`); a key on the command line is refused. `identity()` (in every
@@ -34,7 +43,7 @@ from urllib.parse import urlsplit
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend
+from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.options import check_options
 from lceval.types import Generation, GenerationRequest, Message
 
@@ -55,8 +64,11 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "api_key_env": {"type": "string", "pattern": _NAME,
                     "description": "the NAME of an environment variable holding the key."},
     "concurrency": {"type": "integer", "minimum": 1, "default": 4, "description": "requests in flight at once."},
-    "batch_size": {"type": "integer", "minimum": 1,
-                   "description": "requests handed over at once (default: 2 x concurrency)."},
+    "prefix_cache": {"enum": ["none", "last-prompt", "shared"], "default": "shared",
+                     "description": "what the server's cache keeps: shared (OpenAI, Anthropic, vLLM, SGLang), "
+                                    "last-prompt (llama.cpp's server) or none; it decides the order of requests."},
+    "cache_tokens": {"type": "integer", "minimum": 1,
+                     "description": "tokens the server's prefix cache holds (with prefix_cache=shared)."},
     "max_retries": {"type": "integer", "minimum": 0, "default": 6, "description": "retries of a failed request."},
     "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 600.0, "description": "seconds per request."},
     "backoff_base": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
@@ -66,7 +78,11 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "output_cost_per_mtok": {"type": "number", "minimum": 0, "description": "USD per million completion tokens."},
     "context_window": {"type": "integer", "minimum": 1, "description": "the model's window in tokens, for the context policy."},
     "repeat_penalty_field": {"type": "string", "pattern": _NAME,
-                             "description": "request body field for repeat_penalty, e.g. repetition_penalty."},
+                             "description": "request body field for repeat_penalty, e.g. repetition_penalty; "
+                                            "named, it is sent on every request."},
+    "explicit_sampling": {"type": "boolean", "default": False,
+                          "description": "send top_p and repeat_penalty even at 1.0, so no server default applies "
+                                         "(llama.cpp's server uses repeat_penalty 1.1 and top_p 0.95 otherwise)."},
     "tokenizer": {"type": "string", "pattern": "^(llamacpp|hf):.+",
                   "description": "llamacpp:GGUF (a path or pkg:MODULE/FILE.gguf) or hf:NAME_OR_FOLDER: the "
                                  "model's tokenizer, so the context policy can cut precisely."},
@@ -82,9 +98,12 @@ def _api_base(value: str) -> str:
 
 
 def parse_options(options: dict[str, Any], model: str) -> dict[str, Any]:
-    """The options checked against OPTIONS, with the defaults that depend on other options."""
+    """The options checked against OPTIONS."""
+    if "|" in str(options.get("api_base", "")):
+        raise UserError(f"backend '{SCHEME}' option api_base (value not shown) takes one server",
+                        field="api_base", hint="Several servers of one model form a fleet: "
+                        "--model fleet:MODEL,servers=URL1|URL2 (see README, Endpoint fleets).")
     parsed = check_options(OPTIONS, options, what=f"backend '{SCHEME}'")
-    parsed.setdefault("batch_size", 2 * parsed["concurrency"])
     if "api_base" in parsed:
         try:
             parsed["api_base"] = _api_base(parsed["api_base"])
@@ -113,20 +132,36 @@ def import_litellm() -> Any:
     return litellm
 
 
+def check_model_name(model: str, scheme: str = SCHEME) -> str:
+    if not model.strip():
+        raise UserError(f"{scheme} model name is empty", field="--model",
+                        hint=f"Use {scheme}:PROVIDER/MODEL, e.g. {scheme}:openai/gpt-4o.")
+    return model.strip()
+
+
 class LiteLLMBackend(ModelBackend):
-    """One API model. Requests of a batch run on a thread pool of `concurrency` workers."""
+    """One API model; the engine calls `generate` from up to `concurrency` threads at once."""
+
+    batch_size = 1
 
     def __init__(self, model: str, options: dict[str, str]) -> None:
-        if not model.strip():
-            raise UserError("litellm model name is empty", field="--model",
-                            hint="Use litellm:PROVIDER/MODEL, e.g. litellm:openai/gpt-4o.")
-        self.model = model.strip()
-        self.options = parse_options(options, model)
+        self._setup(check_model_name(model), parse_options(options, model))
+
+    def _setup(self, model: str, options: dict[str, Any]) -> None:
+        """Shared with the fleet, whose options arrive checked against its schema."""
+        self.model = model
+        self.options = options
         self.concurrency: int = self.options["concurrency"]
-        self.batch_size = self.options["batch_size"]
+        self.max_in_flight = self.concurrency
+        capacity = self.options.get("cache_tokens")
+        self.prefix_cache = PrefixCache(self.options["prefix_cache"],
+                                        capacity if self.options["prefix_cache"] == "shared" else None)
         self.context_window = self.options.get("context_window")
         self.api_base: str | None = self.options.get("api_base")
+        #: a server of the user's own (needs no key); the fleet's servers are
+        self.self_hosted = self.api_base is not None
         self._stats = ApiStats()
+        self._sampling = SamplingRecord()
         self._stop = threading.Event()
         self._rng = random.Random()
         self._litellm: Any = None
@@ -137,12 +172,19 @@ class LiteLLMBackend(ModelBackend):
     # -- ModelBackend ----------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
         ident: dict[str, Any] = {"scheme": SCHEME, "model": self.model, "api_base": self.api_base}
+        return {**ident, **self._sampling_identity()}
+
+    def _sampling_identity(self) -> dict[str, Any]:
+        """What changes which sampling parameters the server applies (not how it is reached)."""
+        ident: dict[str, Any] = {}
         if "repeat_penalty_field" in self.options:
             ident["repeat_penalty_field"] = self.options["repeat_penalty_field"]
+        if self.options.get("explicit_sampling"):
+            ident["explicit_sampling"] = True
         return ident
 
     def stats(self) -> dict[str, Any]:
-        return self._stats.as_dict()
+        return {**self._stats.as_dict(), "sampling": self._sampling.as_dict()}
 
     # -- tokenizer: only with tokenizer=..., the model's own (an API hides it) -------------
     def _local_tokenizer(self) -> ModelBackend | None:
@@ -178,59 +220,19 @@ class LiteLLMBackend(ModelBackend):
         return local.detokenize(tokens)
 
     def close(self) -> None:
+        self._stop.set()  # retries still sleeping give up: the run is over
         if self._tokenizer_backend is not None:
             self._tokenizer_backend.close()
             self._tokenizer_backend = None
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        """Answers in order, one after the other in the calling thread: the engine runs up to
+        `max_in_flight` calls at once, each on its own thread (see `lceval.dispatch`)."""
         if not requests:
             return []
         litellm = self._import()
         base = self._base_kwargs(litellm)
-        self._stop.clear()
-        return self._run_pool(lambda r: self._one(litellm, base, r), requests)
-
-    def _run_pool(self, work: Callable[[GenerationRequest], Generation],
-                  requests: list[GenerationRequest]) -> list[Generation]:
-        """At most `concurrency` requests in flight. Daemon threads, not a ThreadPoolExecutor:
-        on Ctrl-C the process must exit at once, not wait for in-flight requests to time out."""
-        results: list[Generation | None] = [None] * len(requests)
-        errors: list[BaseException] = []
-        pending = iter(range(len(requests)))
-        lock = threading.Lock()
-        done = threading.Event()
-        left = [len(requests)]
-
-        def worker() -> None:
-            while not self._stop.is_set():
-                with lock:
-                    i = next(pending, None)
-                if i is None:
-                    return
-                try:
-                    results[i] = work(requests[i])
-                except BaseException as exc:  # noqa: BLE001  (re-raised in the caller's thread)
-                    with lock:
-                        errors.append(exc)
-                    self._stop.set()
-                    done.set()
-                    return
-                with lock:
-                    left[0] -= 1
-                    if left[0] == 0:
-                        done.set()
-
-        for n in range(min(self.concurrency, len(requests))):
-            threading.Thread(target=worker, name=f"lceval-litellm-{n}", daemon=True).start()
-        try:
-            while not done.wait(0.2):
-                pass
-        except BaseException:
-            self._stop.set()  # Ctrl-C: stop sleeping workers, send nothing more
-            raise
-        if errors:
-            raise errors[0]
-        return [r for r in results if r is not None]
+        return [self._one(litellm, base, r) for r in requests]
 
     # -- internals -------------------------------------------------------------------------
     def _import(self) -> Any:
@@ -269,7 +271,7 @@ class LiteLLMBackend(ModelBackend):
         key = self._api_key()
         if key is not None:
             kwargs["api_key"] = key
-        elif self.api_base is not None and self.model.startswith("openai/") \
+        elif self.self_hosted and self.model.startswith("openai/") \
                 and not os.environ.get("OPENAI_API_KEY"):
             # a local OpenAI-compatible server needs no key, but the SDK refuses to send none
             kwargs["api_key"] = "no-key"
@@ -277,26 +279,29 @@ class LiteLLMBackend(ModelBackend):
 
     def _payload(self, request: GenerationRequest) -> dict[str, Any]:
         params = request.params
+        explicit = bool(self.options.get("explicit_sampling"))
         body: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "max_tokens": params.max_new_tokens, "temperature": params.temperature,
             "seed": params.seed,
         }
-        if params.top_p != 1.0:
+        if params.top_p != 1.0 or explicit:
             # 1.0 is every API's default; some (recent Claude models) refuse top_p beside temperature
             body["top_p"] = params.top_p
         if params.stop:
             body["stop"] = list(params.stop)
-        if params.repeat_penalty != 1.0:
-            name = self.options.get("repeat_penalty_field")
-            if name is None:
-                raise UserError(
-                    f"repeat_penalty={params.repeat_penalty} has no equivalent in the OpenAI-style "
-                    "chat API (frequency_penalty is additive and count-based, not the same thing)",
-                    field="generation.repeat_penalty",
-                    hint="Set it to 1.0, or name the server's body field with "
-                         "repeat_penalty_field=repetition_penalty (vLLM) or repeat_penalty (llama.cpp).")
+        name = self.options.get("repeat_penalty_field") or ("repeat_penalty" if explicit else None)
+        if name is not None:
+            # named: sent on every request, 1.0 included, so no server default applies
             body["extra_body"] = {name: params.repeat_penalty}
+        elif params.repeat_penalty != 1.0:
+            raise UserError(
+                f"repeat_penalty={params.repeat_penalty} has no equivalent in the OpenAI-style "
+                "chat API (frequency_penalty is additive and count-based, not the same thing)",
+                field="generation.repeat_penalty",
+                hint="Set it to 1.0, or name the server's body field with "
+                     "repeat_penalty_field=repetition_penalty (vLLM) or repeat_penalty (llama.cpp).")
+        self._sampling.note(params, body)
         return body
 
     def _secrets(self, base: dict[str, Any]) -> list[str]:
@@ -310,19 +315,26 @@ class LiteLLMBackend(ModelBackend):
         attempt = 0
         while True:
             if self._stop.is_set():
-                raise RuntimeError("batch abandoned")
+                raise RuntimeError("run abandoned")
             self._stats.bump("attempts")
+            where = self._acquire(request)
+            sent = time.perf_counter()
             try:
-                response = litellm.completion(**base, **payload)
+                response = litellm.completion(**base, **self._route_kwargs(where), **payload)
                 text, finish = self._read(response)
             except Exception as exc:  # noqa: BLE001  (every failure is classified below)
                 kind = classify(exc, litellm)
+                moved = self._release(where, kind, time.perf_counter() - sent)
                 if kind == "internal":
                     raise
                 self._stats.bump("errors", kind)
                 message = scrub(f"{type(exc).__name__}: {exc}", self._secrets(base))
                 if kind in FATAL_KINDS:
                     raise self._fatal(kind, message) from None
+                if moved:
+                    # its server is gone: asked again on another one at once, off the budget
+                    self._stats.bump("retries")
+                    continue
                 if kind in FINAL_KINDS or attempt >= budget:
                     return self._failed(request, kind, message, attempt + 1, start)
                 delay = self._delay(attempt, retry_after_seconds(exc))
@@ -331,7 +343,25 @@ class LiteLLMBackend(ModelBackend):
                 attempt += 1
                 self.sleep(delay)
                 continue
+            except BaseException:
+                self._release(where, "interrupted", time.perf_counter() - sent)
+                raise
+            self._release(where, None, time.perf_counter() - sent)
             return self._succeeded(request, response, text, finish, attempt + 1, start, litellm)
+
+    # -- where a request goes: one server here; the fleet overrides these three ------------
+    def _acquire(self, request: GenerationRequest) -> Any:
+        """Reserve a place for one attempt at `request` (blocking while none is free)."""
+        return None
+
+    def _route_kwargs(self, where: Any) -> dict[str, Any]:
+        """Extra litellm arguments for the attempt (another api_base)."""
+        return {}
+
+    def _release(self, where: Any, failure: str | None, seconds: float) -> bool:
+        """The attempt is over (`failure`: its kind, or None when it succeeded). True when
+        the request should be asked again elsewhere at once (its server died)."""
+        return False
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """Full jitter: uniform in [0, min(max, base * 2^attempt)]; a server's Retry-After wins."""
@@ -358,15 +388,16 @@ class LiteLLMBackend(ModelBackend):
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+        cached = reported_cached_tokens(usage)
         cost = self._cost(response, prompt, completion, litellm)
         stats = self._stats
         with stats.lock:
             stats.succeeded += 1
             stats.prompt_tokens += prompt
             stats.completion_tokens += completion
-            stats.cached_prompt_tokens += cached
+            stats.cached_prompt_tokens += cached or 0
+            if cached is None:
+                stats.responses_without_cached_tokens += 1
             if cost is None:
                 stats.responses_without_cost += 1
             else:
@@ -375,7 +406,8 @@ class LiteLLMBackend(ModelBackend):
         if cost is not None:
             extras["cost_usd"] = round(cost, 8)
         return Generation(request_id=request.request_id, text=text, prompt_tokens=prompt,
-                          prefilled_tokens=max(0, prompt - cached), completion_tokens=completion,
+                          prefilled_tokens=None if cached is None else max(0, prompt - cached),
+                          completion_tokens=completion,
                           finish_reason=finish, seconds=time.perf_counter() - start, extras=extras)
 
     def _cost(self, response: Any, prompt: int, completion: int, litellm: Any) -> float | None:
@@ -408,6 +440,49 @@ class LiteLLMBackend(ModelBackend):
                              field="--model", hint=hint)
         return UserError(f"the API does not know model '{self.model}' ({message})", field="--model",
                          hint="Check the model name and api_base.")
+
+
+def reported_cached_tokens(usage: Any) -> int | None:
+    """Prompt tokens the provider says it served from its prompt cache, or None when it says
+    nothing (no `prompt_tokens_details`, or no count in it): unknown, not zero."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if details is None and isinstance(usage, dict):
+        details = usage.get("prompt_tokens_details")
+    if details is None:
+        return None
+    value = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    return None if value is None else int(value)
+
+
+class SamplingRecord:
+    """Which sampling values were sent, and which were left to the server's own default
+    (top_p or repeat_penalty at 1.0 when not sent explicitly): what a manifest must say,
+    since the spec records the engine's values whether or not the server used them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sent: dict[str, set[Any]] = {}
+        self._left: dict[str, set[Any]] = {}
+
+    def note(self, params: Any, body: dict[str, Any]) -> None:
+        extra = body.get("extra_body") or {}
+        sent = {"max_new_tokens": body.get("max_tokens"), "temperature": body.get("temperature"),
+                "seed": body.get("seed")}
+        if "top_p" in body:
+            sent["top_p"] = body["top_p"]
+        if extra:
+            sent["repeat_penalty"] = next(iter(extra.values()))
+        with self._lock:
+            for name, value in sent.items():
+                self._sent.setdefault(name, set()).add(value)
+            for name in ("top_p", "repeat_penalty"):
+                if name not in sent:
+                    self._left.setdefault(name, set()).add(getattr(params, name))
+
+    def as_dict(self) -> dict[str, Any]:
+        with self._lock:
+            return {"sent": {k: sorted(v) for k, v in sorted(self._sent.items())},
+                    "left_to_server_default": {k: sorted(v) for k, v in sorted(self._left.items())}}
 
 
 def make_litellm(model: str, options: dict[str, str]) -> LiteLLMBackend:

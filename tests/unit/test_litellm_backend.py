@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,21 +30,28 @@ class FakeOpenAI:
     """`/v1/chat/completions` answering each item (the last user message) from a script:
     a list of behaviours consumed one per request, then `default` ("ok") forever.
 
-    Behaviours: "ok", "hold" (ok after a pause, to overlap requests), "429", "429ra" (with
+    Behaviours: "ok", "hold" (ok after a pause, to overlap requests), "long" (ok after a
+    longer pause), "429", "429ra" (with
     Retry-After: 1), "400", "401", "404", "500", "503", "badjson", "nochoices", "emptychoices",
     "hang" (answers after the client's timeout)."""
 
     PROMPT_TOKENS, COMPLETION_TOKENS = 10, 3
 
-    def __init__(self, hang_s: float = 1.5, hold_s: float = 0.15) -> None:
+    def __init__(self, hang_s: float = 1.5, hold_s: float = 0.15, long_s: float = 1.2) -> None:
         self.script: dict[str, list[str]] = {}
         self.hits: dict[str, int] = {}
         self.bodies: list[dict[str, Any]] = []
         self.auth: list[str | None] = []
         self.inflight = self.max_inflight = self.answered = 0
+        self.order: list[str] = []  # items in the order they were answered
         self.default = "ok"  # the behaviour once an item's script is used up
+        #: answers after which the server "dies": later requests, and those in flight, get
+        #: their connection closed with no response (a killed process)
+        self.die_after: int | None = None
+        #: reported as usage.prompt_tokens_details.cached_tokens (None: no details, as llama.cpp)
+        self.cached_tokens: int | None = None
         self.lock = threading.Lock()
-        self.hang_s, self.hold_s = hang_s, hold_s
+        self.hang_s, self.hold_s, self.long_s = hang_s, hold_s, long_s
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,11 +62,11 @@ class FakeOpenAI:
                 with fake.lock:
                     fake.inflight += 1
                     fake.max_inflight = max(fake.max_inflight, fake.inflight)
+                self.counted = True
                 try:
                     fake.handle(self)
                 finally:
-                    with fake.lock:
-                        fake.inflight -= 1
+                    fake.leave(self)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -86,11 +94,19 @@ class FakeOpenAI:
             time.sleep(self.hang_s)
         if behaviour == "hold":
             time.sleep(self.hold_s)
+        if behaviour == "long":
+            time.sleep(self.long_s)
+        if self.dead:
+            h.close_connection = True
+            h.connection.shutdown(socket.SHUT_RDWR)
+            return
         ok = {"id": "x", "object": "chat.completion", "created": 1, "model": body["model"],
               "choices": [{"index": 0, "finish_reason": "stop",
                            "message": {"role": "assistant", "content": f"answer to {item}"}}],
               "usage": {"prompt_tokens": self.PROMPT_TOKENS, "completion_tokens": self.COMPLETION_TOKENS,
                         "total_tokens": self.PROMPT_TOKENS + self.COMPLETION_TOKENS}}
+        if self.cached_tokens is not None:
+            ok["usage"]["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         if behaviour == "nochoices":
             del ok["choices"]
         if behaviour == "emptychoices":
@@ -99,9 +115,22 @@ class FakeOpenAI:
         self._send(h, data)
         with self.lock:
             self.answered += 1
+            self.order.append(item)
 
-    @staticmethod
-    def _send(h: BaseHTTPRequestHandler, data: bytes, status_sent: bool = False) -> None:
+    @property
+    def dead(self) -> bool:
+        return self.die_after is not None and self.answered >= self.die_after
+
+    def leave(self, h: BaseHTTPRequestHandler) -> None:
+        """The request stops counting as in flight (before its answer is sent: once the client
+        has it, its next request may arrive before this thread runs again)."""
+        with self.lock:
+            if getattr(h, "counted", False):
+                h.counted = False  # type: ignore[attr-defined]
+                self.inflight -= 1
+
+    def _send(self, h: BaseHTTPRequestHandler, data: bytes, status_sent: bool = False) -> None:
+        self.leave(h)
         try:
             if not status_sent:
                 h.send_response(200)
@@ -233,11 +262,15 @@ def test_missing_key_stops_the_run(server: FakeOpenAI, monkeypatch: pytest.Monke
     assert server.hits == {}
 
 
-def test_concurrency_is_bounded(server: FakeOpenAI, tmp_path: Path) -> None:
+def test_a_persistent_pool_streams_with_concurrency_in_flight(server: FakeOpenAI, tmp_path: Path) -> None:
+    """`concurrency` requests stay in flight, one per call, and a finished one frees its slot
+    at once: eleven quick requests all finish while the slow first one is still out (a
+    batch-and-wait pool would hold the next batch until the slow one came back)."""
     items = [f"q{i}" for i in range(12)]
     server.script = {x: ["hold"] for x in items}
-    model = backend(server, concurrency="3")
-    assert model.batch_size == 6  # the default: 2 x concurrency
+    server.script["q0"] = ["long"]
+    model = backend(server, concurrency="3", timeout="10")
+    assert (model.max_in_flight, model.batch_size) == (3, 1)
     sizes: list[int] = []
     original = model.generate
 
@@ -248,12 +281,18 @@ def test_concurrency_is_bounded(server: FakeOpenAI, tmp_path: Path) -> None:
     model.generate = spy  # type: ignore[method-assign]
     cache = Cache(tmp_path / "cache.sqlite")
     try:
-        gens = CachedModel(model, cache, "litellm:openai/fake").generate([ask(x) for x in items])
+        cached = CachedModel(model, cache, "litellm:openai/fake")
+        gens = cached.generate([ask(x) for x in items])
     finally:
         cache.close()
-    assert [g.text for g in gens] == [f"answer to {x}" for x in items]
-    assert sizes == [6, 6]
-    assert 2 <= server.max_inflight <= 3  # parallel, and never more than asked
+    assert [g.text for g in gens] == [f"answer to {x}" for x in items]  # in the order asked
+    assert sizes == [1] * 12
+    assert server.max_inflight == 3  # parallel, and never more than asked
+    assert server.order[-1] == "q0"
+    usage = cached.usage
+    assert usage.peak_in_flight == 3
+    # the wall time counts overlapping requests once: well under the sum of their latencies
+    assert usage.seconds < usage.request_seconds
 
 
 def test_sampling_parameters_reach_the_server(server: FakeOpenAI) -> None:
@@ -263,8 +302,38 @@ def test_sampling_parameters_reach_the_server(server: FakeOpenAI) -> None:
     assert (body["max_tokens"], body["temperature"], body["top_p"], body["seed"], body["stop"]) == \
         (7, 0.6, 0.9, 5, ["###"])
     assert "repeat_penalty" not in body and "repetition_penalty" not in body
-    backend(server).generate([ask("p", GenerationParams(max_new_tokens=7))])
+    model = backend(server)
+    model.generate([ask("p", GenerationParams(max_new_tokens=7))])
     assert "top_p" not in server.bodies[-1] and "stop" not in server.bodies[-1]  # defaults left out
+    # ... and the manifest says so: the server's own defaults applied to those
+    assert model.stats()["sampling"] == {
+        "sent": {"max_new_tokens": [7], "seed": [0], "temperature": [0.0]},
+        "left_to_server_default": {"repeat_penalty": [1.0], "top_p": [1.0]}}
+
+
+def test_explicit_sampling_sends_neutral_values_so_no_server_default_applies(server: FakeOpenAI) -> None:
+    """llama.cpp's server applies repeat_penalty 1.1 and top_p 0.95 when none is sent."""
+    model = backend(server, explicit_sampling="true")
+    model.generate([ask("p", GenerationParams(max_new_tokens=7))])
+    body = server.bodies[-1]
+    assert body["top_p"] == 1.0 and body["repeat_penalty"] == 1.0
+    assert model.stats()["sampling"]["left_to_server_default"] == {}
+    assert model.identity()["explicit_sampling"] is True  # other outputs, other cache keys
+    named = backend(server, repeat_penalty_field="repetition_penalty")
+    named.generate([ask("p", GenerationParams(max_new_tokens=7))])
+    assert server.bodies[-1]["repetition_penalty"] == 1.0  # named: sent at 1.0 too
+    assert named.stats()["sampling"]["left_to_server_default"] == {"top_p": [1.0]}
+
+
+def test_prefill_comes_from_the_cached_tokens_the_server_reports(server: FakeOpenAI) -> None:
+    model = backend(server)
+    [unknown] = model.generate([ask("a")])
+    assert unknown.prompt_tokens == FakeOpenAI.PROMPT_TOKENS and unknown.prefilled_tokens is None
+    server.cached_tokens = 8
+    [known] = model.generate([ask("b")])
+    assert known.prefilled_tokens == FakeOpenAI.PROMPT_TOKENS - 8
+    stats = model.stats()
+    assert stats["cached_prompt_tokens"] == 8 and stats["responses_without_cached_tokens"] == 1
 
 
 def test_repeat_penalty_is_refused_unless_mapped(server: FakeOpenAI) -> None:
@@ -377,7 +446,8 @@ def test_ctrl_c_exits_at_once_with_requests_in_flight(tiny_home: Path, tmp_path:
     try:
         fake.default = "hang"
         cmd = [sys.executable, "-m", "lceval", "run", "--tasks", "elitr_qa", "--split", "dev", "--limit", "2",
-               "--model", f"litellm:openai/fake,api_base={fake.url},timeout=120,concurrency=2",
+               # both questions share a meeting: with no prefix cache declared, both go out at once
+               "--model", f"litellm:openai/fake,api_base={fake.url},timeout=120,concurrency=2,prefix_cache=none",
                "--data-home", str(tiny_home), "--output", str(tmp_path / "runs"), "--no-progress"]
         proc = subprocess.Popen(cmd, env={**os.environ, "OPENAI_API_KEY": "x"}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
