@@ -38,7 +38,7 @@ _ROPE_SCALING = {"none": 0, "linear": 1, "yarn": 2}  # llama.cpp's LLAMA_ROPE_SC
 OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "n_ctx": {"type": "integer", "minimum": 1,
               "description": "Context window in tokens (default: the model's trained context length)."},
-    "n_threads": {"type": "integer", "minimum": 1, "description": "CPU threads (default: llama.cpp's choice)."},
+    "n_threads": {"type": "integer", "minimum": 1, "description": "CPU threads for prefill and decoding (default: every CPU this process may use)."},
     "n_batch": {"type": "integer", "minimum": 1, "default": 512, "description": "Prompt tokens per forward pass."},
     "rope_freq_base": {"type": "number", "exclusiveMinimum": 0, "description": "RoPE base frequency."},
     "rope_freq_scale": {"type": "number", "exclusiveMinimum": 0, "description": "RoPE frequency scale."},
@@ -165,8 +165,9 @@ class LlamaCppBackend(ModelBackend):
         if self._llama is None:
             self._tokenizer()
             kwargs: dict[str, Any] = {"n_ctx": self._n_ctx, "n_batch": self.options["n_batch"]}
-            if "n_threads" in self.options:
-                kwargs["n_threads"] = kwargs["n_threads_batch"] = self.options["n_threads"]
+            # llama-cpp-python decodes with half the CPUs by default (one thread on a 2-core
+            # machine); both prefill and decode get every CPU this process may use
+            kwargs["n_threads"] = kwargs["n_threads_batch"] = self.options.get("n_threads", usable_cpus())
             for key in ("rope_freq_base", "rope_freq_scale"):
                 if key in self.options:
                     kwargs[key] = self.options[key]
@@ -260,6 +261,15 @@ class LlamaCppBackend(ModelBackend):
             if llama is not None:
                 llama.close()
         self._llama = self._vocab = None
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, which containers and `taskset` set),
+    not every CPU of the machine."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
 
 
 def reusable_prefix(llama: "Llama", tokens: list[int]) -> int:
