@@ -83,17 +83,25 @@ class Group:
     admitted: bool = False
     primed: bool = False
     in_flight: int = 0
+    #: states before this index are done (a conversation never becomes undone): the scans
+    #: below start here, so a run's bookkeeping stays linear in its conversations
+    first_open: int = 0
+
+    def _open_states(self) -> list[ConversationState]:
+        while self.first_open < len(self.states) and self.states[self.first_open].done:
+            self.first_open += 1
+        return self.states[self.first_open:]
 
     def next_ready(self) -> ConversationState | None:
         """The first conversation with a turn to ask and nothing in flight."""
-        for st in self.states:
+        for st in self._open_states():
             if not st.done and not st.in_flight:
                 return st
         return None
 
     @property
     def finished(self) -> bool:
-        return self.in_flight == 0 and all(st.done for st in self.states)
+        return self.in_flight == 0 and all(st.done for st in self._open_states())
 
 
 def context_tokens(state: ConversationState) -> int:
