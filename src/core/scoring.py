@@ -234,7 +234,7 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
 
 def token_totals(samples: list[Sample]) -> dict[str, Any]:
     """Tokens the answers took (answers from the request cache count what they took when they
-    were generated). `prefilled` is None as soon as one answer's prefill is unknown: the sum
+    were generated, so a resumed or sharded run reports what an uninterrupted one would). `prefilled` is None as soon as one answer's prefill is unknown: the sum
     over the answers whose prefill is known would pass for a total it is not."""
     answered = [s for s in samples if s.response is not None]
     unknown = sum(1 for s in answered if s.prefilled_tokens is None)
@@ -243,5 +243,4 @@ def token_totals(samples: list[Sample]) -> dict[str, Any]:
         "prefilled": None if unknown else sum(s.prefilled_tokens or 0 for s in answered),
         "prefill_unknown": unknown,
         "completion": sum(s.completion_tokens for s in answered),
-        "from_cache": sum(1 for s in answered if s.cached),
     }
