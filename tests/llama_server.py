@@ -53,7 +53,10 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def spec(self, **options: str) -> str:
-        """A `litellm:` model spec string for this server, with extra `key=value` options."""
+        """A `litellm:` model spec string for this server, with extra `key=value` options. The
+        server keeps one prompt's KV cache (`prefix_cache=last-prompt`, unless overridden) and
+        applies its own repeat_penalty 1.1 unless told otherwise (`explicit_sampling=true`)."""
+        options = {"prefix_cache": "last-prompt", "explicit_sampling": "true", **options}
         extra = "".join(f",{k}={v}" for k, v in options.items())
         return f"litellm:openai/{self.alias},api_base={self.url}{extra}"
 

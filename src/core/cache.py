@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from .dispatch import Dispatcher
 from .interfaces import ModelBackend
 from .types import Generation, GenerationRequest, Message
 
@@ -219,8 +220,6 @@ class CachedModel:
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         """Answers in the order asked: cached ones at once, the rest from the backend with as
         many in flight as it takes (`max_in_flight`), or in chunks of `batch_size`."""
-        from .dispatch import Dispatcher
-
         results: list[Generation | None] = [self.lookup(req) for req in requests]
         misses = [i for i, r in enumerate(results) if r is None]
         slots = self.slots

@@ -60,10 +60,14 @@ def test_elitr_run_end_to_end_then_fully_cached(llama_server: LlamaServer, tiny_
     assert len(samples) == 7 and all(s["response"] for s in samples)
     # the Fig. 4 prompt plus a transcript: well over 100 real tokens each, as the server counted
     assert all(100 < s["prompt_tokens"] < 4096 and 1 <= s["completion_tokens"] <= 24 for s in samples)
+    # llama.cpp's server reports no cached prompt tokens: prefill unknown, not the whole prompt
+    assert all(s["prefilled_tokens"] is None for s in samples)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     api = manifest["backend_stats"]["model"]
     assert api["attempts"] == 7 and api["succeeded"] == 7 and api["failed"] == 0
     assert api["prompt_tokens"] == sum(s["prompt_tokens"] for s in samples) == manifest["usage"]["prompt_tokens"]
+    assert manifest["usage"]["prefilled_tokens"] is None and api["responses_without_cached_tokens"] == 7
+    assert api["sampling"]["sent"]["repeat_penalty"] == [1.0]  # sent: the server's 1.1 never applies
     assert api["completion_tokens"] == sum(s["completion_tokens"] for s in samples)
 
     assert main([*argv, "--output", str(tmp_path / "again")]) == 0
