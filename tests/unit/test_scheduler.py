@@ -51,8 +51,8 @@ class TimelineModel(ModelBackend):
     """Answers "answer to ITEM" after `latency(item)` seconds and records the timeline. Its
     simulated cache keeps transcripts (by group): `last-prompt` the last one, `shared` up to
     `capacity` tokens, evicting the least recently used transcript that no request in flight
-    is using (as vLLM's block manager does); a request whose transcript is not cached
-    prefills it."""
+    is using (as vLLM's block manager does: a finished request's blocks become free, most
+    recently used); a request whose transcript is not cached prefills it."""
 
     cache: PrefixCache = field(default_factory=PrefixCache)
     slots: int = 1
@@ -94,6 +94,9 @@ class TimelineModel(ModelBackend):
         time.sleep(self.latency(item))
         with self._lock:
             del self._in_flight[item]
+            if group in self._kept:  # freed blocks are the most recently used (vLLM's LRU order)
+                self._kept.remove(group)
+                self._kept.append(group)
             self._seq += 1
             self.events.append(Event(self._seq, "end", item, group))
         return Generation(request_id=item, text=f"answer to {item}", prompt_tokens=self.sizes[group],
