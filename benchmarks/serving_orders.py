@@ -39,7 +39,6 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests/llama_server.py starts llama-cpp-python's server
 
-from lceval import scheduler  # noqa: E402
 from lceval.cache import Cache, CachedModel  # noqa: E402
 from lceval.dispatch import Dispatcher  # noqa: E402
 from lceval.interfaces import ModelBackend, PrefixCache, TaskContext  # noqa: E402
