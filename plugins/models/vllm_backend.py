@@ -304,7 +304,7 @@ class VLLMBackend(HFTokens, ModelBackend):
     def prefix_cache(self) -> PrefixCache:
         """A shared prefix cache; its size is known once the engine has started (vLLM sizes
         it from the memory left after loading the weights), unknown (None) before."""
-        return PrefixCache("shared", capacity_tokens=self._capacity)
+        return PrefixCache("shared", capacity_tokens=self._capacity, shares_in_flight=True)
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         prepared = [(r, self._checked_tokens(r)) for r in requests]  # bad input fails before start-up

@@ -40,6 +40,12 @@ class PrefixCache:
     kind: Literal["none", "last-prompt", "shared"] = "last-prompt"
     #: For "shared": tokens the cache can hold (None = unknown).
     capacity_tokens: int | None = None
+    #: For "shared": the cache serves a prefix to requests that arrive while it is still being
+    #: prefilled (vLLM V1 enters a block into its cache when it allocates it), so concurrent
+    #: requests on one transcript prefill it once anyway and the engine sends them together
+    #: without priming. False (an API provider caches a prompt once its request is done) keeps
+    #: the primer.
+    shares_in_flight: bool = False
 
 
 class ModelBackend(ABC):

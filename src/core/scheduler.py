@@ -8,10 +8,11 @@ their requests go out follows the backend's declared `PrefixCache` and `max_in_f
   order, so each one finds the transcript the previous one left in the KV cache.
 - ``shared`` (vLLM, SGLang, their servers, API providers): as many groups in flight as the
   cache holds. A group is *primed* by one request before its other requests fan out, so no
-  two concurrent requests prefill the same transcript; a new group is admitted only when the
-  admitted ones have nothing left to send and its transcript fits beside theirs (a group whose
-  questions are pending is never pushed out of the cache); its requests then take the free
-  slots, the group with the fewest in flight first.
+  two concurrent requests prefill the same transcript (a cache that shares a prefix while it
+  is being prefilled, as vLLM V1's does, needs no primer: they go out together); a new group
+  is admitted only when the admitted ones have nothing left to send and its transcript fits
+  beside theirs (a group whose questions are pending is never pushed out of the cache); its
+  requests then take the free slots, the group with the fewest in flight first.
 - ``none``: nothing is kept; every slot is filled, in order.
 
 A multi-turn conversation never has more than one request in flight: turn k+1 is built
@@ -137,6 +138,8 @@ class Planner:
                  per_prefix: int | None = None) -> None:
         self.kind = cache.kind
         self.capacity = cache.capacity_tokens if cache.kind == "shared" else None
+        #: a cache that shares a prefix while it is prefilled needs no primer
+        self.prime = not (cache.kind == "shared" and cache.shares_in_flight)
         self.requests = max(1, requests)
         self.per_prefix = max(1, min(per_prefix or self.requests, self.requests))
         self.open = [g for g in groups if not g.finished]
@@ -195,6 +198,7 @@ class Planner:
     def start(self, g: Group, st: ConversationState, cost: int) -> None:
         if not g.admitted:
             g.admitted = True
+            g.primed = not self.prime
             self.held += g.tokens
         g.in_flight += 1
         st.in_flight = True
