@@ -331,9 +331,10 @@ def test_a_run_counts_prefix_hits_and_a_cached_rerun_never_starts_the_engine(mod
     run_dir, _, state = run_engine(b, "elitr_qa", tiny_home, tmp_path / "a", splits=["dev"])
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 5 and all(s["response"] for s in samples)
-    first = {s["metadata"]["meeting_id"]: s for s in reversed(samples)}
-    later = [s for s in samples if s is not first[s["metadata"]["meeting_id"]]]
-    assert later and all(s["prefilled_tokens"] < s["prompt_tokens"] // 2 for s in later)
+    # every transcript opens with the same long text: whichever request the engine took first
+    # prefills it, every other one (in whatever order the threads arrived) finds it cached
+    full = [s for s in samples if s["prefilled_tokens"] >= s["prompt_tokens"] // 2]
+    assert len(full) == 1, [(s["prefilled_tokens"], s["prompt_tokens"]) for s in samples]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["usage"]["prefilled_tokens"] == sum(s["prefilled_tokens"] for s in samples) \
         == starter.engine.computed
