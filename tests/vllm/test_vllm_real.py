@@ -63,9 +63,12 @@ def test_elitr_questions_on_vllm_with_prefix_cache_hits(smollm2_folder, tiny_hom
     assert len(samples) == 3 and all(s["response"] for s in samples), samples
     assert all(s["metadata"]["meeting_id"] == "meeting_en_dev_901" for s in samples)
     assert all(600 < s["prompt_tokens"] < 1024 for s in samples)
-    assert samples[0]["prefilled_tokens"] == samples[0]["prompt_tokens"]  # a cold cache
-    # the later questions found the transcript in vLLM's prefix cache (whole 128-token blocks)
-    assert all(s["prefilled_tokens"] < 200 for s in samples[1:]), [s["prefilled_tokens"] for s in samples]
+    # one request (whichever the engine ran first; samples are in file order) met a cold cache,
+    # the others found the transcript in vLLM's prefix cache (whole 128-token blocks)
+    prefilled = sorted(s["prefilled_tokens"] for s in samples)
+    cold = [s for s in samples if s["prefilled_tokens"] == s["prompt_tokens"]]
+    assert len(cold) == 1 and prefilled[-1] == cold[0]["prompt_tokens"], prefilled
+    assert all(p < 200 for p in prefilled[:-1]), prefilled
     manifest = json.loads((run_dir / "manifest.json").read_text())
     usage, stats = manifest["usage"], manifest["backend_stats"]["model"]
     assert usage["prefilled_tokens"] == sum(s["prefilled_tokens"] for s in samples) < usage["prompt_tokens"]
