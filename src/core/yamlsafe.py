@@ -3,6 +3,13 @@
 Specs are data, never code: only the plain YAML types are built (no `!function`, no
 `!!python/...`), and any tag is refused with its line. Line numbers are kept per path so
 schema errors can point at the exact line to fix.
+
+Specs are also small: a file is refused past `SPEC_MAX_BYTES` before it is parsed, nesting
+past `MAX_DEPTH` is refused from the event stream (PyYAML's composer recurses, and 5,000
+brackets end in a RecursionError), and building stops after `MAX_VALUES` values, so nested
+aliases ("billion laughs": nine anchors of nine aliases each expand to 9^9 values) are
+refused in a few milliseconds instead of eating the machine's memory. Aliases themselves are
+allowed; they only count for what they expand to.
 """
 
 from __future__ import annotations
@@ -13,8 +20,14 @@ from typing import Any
 import yaml
 
 from .errors import UserError
+from .safeio import SPEC_MAX_BYTES, quote, read_text
 
 PathKey = tuple[Any, ...]
+
+#: deeper than any real spec (they nest 4-5 levels) and far below Python's recursion limit
+MAX_DEPTH = 64
+#: values built, aliases expanded: real specs and the catalog hold a few hundred
+MAX_VALUES = 20_000
 
 _PLAIN_TAGS = {
     "tag:yaml.org,2002:str",
@@ -29,15 +42,28 @@ _PLAIN_TAGS = {
 
 def load_yaml_with_lines(path: Path) -> tuple[Any, dict[PathKey, int]]:
     """Parse `path` into plain Python data plus a map from key path to 1-based line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read file: {exc.strerror}", file=path) from None
+    text = read_text(path, what="YAML file", limit=SPEC_MAX_BYTES)
     return loads_yaml_with_lines(text, path)
 
 
+def _check_shape(text: str, path: Path | str) -> None:
+    """Refuse nesting past MAX_DEPTH before composing (the event parser does not recurse)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise UserError(f"nested more than {MAX_DEPTH} levels deep", file=path,
+                                line=event.start_mark.line + 1)
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
 def loads_yaml_with_lines(text: str, path: Path | str) -> tuple[Any, dict[PathKey, int]]:
+    if len(text.encode("utf-8", "surrogatepass")) > SPEC_MAX_BYTES:
+        raise UserError(f"more than {SPEC_MAX_BYTES // (1 << 20)} MB of YAML: not a spec", file=path)
     try:
+        _check_shape(text, path)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -45,13 +71,23 @@ def loads_yaml_with_lines(text: str, path: Path | str) -> tuple[Any, dict[PathKe
         raise UserError(f"invalid YAML: {exc.problem or exc}", file=path, line=line) from None
     except yaml.YAMLError as exc:
         raise UserError(f"invalid YAML: {exc}", file=path) from None
+    except RecursionError:  # a shape _check_shape let through; never a traceback
+        raise UserError(f"nested too deeply to read (more than {MAX_DEPTH} levels)", file=path) from None
     if node is None:
         raise UserError("the file is empty", file=path, line=1)
     lines: dict[PathKey, int] = {}
-    return _build(node, (), lines, path), lines
+    return _build(node, (), lines, path, [MAX_VALUES]), lines
 
 
-def _build(node: yaml.Node, at: PathKey, lines: dict[PathKey, int], path: Path | str) -> Any:
+def _build(node: yaml.Node, at: PathKey, lines: dict[PathKey, int], path: Path | str,
+           budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise UserError(f"expands to more than {MAX_VALUES:,} values (nested aliases?): not a spec",
+                        file=path, field=".".join(str(p) for p in at) or None, line=node.start_mark.line + 1)
+    if len(at) > MAX_DEPTH:  # an alias inside its own anchor never ends
+        raise UserError(f"nested more than {MAX_DEPTH} levels deep (an alias inside its own anchor?)",
+                        file=path, line=node.start_mark.line + 1)
     lines[at] = node.start_mark.line + 1
     field = ".".join(str(p) for p in at) or None
     if node.tag not in _PLAIN_TAGS:
@@ -67,17 +103,17 @@ def _build(node: yaml.Node, at: PathKey, lines: dict[PathKey, int], path: Path |
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise UserError("YAML merge keys (<<) are not supported in specs", file=path,
                                 line=key_node.start_mark.line + 1)
-            key = _build(key_node, at, {}, path)
+            key = _build(key_node, at, {}, path, budget)
             if not isinstance(key, str):
-                raise UserError(f"keys must be strings, got {key!r}", file=path, field=field,
+                raise UserError(f"keys must be strings, got {quote(key)}", file=path, field=field,
                                 line=key_node.start_mark.line + 1)
             if key in out:
                 raise UserError(f"duplicate key '{key}'", file=path, field=field,
                                 line=key_node.start_mark.line + 1)
-            out[key] = _build(value_node, at + (key,), lines, path)
+            out[key] = _build(value_node, at + (key,), lines, path, budget)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_build(child, at + (i,), lines, path) for i, child in enumerate(node.value)]
+        return [_build(child, at + (i,), lines, path, budget) for i, child in enumerate(node.value)]
     constructor = yaml.SafeLoader("")
     try:
         return constructor.construct_object(node, deep=True)
