@@ -40,10 +40,11 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
         shard: tuple[int, int] | None = None) -> list[tuple[Path, str]]:
     """Evaluate each model on `tasks`; returns (run directory, console table) per model.
     `contexts` keeps only the matching context ids; `shard` = (I, N) runs share I of N."""
+    from .atomic import check_writable
     from .cache import Cache
     from .outputs import console_text, write_run
     from .datahome import using_data_home
-    from .runner import RunConfig, check_config, execute
+    from .runner import RunConfig, check_tasks, execute
 
     plugins, registry = _env(disabled_plugins or [])
     if data_home is None:
@@ -51,18 +52,22 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
 
         data_home = default_data_home()
     home = Path(data_home)
+    configs = [RunConfig(
+        tasks=tasks, model=model, judge=judge, judge_model=judge_model, splits=splits,
+        limit=limit, seeds=seeds or [0], output=Path(output), context_policy=context_policy,
+        context_lengths=context_lengths, retriever=retriever, overrides=overrides or {}, cache_path=cache_path,
+        data_home=home, disabled_plugins=disabled_plugins or [], progress=progress, command=command or [],
+        contexts=contexts, shard=shard,
+    ) for model in models]
+    for config in configs:  # bad input is refused before anything is opened or written
+        check_tasks(config, plugins, registry)
+    # hours of generation must not end in "cannot write": the folder is probed before any model loads
+    check_writable(Path(output))
     cache = Cache(cache_path or default_cache_path())
     reports = []
     try:
-        for model in models:
-            config = RunConfig(
-                tasks=tasks, model=model, judge=judge, judge_model=judge_model, splits=splits,
-                limit=limit, seeds=seeds or [0], output=Path(output), context_policy=context_policy,
-                context_lengths=context_lengths, retriever=retriever, overrides=overrides or {}, cache_path=cache.path, data_home=home,
-                disabled_plugins=disabled_plugins or [], progress=progress, command=command or [],
-                contexts=contexts, shard=shard,
-            )
-            check_config(config)
+        for config in configs:
+            config.cache_path = cache.path
             with using_data_home(home):
                 state = execute(config, plugins, registry, cache, home)
             run_dir, results = write_run(state, plugins, Path(output))
@@ -96,10 +101,9 @@ def list_tasks(disabled: list[str]) -> str:
 def show_task(name: str, disabled: list[str]) -> str:
     plugins, registry = _env(disabled)
     (spec,) = registry.resolve_tasks(name)[:1]
-    task_type = plugins.get("task-type", spec.type)
-    from .spec import check_options
+    from .spec import check_options, check_references
 
-    check_options(spec, task_type.options_schema)
+    check_options(spec, check_references(spec, plugins).options_schema, plugins)
     header = f"# {spec.name}: resolved spec (defaults filled) from {spec.path}\n"
     return header + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100)
 
@@ -117,9 +121,10 @@ def list_plugins(disabled: list[str], name: str | None = None) -> str:
 
 
 def validate(paths: list[str], disabled: list[str]) -> tuple[str, bool]:
-    """Check spec files (schema + their type's options) and plugin packages; never runs a model."""
+    """Check spec files (schema, their type's options, that every plugin they name exists) and
+    plugin packages; never runs a model."""
     from .plugin_check import check_plugin_package
-    from .spec import check_options, load_spec
+    from .spec import check_options, check_references, load_spec
 
     plugins = load_plugins(disabled)
     out, ok = [], True
@@ -130,8 +135,7 @@ def validate(paths: list[str], disabled: list[str]) -> tuple[str, bool]:
                 out.extend(check_plugin_package(path, disabled))
                 continue
             spec = load_spec(path)
-            task_type = plugins.get("task-type", spec.type)
-            check_options(spec, task_type.options_schema)
+            check_options(spec, check_references(spec, plugins).options_schema, plugins)
             out.append(f"ok      {path} (task '{spec.name}', type '{spec.type}')")
         except UserError as exc:
             ok = False
@@ -212,8 +216,11 @@ def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: 
     from .rescore import rescore_run
     from .rundir import load_run
 
+    from .atomic import check_writable
+
     plugins, registry = _env(disabled_plugins or [])
     run = load_run(Path(run_dir))
+    check_writable(Path(output) if output else run.path.parent)
     cache = Cache(cache_path or default_cache_path())
     try:
         state = rescore_run(run, judge, judge_model, plugins, registry, cache, command or [])
@@ -278,6 +285,9 @@ def rank(run_dirs: list[Path], *, judge: str | None = None, judge_model: str | N
         raise UserError("no pairwise judge: the task spec has no rank.judge", field="--judge",
                         hint=f"Pass --judge NAME (installed: {', '.join(sorted(plugins.pairwise_judges)) or 'none'}).")
     jspec = judge_model_spec(judge_model, registry, plugins)
+    from .atomic import check_writable
+
+    check_writable(Path(output))
     cache = Cache(cache_path or default_cache_path())
     model = None
     try:

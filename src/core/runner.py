@@ -21,7 +21,8 @@ from .registry import Registry
 from . import scheduler
 from .scheduler import ConversationState
 from .selection import ContextSelection, select_work
-from .spec import TaskSpec, check_options, with_overrides
+from .spec import TaskSpec, check_options, check_references, with_overrides
+from .yamlsafe import line_of
 from .types import ContextCut, Conversation, GenerationRequest, JudgeInput, Sample
 
 
@@ -106,15 +107,44 @@ def _blame_overrides(exc: UserError, config: RunConfig) -> UserError:
     return exc
 
 
+def _in_spec(exc: UserError, spec: TaskSpec, config: RunConfig) -> UserError:
+    """A task type's error about one of the spec's options (`field="options.retriever"`, no
+    file) names the flag that set it, else the spec file and the option's line."""
+    if exc.file or not (exc.field or "").startswith("options."):
+        return exc
+    blamed = _blame_overrides(exc, config)
+    if blamed is not exc:
+        return blamed
+    at = tuple(int(p) if p.isdigit() else p for p in exc.field.split("."))
+    return UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at), hint=exc.hint)
+
+
+def checked_task_type(spec: TaskSpec, config: RunConfig, plugins: Plugins) -> Any:
+    """The spec's task type, once the spec's options fit its schema and every plugin the spec
+    names (type, judge, an option's retriever) exists; errors name the spec line or the flag."""
+    try:
+        task_type = check_references(spec, plugins, judges=config.judge is None)
+        check_options(spec, task_type.options_schema, plugins)
+    except UserError as exc:
+        raise _blame_overrides(exc, config) from None
+    return task_type
+
+
+def check_tasks(config: RunConfig, plugins: Plugins, registry: Registry) -> None:
+    """Everything about the command that can be checked without reading data or opening the
+    cache: tasks, specs, overrides, the model string."""
+    check_config(config)
+    for spec in registry.resolve_tasks(config.tasks):
+        checked_task_type(apply_overrides(spec, config), config, plugins)
+    backend_factory(parse_model_spec(config.model, registry), plugins)
+    judge_model_spec(config.judge_model, registry, plugins)
+
+
 def load_task(spec: TaskSpec, config: RunConfig, plugins: Plugins, data_home: Path,
               recorder: FileRecorder, selection: ContextSelection | None = None,
               facts: dict[str, dict[str, Any]] | None = None) -> list[Conversation]:
     """The spec's conversations; what the task type records per context goes into `facts`."""
-    task_type = plugins.get("task-type", spec.type)
-    try:
-        check_options(spec, task_type.options_schema)
-    except UserError as exc:
-        raise _blame_overrides(exc, config) from None
+    task_type = checked_task_type(spec, config, plugins)
     select = selection if selection is not None else ContextSelection(None)
     collected = facts if facts is not None else {}
 
@@ -125,8 +155,12 @@ def load_task(spec: TaskSpec, config: RunConfig, plugins: Plugins, data_home: Pa
                       splits=config.splits, limit=config.limit, record_file=recorder,
                       retrievers=dict(plugins.retrievers), seed=config.seeds[0], select_context=select,
                       record_facts=record_facts)
+    try:
+        conversations = task_type.load(ctx)
+    except UserError as exc:
+        raise _in_spec(exc, spec, config) from None
     # a task type that does not ask select_context itself still gets only the chosen contexts
-    return [conv for conv in task_type.load(ctx) if select(conv.context_id)]
+    return [conv for conv in conversations if select(conv.context_id)]
 
 
 def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
@@ -350,4 +384,4 @@ def check_config(config: RunConfig) -> None:
         raise UserError(f"unknown context policy '{config.context_policy}'", field="--context-policy")
 
 
-__all__ = ["RunConfig", "RunState", "TaskRun", "execute", "check_config"]
+__all__ = ["RunConfig", "RunState", "TaskRun", "execute", "check_config", "check_tasks"]

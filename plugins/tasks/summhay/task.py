@@ -58,7 +58,9 @@ OPTIONS_SCHEMA: dict[str, Any] = {
                      "description": "A haystack JSON file or a folder of them (default: the data home's summhay/)"},
         "domain": {"enum": ["auto", *DOMAINS], "default": "auto", "description": "Haystack domain (auto: from the file)."},
         "retriever": {"type": "string", "minLength": 1, "default": "full",
-                      "description": "full (every document), stored:NAME (the authors' scores) or a retriever plugin"},
+                      "description": "full (every document), stored:NAME (the authors' scores) or a retriever plugin",
+                      # `full` and `stored:NAME` are ours; any other value must be a registered retriever
+                      "x-lceval-plugin": {"kind": "retriever", "values": ["full"], "prefixes": ["stored:"]}},
         "retriever_options": {"type": "object", "default": {}, "description": "Options of the retriever plugin."},
         "budget_tokens": {"type": "integer", "minimum": 1, "default": 15000,
                           "description": "Document tokens kept after retrieval (paper 002 §5.1: 15k)."},
