@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .dispatch import Dispatcher
+from .errors import UserError
 from .interfaces import ModelBackend
 from .types import Generation, GenerationRequest, Message
 
@@ -74,19 +77,108 @@ def request_key(identity: dict[str, Any], request: GenerationRequest) -> str:
     )
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+COLUMNS = ["key", "kind", "value", "created"]
+
+
+def _fresh_cache_hint(path: Path) -> str:
+    return (f"It was left untouched. Start a fresh cache with --cache NEW_FILE (or LCEVAL_CACHE=NEW_FILE), "
+            f"or delete {path} if nothing in it is worth keeping (finished answers are lost with it).")
+
+
+def _refuse(path: Path, message: str) -> UserError:
+    return UserError(message + ("." if message.endswith(")") else ""), file=path, field="--cache",
+                     hint=_fresh_cache_hint(path))
+
+
+def _cannot_create(path: Path, why: str) -> UserError:
+    return UserError(f"the cache cannot be created: {why}", file=path, field="--cache",
+                     hint="Pass --cache NEW_FILE in a folder you can write (or set LCEVAL_CACHE).")
+
+
+def _header_problem(path: Path, size: int) -> str | None:
+    """What is wrong with the file's SQLite header, if anything: cheap checks (100 bytes read)
+    that catch a file of other bytes and a truncated copy before sqlite sees them."""
+    with open(path, "rb") as fh:
+        head = fh.read(100)
+    if not head.startswith(SQLITE_MAGIC):
+        return f"not an SQLite database (its first bytes are {head[:16]!r})"
+    if len(head) < 100:
+        return f"a truncated SQLite database (only {len(head)} bytes)"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    if head[24:28] == head[92:96] and pages and page_size * pages > size:
+        # the in-header page count is valid when the two change counters agree (SQLite file format 1.3.8)
+        return f"a truncated SQLite database: its header gives {page_size * pages:,} bytes, the file has {size:,}"
+    return None
+
+
+def check_cache_path(path: Path) -> None:
+    """Refuse, before anything is created or written, a cache path that cannot be an lceval
+    cache: a folder, a path under a file, a file that is not an SQLite database, a truncated
+    one, or another program's database (writing our table into it would change it)."""
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        info = None
+    except OSError as exc:
+        raise _refuse(path, f"cannot open the cache: {exc.strerror or exc}") from None
+    if info is None:
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise _cannot_create(path, f"{parent} is a file, not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise _cannot_create(path, f"no write permission in {parent}")
+        return
+    if stat.S_ISDIR(info.st_mode):
+        raise UserError("the cache path is a folder, not a database file", file=path, field="--cache",
+                        hint=f"Pass --cache {path / 'cache.sqlite'} (or another file name).")
+    if not stat.S_ISREG(info.st_mode):
+        raise _refuse(path, "the cache path is not a regular file")
+    if info.st_size == 0:
+        return  # sqlite's own way of starting a database
+    try:
+        problem = _header_problem(path, info.st_size)
+    except OSError as exc:
+        raise _refuse(path, f"cannot read the cache: {exc.strerror or exc}") from None
+    if problem:
+        raise _refuse(path, problem)
+    try:
+        probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
+        try:
+            tables = [r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            columns = [r[1] for r in probe.execute("PRAGMA table_info(entries)")]
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        raise _refuse(path, f"an unreadable SQLite database ({exc})") from None
+    if tables and columns != COLUMNS:
+        raise _refuse(path, f"an SQLite database but not an lceval cache (its tables: {', '.join(tables)})")
+
+
 class Cache:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        existed = self.path.exists()
+        check_cache_path(self.path)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
-            " value TEXT NOT NULL, created REAL NOT NULL)"
-        )
-        self._db.commit()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=60)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
+                " value TEXT NOT NULL, created REAL NOT NULL)"
+            )
+            self._db.commit()
+        except (OSError, sqlite3.Error) as exc:
+            why = getattr(exc, "strerror", None) or str(exc)
+            raise (_refuse(self.path, f"cannot open the cache: {why}") if existed
+                   else _cannot_create(self.path, why)) from None
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
