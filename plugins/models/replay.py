@@ -30,6 +30,7 @@ from lceval.datahome import data_home
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend, PrefixCache, recomputable
 from lceval.options import NO_OPTIONS, check_options
+from lceval.safeio import decode_utf8, loads_json, quote, read_bytes
 from lceval.types import Generation, GenerationRequest, ScoredItem, ScoreSource
 
 SCHEME = "replay"
@@ -72,11 +73,9 @@ class RecordedFile:
 
     @classmethod
     def load(cls, path: Path) -> "RecordedFile":
-        raw = path.read_bytes()
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise UserError(f"not valid JSON: {exc}", file=path) from None
+        what = "recorded responses file"
+        raw = read_bytes(path, what=what)
+        data = loads_json(decode_utf8(raw, path, what=what), path, what=what)
         if not isinstance(data, dict) or not isinstance(data.get("meetings"), list):
             raise UserError("not an ELITR-Bench generated-responses file", file=path, field="meetings")
         questions: dict[tuple[str, str], dict[str, Any]] = {}
@@ -90,7 +89,11 @@ class RecordedFile:
                     if not isinstance(question, dict) or key not in question:
                         raise UserError(f"question lacks '{key}'", file=path, field=f"{where}.{key}")
                 if not isinstance(question["generated-responses"], list):
-                    raise UserError("is not a list", file=path, field=f"{where}.generated-responses")
+                    raise UserError(f"must be a list, got {quote(question['generated-responses'])}", file=path,
+                                    field=f"{where}.generated-responses")
+                if not isinstance(question["question"], str):
+                    raise UserError(f"must be a string, got {quote(question['question'])}", file=path,
+                                    field=f"{where}.question")
                 for response in question["generated-responses"]:
                     if not isinstance(response, dict) or "model" not in response \
                             or "generated-response" not in response:
@@ -252,7 +255,7 @@ def _sibling_differs(path: Path, split: str | None) -> set[tuple[str, str]] | No
     for candidate in sorted(path.parent.glob(f"elitr-bench-{other}_{split}_*.json")):
         try:
             data = json.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             continue
         qa, conv = (this, data) if other == "conv" else (data, this)
         return differing_questions(qa, conv)

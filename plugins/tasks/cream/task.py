@@ -26,8 +26,11 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.options import defaults
+from lceval.safeio import read_text
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
+
+from ..elitr.task import read_transcript
 
 #: Paper 000, Fig. 4's description of a transcript, then the transcript (shared prefix).
 TRANSCRIPT_INTRO = (
@@ -85,8 +88,10 @@ def read_minutes(root: Path, meeting: str, ctx: TaskContext) -> str:
                         hint="Run: lceval data fetch elitr-bench [--from DIR]")
     texts = []
     for path in files:
+        texts.append(read_text(path, what=f"minutes of {meeting}").strip())
         ctx.record_file(path)
-        texts.append(path.read_text(encoding="utf-8", errors="replace").strip())
+    if not any(texts):
+        raise UserError(f"the human minutes of {meeting} are empty", file=folder)
     return MINUTES_SEPARATOR.join(texts)
 
 
@@ -141,10 +146,8 @@ class CreamTaskType(TaskType):
     @staticmethod
     def _meeting(root: Path, split: str, meeting: str, prompts: dict[str, str], opts: dict[str, Any],
                  ctx: TaskContext) -> list[Conversation]:
-        path = root / "transcripts" / f"{meeting}.txt"
-        ctx.record_file(path)
         unit = f"{split}/{meeting}"
-        transcript, noise_meta = apply_noise(ctx, opts.get("noise"), path.read_text(encoding="utf-8"), unit)
+        transcript, noise_meta = apply_noise(ctx, opts.get("noise"), read_transcript(root, meeting, ctx), unit)
         minutes = read_minutes(root, meeting, ctx)
         out = []
         for name, prompt in prompts.items():

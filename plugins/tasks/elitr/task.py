@@ -22,13 +22,14 @@ the authors' own code (utter-project/ELITR-Bench, `utils/common.py` and `inferen
 
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.options import defaults
+from lceval.safeio import quote, read_json_object, read_text
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
@@ -86,33 +87,65 @@ def _words(text: Any) -> str:
 def differing_questions(qa: dict[str, Any], conv: dict[str, Any]) -> set[tuple[str, str]]:
     """(meeting id, question id) of the questions worded differently in the QA and Conv sets
     (Conv's pronouns and ellipses; whitespace does not count)."""
-    def wording(data: dict[str, Any]) -> dict[tuple[str, str], str]:
-        return {(str(m.get("id")), str(q.get("id"))): _words(q.get("question", ""))
-                for m in data.get("meetings") or [] if isinstance(m, dict)
-                for q in m.get("questions") or [] if isinstance(q, dict)}
+    def wording(data: Any) -> dict[tuple[str, str], str]:
+        out: dict[tuple[str, str], str] = {}
+        meetings = data.get("meetings") if isinstance(data, dict) else None
+        for m in meetings if isinstance(meetings, list) else []:
+            questions = m.get("questions") if isinstance(m, dict) else None
+            for q in questions if isinstance(questions, list) else []:
+                if isinstance(q, dict):
+                    out[(str(m.get("id")), str(q.get("id")))] = _words(q.get("question", ""))
+        return out
 
     a, b = wording(qa), wording(conv)
     return {key for key in a.keys() & b.keys() if a[key] != b[key]}
 
 
+#: a meeting id names its transcript file: a plain name, never a path
+MEETING_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+QUESTION_FIELDS = ("question", "groundtruth-answer", "question-type", "answer-position")
+
+
 def _read_json(path: Path, ctx: TaskContext) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.exists():
         raise UserError("ELITR-Bench questions file not found", file=path,
                         hint="Run: lceval data fetch elitr-bench [--from DIR]")
+    data = read_json_object(path, what="ELITR-Bench questions file")
     ctx.record_file(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-    if not isinstance(data, dict) or not isinstance(data.get("meetings"), list):
-        raise UserError("expected an object with a 'meetings' list", file=path, field="meetings")
+    if not isinstance(data.get("meetings"), list):
+        raise UserError(f"expected a 'meetings' list, got {quote(data.get('meetings'))}", file=path, field="meetings")
     return data
 
 
-def _turn(q: dict[str, Any], split: str, meeting: str, path: Path, opts: dict[str, Any]) -> Turn:
-    for key in ("id", "question", "groundtruth-answer", "question-type", "answer-position"):
+def _meeting_id(meeting: Any, index: int, path: Path) -> str:
+    where = f"meetings[{index}]"
+    if not isinstance(meeting, dict):
+        raise UserError(f"a meeting must be an object, got {quote(meeting)}", file=path, field=where)
+    if "id" not in meeting:
+        raise UserError("meeting lacks 'id'", file=path, field=f"{where}.id")
+    mid = meeting["id"]
+    if not isinstance(mid, str) or not MEETING_ID.fullmatch(mid):
+        raise UserError(f"meeting id must be a plain name (letters, digits, _ . -), got {quote(mid)}",
+                        file=path, field=f"{where}.id")
+    if not isinstance(meeting.get("questions"), list):
+        raise UserError(f"expected a 'questions' list, got {quote(meeting.get('questions'))}", file=path,
+                        field=f"{where}.questions")
+    return mid
+
+
+def _turn(q: Any, split: str, meeting: str, path: Path, opts: dict[str, Any], where: str) -> Turn:
+    if not isinstance(q, dict):
+        raise UserError(f"a question must be an object, got {quote(q)}", file=path, field=where)
+    if "id" not in q:
+        raise UserError(f"question of meeting {meeting} lacks 'id'", file=path, field=f"{where}.id")
+    if not isinstance(q["id"], (str, int)) or isinstance(q["id"], bool):
+        raise UserError(f"question id must be a string or an integer, got {quote(q['id'])}", file=path,
+                        field=f"{where}.id")
+    for key in QUESTION_FIELDS:
         if key not in q:
-            raise UserError(f"question of meeting {meeting} lacks '{key}'", file=path, field=key)
+            raise UserError(f"question of meeting {meeting} lacks '{key}'", file=path, field=f"{where}.{key}")
+        if not isinstance(q[key], str):
+            raise UserError(f"'{key}' must be a string, got {quote(q[key])}", file=path, field=f"{where}.{key}")
     qid = str(q["id"])
     return Turn(
         item_id=f"{split}/{meeting}/{qid}",
@@ -134,6 +167,21 @@ def _turn(q: dict[str, Any], split: str, meeting: str, path: Path, opts: dict[st
 def context_id(split: str, meeting: str) -> str:
     """A meeting's context id (`--contexts`, shards): `dev/meeting_en_dev_001`."""
     return f"{split}/{meeting}"
+
+
+def read_transcript(root: Path, meeting: str, ctx: TaskContext) -> str:
+    """The transcript of `meeting` in the dataset folder `root` (also read by the CREAM type)."""
+    path = root / "transcripts" / f"{meeting}.txt"
+    if not path.exists():
+        raise UserError(f"transcript of {meeting} not found", file=path,
+                        hint="Run: lceval data fetch elitr-bench [--from DIR]")
+    text = read_text(path, what=f"transcript of {meeting}")
+    if not text.strip():
+        # answering questions about nothing would score the model on guesses
+        raise UserError(f"transcript of {meeting} is empty ({len(text.encode())} bytes)", file=path,
+                        hint="Fetch the data again: lceval data fetch elitr-bench [--from DIR]")
+    ctx.record_file(path)
+    return text
 
 
 class ElitrTaskType(TaskType):
@@ -159,12 +207,13 @@ class ElitrTaskType(TaskType):
             differs = self._differing(root, split, ctx)
             taken = 0
             # --contexts first, so that --limit counts questions of the chosen meetings
-            chosen = [m for m in data["meetings"] if ctx.select_context(context_id(split, m["id"]))]
-            for meeting in chosen:
+            meetings = [(i, _meeting_id(m, i, path), m) for i, m in enumerate(data["meetings"])]
+            chosen = [(i, mid, m) for i, mid, m in meetings if ctx.select_context(context_id(split, mid))]
+            for m_index, mid, meeting in chosen:
                 if ctx.limit is not None and taken >= ctx.limit:
                     break
-                mid = meeting["id"]
-                turns = [_turn(q, split, mid, path, opts) for q in meeting["questions"]]
+                turns = [_turn(q, split, mid, path, opts, f"meetings[{m_index}].questions[{q_index}]")
+                         for q_index, q in enumerate(meeting["questions"])]
                 if differs is not None:
                     for t in turns:
                         t.metadata["qa_conv_differs"] = (mid, t.metadata["question_id"]) in differs
@@ -173,7 +222,7 @@ class ElitrTaskType(TaskType):
                 taken += len(turns)
                 if not turns:
                     continue
-                transcript, noise_meta = apply_noise(ctx, opts.get("noise"), self._transcript(root, mid, ctx),
+                transcript, noise_meta = apply_noise(ctx, opts.get("noise"), read_transcript(root, mid, ctx),
                                                      context_id(split, mid))
                 conversations.extend(self._conversations(split, mid, transcript, turns, prompt, opts, noise_meta))
         return conversations
@@ -187,15 +236,6 @@ class ElitrTaskType(TaskType):
             return None
         qa, conv = (_read_json(f, ctx) for f in files)
         return differing_questions(qa, conv)
-
-    @staticmethod
-    def _transcript(root: Path, meeting: str, ctx: TaskContext) -> str:
-        path = root / "transcripts" / f"{meeting}.txt"
-        if not path.is_file():
-            raise UserError(f"transcript of {meeting} not found", file=path,
-                            hint="Run: lceval data fetch elitr-bench [--from DIR]")
-        ctx.record_file(path)
-        return path.read_text(encoding="utf-8")
 
     @staticmethod
     def _conversations(split: str, meeting: str, transcript: str, turns: list[Turn], prompt: str,

@@ -26,7 +26,6 @@ The eval file gives no gold document ids, so citation scores of such a run are n
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +33,7 @@ from lceval.cache import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.options import NO_OPTIONS, check_options
+from lceval.safeio import read_json
 from lceval.types import Conversation, Generation, GenerationRequest, Turn
 
 #: scheme and only model of the stored-summary backend; also the `system` of every item the
@@ -64,14 +64,11 @@ def summary_text(summary: Any) -> str:
 
 
 def read_annotated_file(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not Path(path).exists():
         raise UserError("annotated summaries file not found", file=path, field="options.annotations",
                         hint=f"The authors' {ANNOTATIONS_FILE} (salesforce/summary-of-a-haystack); put it "
-                        "in the data home's summhay/ or pass --set options.annotations=FILE.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"cannot read annotated summaries: {exc}", file=path) from None
+                        "in the data home's summhay/ or pass --set options.annotations=FILE.")
+    data = read_json(Path(path), what="annotated summaries file")
     if not isinstance(data, list) or not data:
         raise UserError("expected a non-empty JSON list of annotated summaries", file=path)
     for n, x in enumerate(data):

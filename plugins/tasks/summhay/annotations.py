@@ -21,9 +21,11 @@ in the item id, so no per-summarizer means are reported.)
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
+from lceval.errors import UserError
+from lceval.safeio import quote, read_json
 from lceval.types import ScoredItem, ScoreSource
 
 from .annotated import SYSTEM
@@ -43,18 +45,28 @@ def _item(x: dict, insight_id: str, coverage: object, bullet: int | None) -> Sco
                       label=None if bullet is None else str(bullet))
 
 
+def _verdicts(values: Any, path: Path, where: str) -> list[dict[str, Any]]:
+    """A list of per-insight verdicts, each an object with an `insight_id`."""
+    if not isinstance(values, list):
+        raise UserError(f"must be a list, got {quote(values)}", file=path, field=where)
+    for k, v in enumerate(values):
+        if not isinstance(v, dict) or not isinstance(v.get("insight_id"), (str, int)):
+            raise UserError(f"a verdict needs an 'insight_id', got {quote(v)}", file=path, field=f"{where}[{k}]")
+    return values
+
+
 def read_annotated(path: Path) -> list[ScoreSource] | None:
     """None when `path` is not that file's format."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = read_json(Path(path), what="annotated summaries file")
+    except UserError:
         return None
     if not isinstance(data, list) or not data or not all(
             isinstance(x, dict) and {"summkey", "subtopic_id", "annotation", "summary"} <= set(x) for x in data):
         return None
     sources: dict[str, list[ScoredItem]] = {"human": []}
-    for x in data:
-        for a in x["annotation"]:
+    for n, x in enumerate(data):
+        for k, a in enumerate(_verdicts(x["annotation"], path, f"[{n}].annotation")):
             cand = a.get("candidate_id")
             bullet = int(cand) + 1 if isinstance(cand, (int, str)) and str(cand).isdigit() else None
             sources["human"].append(_item(x, a["insight_id"], a.get("coverage"), bullet))
@@ -62,7 +74,7 @@ def read_annotated(path: Path) -> list[ScoreSource] | None:
             if not key.startswith("predictions_") or not isinstance(preds, list):
                 continue
             name = key[len("predictions_"):]
-            for p in preds:
+            for p in _verdicts(preds, path, f"[{n}].{key}"):
                 bid = p.get("bullet_id")
                 bullet = bid if isinstance(bid, int) and not isinstance(bid, bool) else None
                 sources.setdefault(name, []).append(_item(x, p["insight_id"], p.get("coverage"), bullet))

@@ -21,6 +21,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import Command
+from lceval.safeio import quote, read_json_lines
 
 from lceval.tokens import TOKENIZERS
 from .haystack import DOMAINS
@@ -46,12 +47,10 @@ def _samples(run_dirs: list[Path]) -> list[dict[str, Any]]:
         path = Path(run_dir) / "samples.jsonl"
         if not path.is_file():
             raise UserError("not a run directory (no samples.jsonl)", file=run_dir)
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise UserError(f"invalid JSON: {exc.msg}", file=path, line=n) from None
+        for n, record in read_json_lines(path, what="samples file"):
+            if not isinstance(record, dict):
+                raise UserError(f"a sample must be a JSON object, got {quote(record)}", file=path, line=n)
+            out.append(record)
     return out
 
 

@@ -15,12 +15,12 @@ documents are later shown in. Every citation in this plugin uses that number.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
+from lceval.safeio import quote, read_json
 
 DOMAINS = ("conversation", "news")
 #: JSON files that may sit next to haystacks but are not ones (data-home record, annotations)
@@ -171,13 +171,9 @@ def parse_haystack(data: Any, path: Path | None = None, domain: str | None = Non
 
 def load_haystack(path: Path, domain: str | None = None) -> Haystack:
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise UserError("haystack file not found", file=path, hint=HINT)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-    return parse_haystack(data, path, domain)
+    return parse_haystack(read_json(path, what="haystack"), path, domain)
 
 
 def haystack_files(location: Path) -> list[Path]:
