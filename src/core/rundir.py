@@ -4,13 +4,40 @@ run can be re-judged, compared or tabulated months later on another machine."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from .errors import UserError
+from .safeio import DATA_MAX_BYTES, read_json_lines, read_json_object
+from .spec import load_schema, validate
 from .types import ContextCut, Judgment, Sample
+
+#: the parts of manifest.json later stages read (score re-runs with its config; compare,
+#: rank and judge-agreement read each task's resolved spec, checked on use by `task_spec`)
+MANIFEST_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "config": {"type": "object", "properties": {
+            "tasks": {"type": "string"}, "model": {"type": "string"},
+            "splits": {"type": ["array", "null"], "items": {"type": "string"}},
+            "limit": {"type": ["integer", "null"]}, "seeds": {"type": "array", "items": {"type": "integer"}},
+            "context_policy": {"type": ["string", "null"]}, "retriever": {"type": ["string", "null"]},
+            "overrides": {"type": ["object", "null"]},
+            "disabled_plugins": {"type": ["array", "null"], "items": {"type": "string"}}}},
+        "resolved": {"type": "object", "properties": {
+            "model_spec": {"type": "string"}, "model_identity": {"type": "object"},
+            "tasks": {"type": "object", "additionalProperties": {
+                "type": "object", "required": ["spec"],
+                "properties": {"spec_path": {"type": "string"}, "spec": {"type": "object"}}}}}},
+        "data_files": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+#: samples.jsonl grows with the run (a response per line): more room than other data files
+SAMPLES_MAX_BYTES = 4 * DATA_MAX_BYTES
 
 
 @dataclass
@@ -34,22 +61,24 @@ class FinishedRun:
     def task_spec(self, task: str) -> dict[str, Any]:
         """The resolved spec the task ran with (as the manifest recorded it)."""
         try:
-            return self.manifest["resolved"]["tasks"][task]["spec"]
+            spec = self.manifest["resolved"]["tasks"][task]["spec"]
         except (KeyError, TypeError):
             raise UserError(f"the manifest has no resolved spec for task '{task}'",
                             file=self.path / "manifest.json", field="resolved.tasks") from None
+        validate(spec, load_schema("task_spec.schema.json"), self.path / "manifest.json", {},
+                 prefix=("resolved", "tasks", task, "spec"))
+        return spec
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.exists():
         raise UserError(f"not a finished run directory (no {path.name})", file=path.parent)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"invalid JSON: {exc.msg}", file=path, line=exc.lineno) from None
-    if not isinstance(data, dict):
-        raise UserError("expected a JSON object", file=path)
-    return data
+    return read_json_object(path, what=path.name)
+
+
+@lru_cache(maxsize=None)
+def _sample_validator() -> Any:
+    return jsonschema.Draft202012Validator(load_schema("sample.schema.json"))
 
 
 def sample_from_record(rec: dict[str, Any]) -> Sample:
@@ -64,17 +93,22 @@ def load_run(path: Path) -> FinishedRun:
     if not path.is_dir():
         raise UserError("run directory not found", file=path)
     results = _read_json(path / "results.json")
+    # every later stage indexes into results and the manifest: a damaged one is named here
+    validate(results, load_schema("results.schema.json"), path / "results.json", {})
+    for task, block in results["tasks"].items():
+        if "score" not in block["metrics"]:
+            raise UserError("task has no 'score' metric", file=path / "results.json", field=f"tasks.{task}.metrics")
     manifest = _read_json(path / "manifest.json")
+    validate(manifest, MANIFEST_SHAPE, path / "manifest.json", {})
     samples_path = path / "samples.jsonl"
-    if not samples_path.is_file():
+    if not samples_path.exists():
         raise UserError("not a finished run directory (no samples.jsonl)", file=path)
     samples: list[Sample] = []
-    with open(samples_path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                samples.append(sample_from_record(json.loads(line)))
-            except (json.JSONDecodeError, TypeError, KeyError) as exc:
-                raise UserError(f"not a sample record: {exc}", file=samples_path, line=lineno) from None
+    for lineno, record in read_json_lines(samples_path, what="samples file", limit=SAMPLES_MAX_BYTES):
+        if not _sample_validator().is_valid(record):
+            validate(record, load_schema("sample.schema.json"), samples_path, {(): lineno})
+        try:
+            samples.append(sample_from_record(record))
+        except TypeError as exc:
+            raise UserError(f"not a sample record: {exc}", file=samples_path, line=lineno) from None
     return FinishedRun(path=path, results=results, manifest=manifest, samples=samples)

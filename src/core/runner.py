@@ -89,6 +89,8 @@ class FileRecorder:
         path = Path(path)
         key = str(path.resolve())
         if key not in self.files:
+            if not path.is_file():  # a FIFO would block the hash for ever
+                raise UserError("data file not found or not a regular file", file=path)
             self.files[key] = sha256_file(path)
 
 
