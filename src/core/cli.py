@@ -2,6 +2,9 @@
 
 Exit codes: 0 success, 2 bad input (one paragraph naming file, field and line), 1 internal
 error, 130 interrupted (finished work is in the cache; the same command resumes).
+
+`lceval --tasks T --model M` (no sub-command, as lm-evaluation-harness users type it) is
+`lceval run --tasks T --model M`; `-p no:NAME` / `-p override:NAME` work anywhere on the line.
 """
 
 from __future__ import annotations
@@ -15,14 +18,24 @@ from typing import Any, Sequence
 from .errors import UserError
 
 
+DEFAULT_COMMAND = "run"
+
+
 def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lceval", description="Evaluate long-context language models.")
+    p = argparse.ArgumentParser(
+        prog="lceval",
+        usage="%(prog)s [-p no:NAME] COMMAND [options]\n"
+              "       %(prog)s [-p no:NAME] --tasks TASKS --model MODEL [run options]",
+        description="Evaluate long-context language models. Without a COMMAND, "
+                    "`lceval --tasks ... --model ...` is `lceval run --tasks ... --model ...` "
+                    "(same flags: see `lceval run --help`).")
     p.add_argument("-p", dest="plugin_flags", action="append", default=[], metavar="no:NAME|override:NAME",
                    help="no:NAME disables the plugin NAME, like pytest's -p no:NAME; override:NAME lets its "
-                   "names win over the built-ins' (a clash is otherwise won by the built-in); repeatable")
-    sub = p.add_subparsers(dest="command", required=True)
+                   "names win over the built-ins' (a clash is otherwise won by the built-in); repeatable, "
+                   "anywhere on the command line")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", prog="lceval")
 
-    r = sub.add_parser("run", help="generate, judge and score")
+    r = sub.add_parser("run", help="generate, judge and score (the default command)")
     r.add_argument("--tasks", required=True, help="task names, suite names or YAML paths, comma-separated")
     r.add_argument("--model", required=True, action="append",
                    help="SCHEME:MODEL[,key=value...] or an alias (repeat for several models)")
@@ -184,6 +197,44 @@ def _plugin_flags(flags: list[str]) -> tuple[list[str], list[str]]:
     return out["no"], out["override"]
 
 
+def _hoist_plugin_flags(argv: list[str]) -> list[str]:
+    """`-p no:NAME` / `-p override:NAME` anywhere (after a sub-command, a nested one, or a run
+    option) moved to the front, where the top-level parser reads it, as pytest takes -p."""
+    flags: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "-p" and i + 1 < len(argv) and argv[i + 1].startswith(("no:", "override:")):
+            flags += argv[i:i + 2]
+            i += 2
+            continue
+        if argv[i].startswith(("-pno:", "-poverride:")):
+            flags.append(argv[i])
+        else:
+            rest.append(argv[i])
+        i += 1
+    return flags + rest
+
+
+def with_default_command(argv: list[str], commands: set[str]) -> list[str]:
+    """`argv` with the -p flags first and `run` inserted where the sub-command belongs when
+    none is given (the first argument after those flags is an option, such as `--tasks`).
+    `lceval`, `lceval --help` and `lceval COMMAND ...` keep their meaning."""
+    argv = _hoist_plugin_flags(argv)
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-p":
+            i += 2
+        elif arg.startswith("-p") and not arg.startswith("--"):
+            i += 1  # -pno:NAME
+        elif arg in ("-h", "--help") or arg in commands or not arg.startswith("-"):
+            return argv
+        else:
+            return argv[:i] + [DEFAULT_COMMAND] + argv[i:]
+    return argv
+
+
 def _seeds(text: str) -> list[int]:
     try:
         return [int(s) for s in text.split(",") if s.strip()]
@@ -198,7 +249,9 @@ def _context_lengths(text: str | None) -> list[int | None] | None:
 
 
 def _overrides(items: list[str]) -> dict[str, Any]:
-    import yaml
+    """`--set FIELD=VALUE` with VALUE read by the spec loader (no tags, bounded aliases and
+    nesting); an empty VALUE is null, as in a YAML file."""
+    from .yamlsafe import loads_yaml_with_lines
 
     out: dict[str, Any] = {}
     for item in items:
@@ -206,9 +259,10 @@ def _overrides(items: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise UserError(f"--set takes FIELD=VALUE, got '{item}'", field="--set")
         try:
-            out[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise UserError(f"value of '{key}' is not valid YAML: {value!r}", field="--set") from None
+            out[key.strip()] = loads_yaml_with_lines(value, "--set")[0] if value.strip() else None
+        except UserError as exc:
+            raise UserError(f"value of '{key}' is not a plain YAML value ({exc.message}): {value[:80]!r}",
+                            field="--set") from None
     return out
 
 
@@ -224,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for line in plugin_warnings(plugins, parser.get_default("shadowed_commands")):
             print(f"lceval: warning: {line}", file=sys.stderr)
+        names = set(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices)
+        argv = with_default_command(argv, names)
         args = parser.parse_args(argv)
         return _dispatch(args, argv, plugins.commands)
     except UserError as exc:
