@@ -14,9 +14,10 @@ import sqlite3
 import stat
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from .dispatch import Dispatcher
 from .errors import UserError
@@ -157,6 +158,18 @@ def check_cache_path(path: Path) -> None:
         raise _refuse(path, f"an unreadable SQLite database ({exc})") from None
     if tables and columns != COLUMNS:
         raise _refuse(path, f"an SQLite database but not an lceval cache (its tables: {', '.join(tables)})")
+
+
+@contextmanager
+def cache_failures(path: Path) -> Iterator[None]:
+    """An sqlite error past opening (a database damaged inside its pages, a disk error) as a
+    UserError naming the cache, instead of a traceback from deep inside a run."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"the cache database failed: {exc}", file=path, field="--cache",
+                        hint="Answers stored before the failure are kept. If the file is damaged, start a fresh "
+                        "cache with --cache NEW_FILE (or LCEVAL_CACHE=NEW_FILE).") from None
 
 
 class Cache:

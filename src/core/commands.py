@@ -41,7 +41,7 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
     """Evaluate each model on `tasks`; returns (run directory, console table) per model.
     `contexts` keeps only the matching context ids; `shard` = (I, N) runs share I of N."""
     from .atomic import check_writable
-    from .cache import Cache
+    from .cache import Cache, cache_failures
     from .outputs import console_text, write_run
     from .datahome import using_data_home
     from .runner import RunConfig, check_tasks, execute
@@ -68,7 +68,7 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
     try:
         for config in configs:
             config.cache_path = cache.path
-            with using_data_home(home):
+            with using_data_home(home), cache_failures(cache.path):
                 state = execute(config, plugins, registry, cache, home)
             run_dir, results = write_run(state, plugins, Path(output))
             reports.append((run_dir, console_text(state, results)))
@@ -211,7 +211,7 @@ def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: 
           cache_path: Path | None = None, disabled_plugins: list[str] | None = None,
           command: list[str] | None = None) -> tuple[Path, str]:
     """Re-judge a finished run into a new run directory (the source stays as it is)."""
-    from .cache import Cache
+    from .cache import Cache, cache_failures
     from .outputs import console_text, write_run
     from .rescore import rescore_run
     from .rundir import load_run
@@ -223,7 +223,8 @@ def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: 
     check_writable(Path(output) if output else run.path.parent)
     cache = Cache(cache_path or default_cache_path())
     try:
-        state = rescore_run(run, judge, judge_model, plugins, registry, cache, command or [])
+        with cache_failures(cache.path):
+            state = rescore_run(run, judge, judge_model, plugins, registry, cache, command or [])
         final, results = write_run(state, plugins, Path(output) if output else run.path.parent)
     finally:
         cache.close()
@@ -268,7 +269,7 @@ def rank(run_dirs: list[Path], *, judge: str | None = None, judge_model: str | N
          cache_path: Path | None = None, disabled_plugins: list[str] | None = None) -> tuple[Path, str]:
     """Rank the systems of finished runs with a pairwise judge; writes a rankings directory
     and returns it with the text to print (`table`, `markdown` or `json`)."""
-    from .cache import Cache
+    from .cache import Cache, cache_failures
     from .models import judge_model_spec, open_judge_model
     from .rank import RankOptions, collect_systems, make_pairwise_judge
     from .rank import rank as rank_systems
@@ -291,9 +292,10 @@ def rank(run_dirs: list[Path], *, judge: str | None = None, judge_model: str | N
     cache = Cache(cache_path or default_cache_path())
     model = None
     try:
-        model = open_judge_model(jspec, plugins, cache)
-        pairwise_judge = make_pairwise_judge(flag, plugins, model, opts.seed)
-        ranking = rank_systems(runs, pairwise_judge, flag, opts, systems, section)
+        with cache_failures(cache.path):
+            model = open_judge_model(jspec, plugins, cache)
+            pairwise_judge = make_pairwise_judge(flag, plugins, model, opts.seed)
+            ranking = rank_systems(runs, pairwise_judge, flag, opts, systems, section)
         if model is not None:
             ranking.report["judge_usage"] = model.usage.as_dict()
             ranking.report["judge_backend_stats"] = model.backend.stats()

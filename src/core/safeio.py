@@ -53,8 +53,8 @@ def read_bytes(path: Path, *, what: str, limit: int = DATA_MAX_BYTES) -> bytes:
         # a FIFO or a device would block or never end: refuse rather than hang
         raise UserError(f"{what} is not a regular file", file=path)
     if info.st_size > limit:
-        raise UserError(f"{what} is {_size(info.st_size)}, more than the {_size(limit)} such a file can be "
-                        "(refused before reading)", file=path)
+        raise UserError(f"{what} is {info.st_size:,} bytes, more than the {_size(limit)} ({limit:,} bytes) such "
+                        "a file can be (refused before reading)", file=path)
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)

@@ -132,7 +132,7 @@ def validate(instance: Any, schema: dict[str, Any], path: Path, lines: dict[Path
             close = difflib.get_close_matches(unknown[0], allowed, n=1)
             message = f"unknown field {quote(unknown[0])}" + (f"; did you mean '{close[0]}'?" if close else "")
         message = f"{message} (allowed: {', '.join(allowed)})"
-    elif len(message) > 300:  # jsonschema quotes the whole value: keep the message one line
+    elif len(message) > 200:  # jsonschema quotes the whole value: keep the message one line
         message = f"{quote(best.instance)} fails '{best.validator}' of the schema"
     raise UserError(message, file=path, field=".".join(map(str, at)) or "(top level)",
                     line=line_of(lines, at))
