@@ -115,6 +115,32 @@ def plugins_with_model(model: ModelBackend):
     return load_plugins(extra=[("scripted", ScriptedPlugin())])
 
 
+def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(window=4096)) -> list:
+    """Make the in-process CLI (`lceval.cli.main`) see a `scripted:` model scheme, with the
+    plugins loaded once; returns the list of models the factory built (none = no model loaded)."""
+    from lceval import commands, hookimpl, plugins
+
+    built: list = []
+
+    class ScriptedPlugin:
+        @hookimpl
+        def register_models(self, register):
+            register("scripted", lambda name, options: built.append(factory()) or built[-1])
+
+    original = plugins.load_plugins
+    cached: dict = {}
+
+    def load(disabled=(), extra=()):
+        key = tuple(disabled)
+        if key not in cached:
+            cached[key] = original(list(disabled), extra=[("scripted", ScriptedPlugin())])
+        return cached[key]
+
+    patch.setattr(plugins, "load_plugins", load)
+    patch.setattr(commands, "load_plugins", load)
+    return built
+
+
 def run_engine(model: ModelBackend, tasks: str, home: Path, tmp_path: Path, **config):
     """Run the engine (no CLI) and write the run directory; returns (run_dir, results, state)."""
     from lceval.cache import Cache

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import io
 import json
 import os
@@ -31,12 +30,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lceval import hookimpl
 from lceval.cli import main
 from lceval.safeio import DATA_MAX_BYTES, SPEC_MAX_BYTES
 
 from .. import elitr_tiny
-from ..conftest import REPO, ScriptedModel
+from ..conftest import serve_scripted
 
 EXAMPLES = int(os.environ.get("LCEVAL_FUZZ_EXAMPLES", "10"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize="LCEVAL_FUZZ_RANDOM" not in os.environ,
@@ -183,26 +181,15 @@ def json_or_bytes(good: Any) -> st.SearchStrategy:
 # -- the world every example starts from ---------------------------------------------------
 
 
-class ScriptedPlugin:
-    @hookimpl
-    def register_models(self, register):
-        register("scripted", lambda name, options: ScriptedModel(window=4096))
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """A data home, a replay file, a haystack and a finished run, built once; the plugins
     loaded once (with a `scripted:` model) and served to every in-process `main`."""
-    from lceval import commands, plugins
     from lceval_plugins.tasks.summhay.template import write_template
 
     root = tmp_path_factory.mktemp("fuzz-world")
-    original = plugins.load_plugins
-    loaded = functools.lru_cache(maxsize=None)(
-        lambda disabled=(): original(list(disabled), extra=[("scripted", ScriptedPlugin())]))
     patch = pytest.MonkeyPatch()
-    patch.setattr(plugins, "load_plugins", lambda disabled=(), extra=(): loaded(tuple(disabled)))
-    patch.setattr(commands, "load_plugins", lambda disabled=(), extra=(): loaded(tuple(disabled)))
+    serve_scripted(patch)
     patch.setenv("LCEVAL_CACHE", str(root / "cache.sqlite"))
     home = elitr_tiny.build(root / "data")
     replay = copy.deepcopy(elitr_tiny.DEV)
