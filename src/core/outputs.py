@@ -73,7 +73,8 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
         "command": cfg.command,
         "config": {
             "tasks": cfg.tasks, "model": cfg.model, "judge": cfg.judge, "judge_model": cfg.judge_model,
-            "splits": cfg.splits, "limit": cfg.limit, "seeds": cfg.seeds,
+            "splits": cfg.splits, "limit": cfg.limit, "limit_per_context": cfg.limit_per_context,
+            "seeds": cfg.seeds,
             "context_policy": cfg.context_policy, "context_lengths": cfg.context_lengths,
             "retriever": cfg.retriever, "overrides": cfg.overrides,
             "disabled_plugins": cfg.disabled_plugins, "contexts": cfg.contexts,
@@ -171,16 +172,20 @@ def format_table(results: dict[str, Any], markdown: bool = False) -> str:
 
 
 def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
+    """A row per group, the task's mean, tests and further metrics. An empty interval or
+    p-value says in its own cell why there is none (one meeting, too few scores), so a short
+    run's table is never silently blank."""
     rows = [("task", "group", "score", "95% CI", "n", "trunc", "skip", "no-score")]
     for name, task in results["tasks"].items():
         metric = task["metrics"]["score"]
         acc = task["accounting"]
+        unit = _unit(task.get("cluster_by"))
         groups = metric.get("groups") or {}
         for gname, g in groups.items():
-            rows.append((name, gname, _fmt(g["value"]), _ci(g), str(g["n"]), "", "", ""))
+            rows.append((name, gname, _fmt(g["value"]), _ci(g, unit), str(g["n"]), "", "", ""))
         label = "mean of groups" if groups else "all"
         value = metric.get("mean_of_groups") if groups else metric["value"]
-        rows.append((name, label, _fmt(value), "" if groups else _ci(metric), str(metric["n"]),
+        rows.append((name, label, _fmt(value), "" if groups else _ci(metric, unit), str(metric["n"]),
                      f"{acc['truncated_share']:.0%}", f"{acc['skipped_share']:.0%}",
                      str(acc["judge_parse_failures"] + acc.get("judge_missing", 0) + acc.get("unanswered", 0))))
         seeds = metric.get("across_seeds")
@@ -190,18 +195,31 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         # per group, as the papers test (paper 000 Table 9 is test2 alone); pooled only without groups
         tested = [(f"{gname} {tname}", t) for gname, g in groups.items() for tname, t in (g.get("tests") or {}).items()]
         for label, t in tested or list((metric.get("tests") or {}).items()):
-            rows.append((name, label, f"p={_fmt(t['p_value'], 3)}", "", f"{t['n_a']}/{t['n_b']}", "", "", ""))
+            why = "" if t["p_value"] is not None else f"n/a: {t.get('note') or 'no test'}"
+            rows.append((name, label, f"p={_fmt(t['p_value'], 3)}", why, f"{t['n_a']}/{t['n_b']}", "", "", ""))
         for mname, extra in task["metrics"].items():
             if mname == "score":
                 continue
             value = extra.get("mean_of_groups") if extra.get("groups") else extra["value"]
-            rows.append((name, mname, _fmt(value), "" if extra.get("groups") else _ci(extra), str(extra["n"]),
-                         "", "", ""))
+            rows.append((name, mname, _fmt(value), "" if extra.get("groups") else _ci(extra, unit),
+                         str(extra["n"]), "", "", ""))
     return rows
 
 
-def _ci(block: dict[str, Any]) -> str:
+def _unit(cluster_by: str | None) -> str:
+    """What an interval resamples, in words: `meeting_id` -> "meeting"."""
+    if not cluster_by:
+        return "item"
+    return cluster_by.removesuffix("_id").replace("_", " ")
+
+
+def _ci(block: dict[str, Any], unit: str = "item") -> str:
     spread = block.get("spread") or {}
-    if spread.get("ci_low") is None:
-        return ""
-    return f"[{spread['ci_low']:.2f}, {spread['ci_high']:.2f}]"
+    if spread.get("ci_low") is not None:
+        return f"[{spread['ci_low']:.2f}, {spread['ci_high']:.2f}]"
+    if not block.get("n"):
+        return "n/a: no score"
+    clusters = spread.get("clusters")
+    if clusters == 1:  # resampling one cluster always gives the same mean
+        return f"n/a: 1 {unit} only"
+    return "n/a"

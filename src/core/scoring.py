@@ -205,6 +205,7 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
         "description": spec_data["description"],
         "judge": judge_identity,
         "n_samples": n,
+        "cluster_by": report.get("cluster_by"),  # what the intervals resample (the table names it)
         "metrics": metrics,
         "accounting": {
             "answered": n - unanswered,
