@@ -42,7 +42,11 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     r.add_argument("--judge", help="judge name or preset (default: the spec's)")
     r.add_argument("--judge-model", help="model spec the judge calls, if it needs one")
     r.add_argument("--split", action="append", help="dataset split (repeatable; default: the spec's)")
-    r.add_argument("--limit", type=int, help="at most N scored items per split")
+    r.add_argument("--limit", type=int, help="at most N scored items per split (the first ones, in the "
+                   "dataset's order)")
+    r.add_argument("--limit-per-context", type=int, metavar="K",
+                   help="at most K items about each long context (meeting, haystack), spread over it; with "
+                   "--limit N, N/K contexts per split, e.g. --limit 9 --limit-per-context 3")
     r.add_argument("--seed", default="0", help="seed or comma-separated seeds (mean ± std across them)")
     r.add_argument("--output", default="runs", help="folder for run directories (default: ./runs)")
     r.add_argument("--context-policy", choices=["error", "skip", "truncate-middle", "truncate-left"])
@@ -60,6 +64,10 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
                    "'test2/*'; an id also matches its leading or trailing '/'-separated parts")
     r.add_argument("--shard", metavar="I/N",
                    help="run share I of N (0-based, e.g. $SLURM_ARRAY_TASK_ID/4); join with `lceval merge`")
+
+    r.add_argument("--dry-run", action="store_true",
+                   help="print the exact prompts of the selected items (context policy applied when the "
+                   "model's tokenizer can be loaded) and stop: no answer generated, nothing written")
 
     mg = sub.add_parser("merge", help="join the shards of a run (`run --shard I/N`) into one run")
     mg.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
@@ -84,6 +92,9 @@ def _parser(plugin_commands: dict[str, Any]) -> argparse.ArgumentParser:
     f.add_argument("--data-home")
     dl = dsub.add_parser("list", help="datasets known to the installed plugins")
     dl.add_argument("--data-home")
+    dp = dsub.add_parser("paths", help="where the data home and the request cache are, and why")
+    dp.add_argument("--data-home")
+    dp.add_argument("--cache")
 
     rep = sub.add_parser("report", help="print finished runs, or the papers' tables over several runs")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR|FILE[#SCORER]",
@@ -325,16 +336,20 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
 
     disabled, _ = _plugin_flags(args.plugin_flags)
     if args.command == "run":
-        reports = commands.run(
+        run_args = dict(
             tasks=args.tasks, models=args.model, judge=args.judge, judge_model=args.judge_model,
-            splits=args.split, limit=args.limit, seeds=_seeds(args.seed), output=Path(args.output),
-            context_policy=args.context_policy, retriever=args.retriever, overrides=_overrides(args.overrides),
+            splits=args.split, limit=args.limit, limit_per_context=args.limit_per_context, seeds=_seeds(args.seed),
+            output=Path(args.output), context_policy=args.context_policy, retriever=args.retriever,
+            overrides=_overrides(args.overrides), cache_path=Path(args.cache) if args.cache else None,
             context_lengths=_context_lengths(args.context_lengths),
-            cache_path=Path(args.cache) if args.cache else None,
             data_home=Path(args.data_home) if args.data_home else None,
             disabled_plugins=disabled, progress=not args.no_progress, command=["lceval", *argv],
             contexts=parse_contexts(args.contexts), shard=parse_shard(args.shard),
         )
+        if args.dry_run:
+            print(commands.dry_run(**run_args), end="")
+            return 0
+        reports = commands.run(**run_args)
         for run_dir, table in reports:
             print(table)
             print(f"\nwrote {run_dir}")
@@ -368,6 +383,8 @@ def _dispatch(args: argparse.Namespace, argv: list[str], plugin_commands: dict[s
         home = Path(args.data_home) if args.data_home else None
         if args.data_command == "fetch":
             print(commands.fetch_data(args.name, args.source, home, disabled))
+        elif args.data_command == "paths":
+            print(commands.paths(home, Path(args.cache) if args.cache else None))
         else:
             print(commands.list_datasets(home, disabled))
         return 0

@@ -31,10 +31,30 @@ def default_cache_path() -> Path:
     return Path(platformdirs.user_cache_dir("lceval")) / "cache.sqlite"
 
 
+def _run_configs(models: list[str], data_home: Path | None, disabled_plugins: list[str] | None,
+                 **fields: Any) -> tuple[Plugins, Registry, Path, list[Any]]:
+    """Plugins, registry, data home and one checked RunConfig per model: bad input is refused
+    here, before anything is opened or written."""
+    from .runner import RunConfig, check_tasks
+
+    plugins, registry = _env(disabled_plugins or [])
+    if data_home is None:
+        from .datahome import data_home as default_data_home
+
+        data_home = default_data_home()
+    home = Path(data_home)
+    configs = [RunConfig(model=model, data_home=home, disabled_plugins=disabled_plugins or [], **fields)
+               for model in models]
+    for config in configs:
+        check_tasks(config, plugins, registry)
+    return plugins, registry, home, configs
+
+
 def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model: str | None = None,
-        splits: list[str] | None = None, limit: int | None = None, seeds: list[int] | None = None,
-        output: Path = Path("runs"), context_policy: str | None = None, retriever: str | None = None,
-        context_lengths: list[int | None] | None = None, overrides: dict[str, Any] | None = None, cache_path: Path | None = None,
+        splits: list[str] | None = None, limit: int | None = None, limit_per_context: int | None = None,
+        seeds: list[int] | None = None, output: Path = Path("runs"), context_policy: str | None = None,
+        retriever: str | None = None, context_lengths: list[int | None] | None = None,
+        overrides: dict[str, Any] | None = None, cache_path: Path | None = None,
         data_home: Path | None = None, disabled_plugins: list[str] | None = None,
         progress: bool = True, command: list[str] | None = None, contexts: list[str] | None = None,
         shard: tuple[int, int] | None = None) -> list[tuple[Path, str]]:
@@ -44,23 +64,14 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
     from .cache import Cache, cache_failures
     from .outputs import console_text, write_run
     from .datahome import using_data_home
-    from .runner import RunConfig, check_tasks, execute
+    from .runner import execute
 
-    plugins, registry = _env(disabled_plugins or [])
-    if data_home is None:
-        from .datahome import data_home as default_data_home
-
-        data_home = default_data_home()
-    home = Path(data_home)
-    configs = [RunConfig(
-        tasks=tasks, model=model, judge=judge, judge_model=judge_model, splits=splits,
-        limit=limit, seeds=seeds or [0], output=Path(output), context_policy=context_policy,
-        context_lengths=context_lengths, retriever=retriever, overrides=overrides or {}, cache_path=cache_path,
-        data_home=home, disabled_plugins=disabled_plugins or [], progress=progress, command=command or [],
-        contexts=contexts, shard=shard,
-    ) for model in models]
-    for config in configs:  # bad input is refused before anything is opened or written
-        check_tasks(config, plugins, registry)
+    plugins, registry, home, configs = _run_configs(
+        models, data_home, disabled_plugins, tasks=tasks, judge=judge, judge_model=judge_model, splits=splits,
+        limit=limit, limit_per_context=limit_per_context, seeds=seeds or [0], output=Path(output),
+        context_policy=context_policy, context_lengths=context_lengths, retriever=retriever,
+        overrides=overrides or {}, cache_path=cache_path, progress=progress, command=command or [],
+        contexts=contexts, shard=shard)
     # hours of generation must not end in "cannot write": the folder is probed before any model loads
     check_writable(Path(output))
     cache = Cache(cache_path or default_cache_path())
@@ -75,6 +86,26 @@ def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model:
     finally:
         cache.close()
     return reports
+
+
+def dry_run(*, tasks: str, models: list[str], splits: list[str] | None = None, limit: int | None = None,
+            limit_per_context: int | None = None, seeds: list[int] | None = None, context_policy: str | None = None,
+            retriever: str | None = None, context_lengths: list[int | None] | None = None,
+            overrides: dict[str, Any] | None = None, data_home: Path | None = None,
+            disabled_plugins: list[str] | None = None, contexts: list[str] | None = None,
+            shard: tuple[int, int] | None = None, **_ignored: Any) -> str:
+    """`lceval run --dry-run`: the prompts each model would be sent, with the context policy
+    applied where its tokenizer can be had; nothing generated, cached or written."""
+    from .datahome import using_data_home
+    from .dryrun import dry_run as preview
+
+    plugins, registry, home, configs = _run_configs(
+        models, data_home, disabled_plugins, tasks=tasks, splits=splits, limit=limit,
+        limit_per_context=limit_per_context, seeds=seeds or [0], context_policy=context_policy,
+        context_lengths=context_lengths, retriever=retriever, overrides=overrides or {}, progress=False,
+        contexts=contexts, shard=shard)
+    with using_data_home(home):
+        return "\n".join(f"# model {config.model}\n{preview(config, plugins, registry, home)}" for config in configs)
 
 
 def list_tasks(disabled: list[str]) -> str:
@@ -162,6 +193,21 @@ def list_datasets(home: Path | None, disabled: list[str]) -> str:
         present = "installed" if (root / name / "CHECKSUMS.json").is_file() else "not fetched"
         lines.append(f"{name}  [{present}]  {ds.description}")
     return "\n".join(lines) + f"\n(data home: {root})"
+
+
+def paths(home: Path | None = None, cache: Path | None = None) -> str:
+    """`lceval data paths`: the data home and the cache a command would use, and where each
+    choice comes from, so `$LCEVAL_DATA` in the README's examples can be looked up."""
+    from .datahome import data_home
+
+    def origin(flag: Path | None, env: str) -> str:
+        if flag is not None:
+            return "--data-home" if env == "LCEVAL_DATA" else "--cache"
+        return f"${env}" if os.environ.get(env) else f"default (set ${env} to change it)"
+
+    lines = [f"data home: {home or data_home()}  [{origin(home, 'LCEVAL_DATA')}]",
+             f"cache:     {cache or default_cache_path()}  [{origin(cache, 'LCEVAL_CACHE')}]"]
+    return "\n".join(lines)
 
 
 def report(run_dirs: list[Path | str], fmt: str, *, pooled: bool = False, where: list[str] | None = None,

@@ -193,6 +193,21 @@ def share_cuts(fitted: list[tuple[Conversation, str | None, ContextCut]], model:
     return out
 
 
+def fit_all(conversations: list[Conversation], model: ModelBackend, policy: str, max_new_tokens: int,
+            answer_reserve: int) -> list[tuple[Conversation, str | None, ContextCut]]:
+    """`fit` for every conversation, each context tokenized once, with `share_cuts` applied:
+    what every conversation's context will be when it is asked."""
+    tokens: dict[str, list[int] | None] = {}  # a meeting's questions share one tokenization
+    fitted = []
+    for conv in conversations:
+        if model.context_window and conv.context_id not in tokens:
+            tokens[conv.context_id] = model.tokenize(conv.context)
+        text, cut = fit(conv, model, policy, max_new_tokens, answer_reserve, context_ids=tokens.get(conv.context_id))
+        fitted.append((conv, text, cut))
+    shared = share_cuts(fitted, model, tokens)
+    return [(conv, text, cut) for (conv, _, _), (text, cut) in zip(fitted, shared)]
+
+
 def removed_span(policy: str, original: int, keep: int) -> tuple[int, int]:
     """The tokens [start, end) of an `original`-token context that a truncation keeping
     `keep` removes: the reports show readers where a transcript was cut."""

@@ -239,6 +239,11 @@ class TaskContext:
     #: in manifest.json under ``context_facts[task][context_id]`` (merged per context) and are
     #: summarised under the run's console table; the engine never interprets them.
     record_facts: Callable[[str, dict[str, Any]], None] = field(default=lambda context_id, facts: None)
+    #: `--limit-per-context K`: at most K scored items about one long context (a meeting, a
+    #: haystack), chosen to spread over it (ELITR: evenly over the meeting's questions); with
+    #: `limit`, the contexts are taken in order until the split has `limit` items. A task type
+    #: that ignores it is trimmed by the engine (the first K items of each context_id).
+    limit_per_context: int | None = None
 
 
 class TaskType(ABC):

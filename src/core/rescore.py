@@ -68,6 +68,7 @@ def config_of(run: FinishedRun, **changes: Any) -> RunConfig:
     config = RunConfig(
         tasks=str(cfg.get("tasks", "")), model=str(cfg.get("model", run.model)), judge=cfg.get("judge"),
         judge_model=cfg.get("judge_model"), splits=cfg.get("splits"), limit=cfg.get("limit"),
+        limit_per_context=cfg.get("limit_per_context"),
         seeds=list(cfg.get("seeds") or run.results.get("seeds") or [0]),
         context_policy=cfg.get("context_policy"), retriever=cfg.get("retriever"), overrides=dict(cfg.get("overrides") or {}),
         disabled_plugins=list(cfg.get("disabled_plugins") or []), progress=False,

@@ -24,7 +24,8 @@ MANIFEST_SHAPE: dict[str, Any] = {
         "config": {"type": "object", "properties": {
             "tasks": {"type": "string"}, "model": {"type": "string"},
             "splits": {"type": ["array", "null"], "items": {"type": "string"}},
-            "limit": {"type": ["integer", "null"]}, "seeds": {"type": "array", "items": {"type": "integer"}},
+            "limit": {"type": ["integer", "null"]}, "limit_per_context": {"type": ["integer", "null"]},
+            "seeds": {"type": "array", "items": {"type": "integer"}},
             "context_policy": {"type": ["string", "null"]}, "retriever": {"type": ["string", "null"]},
             "overrides": {"type": ["object", "null"]},
             "disabled_plugins": {"type": ["array", "null"], "items": {"type": "string"}}}},

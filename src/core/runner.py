@@ -34,6 +34,7 @@ class RunConfig:
     judge_model: str | None = None
     splits: list[str] | None = None
     limit: int | None = None
+    limit_per_context: int | None = None  # --limit-per-context: items per long context (meeting)
     seeds: list[int] = field(default_factory=lambda: [0])
     output: Path = Path("runs")
     context_policy: str | None = None
@@ -156,13 +157,31 @@ def load_task(spec: TaskSpec, config: RunConfig, plugins: Plugins, data_home: Pa
     ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home,
                       splits=config.splits, limit=config.limit, record_file=recorder,
                       retrievers=dict(plugins.retrievers), seed=config.seeds[0], select_context=select,
-                      record_facts=record_facts)
+                      record_facts=record_facts, limit_per_context=config.limit_per_context)
     try:
         conversations = task_type.load(ctx)
     except UserError as exc:
         raise _in_spec(exc, spec, config) from None
     # a task type that does not ask select_context itself still gets only the chosen contexts
-    return [conv for conv in conversations if select(conv.context_id)]
+    return cap_per_context([conv for conv in conversations if select(conv.context_id)], config.limit_per_context)
+
+
+def cap_per_context(conversations: list[Conversation], cap: int | None) -> list[Conversation]:
+    """At most `cap` turns per context_id, the first ones (a multi-turn conversation keeps its
+    opening turns, which later ones may refer to). A no-op for task types that applied
+    `limit_per_context` themselves."""
+    if cap is None:
+        return conversations
+    used: dict[str, int] = {}
+    out = []
+    for conv in conversations:
+        room = cap - used.get(conv.context_id, 0)
+        if room <= 0:
+            continue
+        turns = conv.turns[:room]
+        used[conv.context_id] = used.get(conv.context_id, 0) + len(turns)
+        out.append(conv if len(turns) == len(conv.turns) else replace(conv, turns=turns))
+    return out
 
 
 def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
@@ -318,17 +337,23 @@ def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, Cont
     return samples
 
 
-def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cache,
-            data_home: Path) -> RunState:
-    """Run every task of `config` for one model; the caller writes the outputs."""
+@dataclass
+class Work:
+    """What a run (or a dry run) will ask: each task variant with its selected conversations."""
+
+    loaded: list[tuple[TaskSpec, list[Conversation]]]
+    shard: dict[str, Any] | None
+    facts: dict[str, dict[str, dict[str, Any]]]
+    recorder: FileRecorder
+
+
+def load_work(config: RunConfig, plugins: Plugins, registry: Registry, data_home: Path) -> Work:
+    """The specs of `config` (context-length variants included), their conversations, and
+    the share --contexts and --shard keep: what `execute` and `lceval run --dry-run` ask."""
     specs = [variant for s in registry.resolve_tasks(config.tasks)
              for variant in ctxpolicy.context_length_variants(apply_overrides(s, config), config.context_lengths)]
-    model_spec = parse_model_spec(config.model, registry)
-    backend_factory(model_spec, plugins)
-    jspec = judge_model_spec(config.judge_model, registry, plugins)
     recorder = FileRecorder()
     selection = ContextSelection(config.contexts)
-    # data first: a missing dataset or a bad option is reported before any model is loaded
     facts: dict[str, dict[str, dict[str, Any]]] = {spec.name: {} for spec in specs}
     loaded = [(spec, load_task(spec, config, plugins, data_home, recorder, selection, facts[spec.name]))
               for spec in specs]
@@ -336,6 +361,18 @@ def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cach
     for spec, conversations in loaded:  # facts only of the contexts this run (or shard) answers
         kept = {conv.context_id for conv in conversations}
         facts[spec.name] = {cid: f for cid, f in facts[spec.name].items() if cid in kept}
+    return Work(loaded=loaded, shard=shard, facts=facts, recorder=recorder)
+
+
+def execute(config: RunConfig, plugins: Plugins, registry: Registry, cache: Cache,
+            data_home: Path) -> RunState:
+    """Run every task of `config` for one model; the caller writes the outputs."""
+    model_spec = parse_model_spec(config.model, registry)
+    backend_factory(model_spec, plugins)
+    jspec = judge_model_spec(config.judge_model, registry, plugins)
+    # data first: a missing dataset or a bad option is reported before any model is loaded
+    work = load_work(config, plugins, registry, data_home)
+    loaded, shard, facts, recorder = work.loaded, work.shard, work.facts, work.recorder
     judge_model = open_judge_model(jspec, plugins, cache)
     try:
         # a judge that cannot be built (no --judge-model, bad option) fails before the
@@ -382,6 +419,9 @@ def check_config(config: RunConfig) -> None:
     if config.shard is not None and not 0 <= config.shard[0] < config.shard[1]:
         raise UserError(f"--shard takes I/N with 0 <= I < N, got {config.shard[0]}/{config.shard[1]}",
                         field="--shard")
+    if config.limit_per_context is not None and config.limit_per_context < 1:
+        raise UserError(f"--limit-per-context must be at least 1, got {config.limit_per_context}",
+                        field="--limit-per-context")
     if config.context_policy and config.context_policy not in ctxpolicy.POLICIES:
         raise UserError(f"unknown context policy '{config.context_policy}'", field="--context-policy")
 

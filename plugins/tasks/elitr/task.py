@@ -169,6 +169,27 @@ def context_id(split: str, meeting: str) -> str:
     return f"{split}/{meeting}"
 
 
+def spread(n: int, k: int) -> list[int]:
+    """k indices of range(n), evenly spaced, first and last included."""
+    if k >= n:
+        return list(range(n))
+    if k == 1:
+        return [0]
+    return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
+
+
+def per_meeting(turns: list[Turn], k: int | None, mode: str) -> list[Turn]:
+    """`--limit-per-context k`: single-turn takes k questions spread evenly over the meeting's
+    list, which runs roughly in transcript order, so beginning, middle and end answers are all
+    asked and the lost-in-the-middle test has both sides; multi-turn takes the first k, since
+    later questions may refer to earlier ones (Conv, paper 000 footnote 7)."""
+    if k is None:
+        return turns
+    if mode == "multi-turn":
+        return turns[:k]
+    return [turns[i] for i in spread(len(turns), k)]
+
+
 def read_transcript(root: Path, meeting: str, ctx: TaskContext) -> str:
     """The transcript of `meeting` in the dataset folder `root` (also read by the CREAM type)."""
     path = root / "transcripts" / f"{meeting}.txt"
@@ -217,6 +238,7 @@ class ElitrTaskType(TaskType):
                 if differs is not None:
                     for t in turns:
                         t.metadata["qa_conv_differs"] = (mid, t.metadata["question_id"]) in differs
+                turns = per_meeting(turns, ctx.limit_per_context, opts["mode"])
                 if ctx.limit is not None:
                     turns = turns[: ctx.limit - taken]
                 taken += len(turns)
