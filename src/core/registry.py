@@ -13,7 +13,7 @@ from typing import Any
 from .errors import UserError
 from .plugins import Clash, PluginInfo, Plugins
 from .spec import TaskSpec, load_spec
-from .yamlsafe import line_of, loads_yaml_with_lines
+from .yamlsafe import line_of, load_yaml_with_lines, loads_yaml_with_lines
 
 REGISTRY_RESOURCE = ("lceval", "registry.yaml")
 
@@ -153,7 +153,7 @@ def _spec_name(path: Path) -> str:
     """A spec's `name`, read without validating the spec fully (that happens on use), so one
     broken third-party spec does not hide every other task from `lceval tasks`."""
     try:
-        head, _ = loads_yaml_with_lines(path.read_text(encoding="utf-8"), path)
+        head, _ = load_yaml_with_lines(path)
         if isinstance(head, dict) and isinstance(head.get("name"), str):
             return head["name"]
     except (UserError, OSError, UnicodeDecodeError):
