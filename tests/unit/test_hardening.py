@@ -282,6 +282,11 @@ def test_no_sub_command_means_run(tmp_path, tiny_home, models):
     assert "elitr_qa" in text and models
     rc, text = call("-p", "no:summhay", "--tasks", "nope", "--model", "scripted:x")
     refused(rc, text, "unknown task or suite 'nope'")
+    # -p no:NAME after a nested sub-command too (pytest takes it anywhere)
+    rc, text = call("data", "paths", "-p", "no:summhay")
+    assert rc == 0 and "data home:" in text, text
+    rc, text = call("summhay", "synth", "-pno:cream", tmp_path / "hay.json", "--template")
+    assert rc == 0 and (tmp_path / "hay.json").is_file(), text
 
 
 def test_help_with_and_without_the_sub_command(capsys):
