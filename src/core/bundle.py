@@ -28,6 +28,7 @@ from typing import Any, Iterator
 from . import __version__
 from .datahome import safe_relpath
 from .errors import UserError
+from .safeio import read_json
 from .rundir import FinishedRun, load_run
 
 FORMAT = "lceval-bundle"
@@ -149,9 +150,9 @@ def open_bundle(path: Path) -> Iterator[OpenBundle]:
         if not index_path.is_file():
             raise UserError(f"not an lceval bundle (no {INDEX})", file=path)
         try:
-            index = json.loads(index_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{INDEX} is not valid JSON: {exc.msg}", file=path, line=exc.lineno) from None
+            index = read_json(index_path, what=INDEX)
+        except UserError as exc:  # name the bundle the user gave, not the scratch copy
+            raise UserError(exc.message, file=path, field=INDEX, line=exc.line) from None
         yield OpenBundle(path=path, index=_check_index(index, path), root=scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

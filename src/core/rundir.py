@@ -66,8 +66,6 @@ class FinishedRun:
         except (KeyError, TypeError):
             raise UserError(f"the manifest has no resolved spec for task '{task}'",
                             file=self.path / "manifest.json", field="resolved.tasks") from None
-        validate(spec, load_schema("task_spec.schema.json"), self.path / "manifest.json", {},
-                 prefix=("resolved", "tasks", task, "spec"))
         return spec
 
 
@@ -101,6 +99,10 @@ def load_run(path: Path) -> FinishedRun:
             raise UserError("task has no 'score' metric", file=path / "results.json", field=f"tasks.{task}.metrics")
     manifest = _read_json(path / "manifest.json")
     validate(manifest, MANIFEST_SHAPE, path / "manifest.json", {})
+    for task, entry in ((manifest.get("resolved") or {}).get("tasks") or {}).items():
+        # later stages re-score and rank with the spec recorded here: it must still be a spec
+        validate(entry["spec"], load_schema("task_spec.schema.json"), path / "manifest.json", {},
+                 prefix=("resolved", "tasks", task, "spec"))
     samples_path = path / "samples.jsonl"
     if not samples_path.exists():
         raise UserError("not a finished run directory (no samples.jsonl)", file=path)

@@ -303,6 +303,7 @@ def test_help_with_and_without_the_sub_command(capsys):
 
 
 def test_a_broken_plugin_spec_does_not_break_the_catalog(tmp_path):
+    from lceval import hookimpl
     from lceval.errors import UserError
     from lceval.plugins import load_plugins
     from lceval.registry import load_registry
@@ -310,9 +311,13 @@ def test_a_broken_plugin_spec_does_not_break_the_catalog(tmp_path):
     folder = tmp_path / "specs"
     folder.mkdir()
     (folder / "latin1.yaml").write_bytes(b"name: latin1\ndescription: caf\xe9\ntype: elitr\n")
-    plugins = load_plugins()
-    plugins.spec_dirs.append(folder)
-    registry = load_registry(plugins)  # every other task still listed
+
+    class SpecFolder:
+        @hookimpl
+        def register_spec_dirs(self, register):
+            register(folder)
+
+    registry = load_registry(load_plugins(extra=[("specfolder", SpecFolder())]))  # every other task still listed
     assert "elitr_qa" in registry.specs and "latin1" in registry.specs
     with pytest.raises(UserError, match="not UTF-8") as err:
         registry.spec("latin1")
