@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from lceval import hookimpl
 from lceval.errors import UserError
+from lceval.hf_tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend
 from lceval.options import check_options
-from lceval.types import Generation, GenerationParams, GenerationRequest, Message
+from lceval.types import Generation, GenerationParams, GenerationRequest
 
 from . import local_files
 from .local_files import file_sha256
@@ -103,30 +104,6 @@ def folder_sha256(folder: Path, extra: tuple[str, ...] = ()) -> str:
     return digest.hexdigest()
 
 
-def read_chat_template(value: str) -> str:
-    """A `chat_template=` option: a jinja file, or the template itself inline."""
-    path = Path(value).expanduser()
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
-    if "{{" in value or "{%" in value:
-        return value
-    raise UserError(f"chat_template file not found: {path}", field="chat_template")
-
-
-def chat_token_ids(tokenizer: Any, messages: list[Message], name: str) -> list[int]:
-    """The prompt's tokens: the tokenizer's chat template with the generation prompt, special
-    tokens as the template writes them (none added on top)."""
-    try:
-        ids = tokenizer.apply_chat_template([{"role": m.role, "content": m.content} for m in messages],
-                                            add_generation_prompt=True, tokenize=True, return_dict=False)
-    except Exception as exc:  # no template, raise_exception() in it, undefined variables
-        raise UserError(f"chat template of '{name}' fails on these messages: {exc}",
-                        field="chat_template", hint="Pass chat_template=FILE.jinja.") from None
-    if isinstance(ids, dict) or hasattr(ids, "input_ids"):
-        ids = ids["input_ids"]
-    return [int(t) for t in ids]
-
-
 def common_prefix(a: list[int], b: list[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
@@ -139,61 +116,6 @@ def _libs() -> tuple[Any, Any]:
         raise UserError(f"the hf backend needs torch and transformers, which cannot be imported "
                         f"({exc})", field="--model", hint=_INSTALL_HINT) from None
     return torch, transformers
-
-
-class HFTokens:
-    """Config and tokenizer of a transformers model (found by `_source()`), loaded lazily,
-    and the token access the context policy needs: the prompt is exactly the chat template's
-    tokens. Shared by the backends that run Hugging Face models (hf, vllm)."""
-
-    name: str
-    install_hint: str = _INSTALL_HINT
-    template_override: str | None = None
-    _tokenizer: Any = None
-
-    def _source(self) -> tuple[str, dict[str, Any]]:
-        """What from_pretrained gets: a folder or hub id, plus keyword arguments."""
-        raise NotImplementedError
-
-    def _load(self, what: str, auto_class: str, **extra: Any) -> Any:
-        """`transformers.<auto_class>.from_pretrained`, its failures turned into UserErrors."""
-        try:
-            import transformers
-        except ImportError as exc:
-            raise UserError(f"loading '{self.name}' needs transformers, which cannot be imported ({exc})",
-                            field="--model", hint=self.install_hint) from None
-        src, kwargs = self._source()
-        try:
-            return getattr(transformers, auto_class).from_pretrained(src, **kwargs, **extra)
-        except ImportError as exc:  # e.g. `gguf` missing for a .gguf file
-            raise UserError(f"loading the {what} of '{self.name}' needs a missing package: {exc}",
-                            field="--model", hint=self.install_hint) from None
-        except (OSError, ValueError, KeyError) as exc:
-            raise UserError(f"transformers cannot load the {what} of '{self.name}': {exc}",
-                            field="--model", hint="Hub models must be in the local Hugging Face "
-                            "cache when offline; check the id, revision, or trust_remote_code."
-                            ) from None
-
-    def _get_tokenizer(self) -> Any:
-        if self._tokenizer is None:
-            tok = self._load("tokenizer", "AutoTokenizer")
-            if self.template_override is not None:
-                tok.chat_template = self.template_override
-            self._tokenizer = tok
-        return self._tokenizer
-
-    def prompt_tokens(self, messages: list[Message]) -> list[int]:
-        """The exact tokens `generate` runs: the chat template with the generation prompt."""
-        return chat_token_ids(self._get_tokenizer(), messages, self.name)
-
-    def count_tokens(self, messages: list[Message]) -> int:
-        return len(self.prompt_tokens(messages))
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self._get_tokenizer().encode(text, add_special_tokens=False))
-
-    def detokenize(self, tokens: list[int]) -> str:
-        return self._get_tokenizer().decode(tokens, clean_up_tokenization_spaces=False)
 
 
 class HFBackend(HFTokens, ModelBackend):

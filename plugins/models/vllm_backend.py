@@ -27,10 +27,11 @@ from typing import Any, Callable
 
 from lceval import hookimpl
 from lceval.errors import UserError
+from lceval.hf_tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.types import Generation, GenerationParams, GenerationRequest
 
-from .hf import HFTokens, folder_sha256, read_chat_template
+from .hf import folder_sha256
 
 SCHEME = "vllm"
 _INSTALL_HINT = ("Install vLLM: pip install 'lceval[vllm]' on a GPU machine; on a CPU, "
