@@ -237,16 +237,7 @@ class HFBackend(HFTokens, ModelBackend):
 
     def _generate_one(self, request: GenerationRequest) -> Generation:
         params = request.params
-        if params.max_new_tokens < 1:
-            raise UserError(f"max_new_tokens must be at least 1, got {params.max_new_tokens}",
-                            field="generation.max_new_tokens")
-        ids = self.prompt_tokens(request.messages)
-        window = self.context_window
-        if len(ids) + params.max_new_tokens > window:
-            raise UserError(
-                f"request '{request.request_id}' needs {len(ids)} prompt + "
-                f"{params.max_new_tokens} answer tokens but n_ctx is {window}",
-                field="n_ctx", hint="Use a context policy that cuts, or a larger n_ctx.")
+        ids = self.checked_prompt_tokens(request, self.context_window, "n_ctx")
         torch, _ = _libs()
         self._get_model()  # after the checks: a bad request fails without loading weights
         start = time.perf_counter()  # loading is not the request's time

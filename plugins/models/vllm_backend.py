@@ -308,24 +308,12 @@ class VLLMBackend(HFTokens, ModelBackend):
         return PrefixCache("shared", capacity_tokens=self._capacity, shares_in_flight=True)
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        prepared = [(r, self._checked_tokens(r)) for r in requests]  # bad input fails before start-up
+        prepared = [(r, self.checked_prompt_tokens(r, self.context_window, "max_model_len")) for r in requests]  # bad input fails before start-up
         driver = self._engine()
         # the engine's transcript group (scheduler hint) keeps a transcript on one data-parallel copy
         futures = [driver.submit(ids, driver.make_prompt(ids), driver.make_params(sampling_kwargs(r.params)),
                                  _group(r)) for r, ids in prepared]
         return [self._generation(r, ids, *f.result()) for (r, ids), f in zip(prepared, futures)]
-
-    def _checked_tokens(self, request: GenerationRequest) -> list[int]:
-        params = request.params
-        if params.max_new_tokens < 1:
-            raise UserError(f"max_new_tokens must be at least 1, got {params.max_new_tokens}",
-                            field="generation.max_new_tokens")
-        ids = self.prompt_tokens(request.messages)
-        if len(ids) + params.max_new_tokens > self.context_window:
-            raise UserError(f"request '{request.request_id}' needs {len(ids)} prompt + {params.max_new_tokens} "
-                            f"answer tokens but max_model_len is {self.context_window}", field="max_model_len",
-                            hint="Use a context policy that cuts, or a larger max_model_len.")
-        return ids
 
     def _generation(self, request: GenerationRequest, ids: list[int], out: Any, seconds: float) -> Generation:
         completion = out.outputs[0]
