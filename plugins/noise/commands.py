@@ -107,7 +107,7 @@ def _apply(args: Any) -> str:
              "measured": measured, "seed": args.seed, "calibration": args.calibration,
              "rules_sha256": rules.sha256}
     if args.output:
-        from .files import write_text_atomic
+        from lceval.atomic import write_text_atomic
 
         write_text_atomic(Path(args.output), result.text)
         return json.dumps(facts, indent=1)

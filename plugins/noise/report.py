@@ -245,18 +245,20 @@ def table5_from_transcripts(transcripts: list[Path], rules_file: Path, levels: l
     """Table 5 without any model: every transcript at every level (built and cached as the
     tasks build them), with the edits the procedure applied beside the effective WER."""
     from lceval.datahome import sha256_file
+    from lceval.safeio import read_text
 
     from .transcripts import noisy_transcript
 
+    texts = [read_text(path, what="transcript") for path in transcripts]  # once, not once per level
+    rules_sha = sha256_file(rules_file)[:12]
     rows = []
     for level in levels:
         effective, applied = [], []
-        for path in transcripts:
-            _, facts = noisy_transcript(path.read_text(encoding="utf-8"), rules_file, level, seed, protect,
-                                        data_home, calibration)
+        for text in texts:
+            _, facts = noisy_transcript(text, rules_file, level, seed, protect, data_home, calibration)
             effective.append(facts["effective_wer"] or 0.0)
             applied.append(facts["applied_rate"] or 0.0)
-        rows.append(Table5Row(rules=sha256_file(rules_file)[:12], seed=seed, target_wer=level,
+        rows.append(Table5Row(rules=rules_sha, seed=seed, target_wer=level,
                               effective_wer=_mean(effective), effective_min=min(effective, default=None),
                               effective_max=max(effective, default=None), applied_rate=_mean(applied),
                               meetings=len(transcripts)))

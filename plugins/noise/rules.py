@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lceval.atomic import write_text_atomic
 from lceval.datahome import sha256_file
 from lceval.errors import UserError
 
 from .align import align
 from .corpus import Corpus
-from .files import write_text_atomic
 from .text import words
 
 FORMAT = "lceval-asr-rules"

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from lceval.atomic import write_text_atomic
 from lceval.errors import UserError
 
-from .files import write_text_atomic
 from .text import PROTECTED
 
 SPEAKER = re.compile(r"^\s*\([A-Z][A-Z_]*\d*\)\s*")

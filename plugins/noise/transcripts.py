@@ -20,11 +20,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lceval.atomic import write_text_atomic
 from lceval.datahome import sha256_file
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 
-from .files import write_text_atomic
 
 #: JSON Schema of `options.noise` (shared by every task type that reads ELITR transcripts).
 NOISE_OPTION_SCHEMA: dict[str, Any] = {
@@ -85,13 +85,15 @@ def noisy_transcript(transcript: str, rules_file: Path, target: float, seed: int
     from .inject import ALGORITHM, inject, measure
     from .rules import load_rules
 
-    rules = load_rules(rules_file)
     clean_sha = hashlib.sha256(transcript.encode()).hexdigest()
-    key = cache_key(clean_sha, rules.sha256, target, seed, protect, calibration)
+    # the rules' hash keys the cache (it is what load_rules records); the rules themselves are
+    # parsed only to build a transcript not built before
+    key = cache_key(clean_sha, sha256_file(rules_file), target, seed, protect, calibration)
     folder = data_home / "noise" / "transcripts"
     hit = _cached(folder, key)
     if hit is not None:
         return hit
+    rules = load_rules(rules_file)
     result = inject(transcript, rules, target, seed, protect, calibration)
     measured = measure(transcript, result.text)
     facts = {

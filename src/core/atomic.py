@@ -1,6 +1,7 @@
-"""Result directories that appear whole or not at all: written under a hidden `.NAME.partial`
-name and renamed into place only when everything is written, so an interrupted or failed
-write never leaves half a directory where a good one was expected (runs, rankings).
+"""Results that appear whole or not at all: written under a hidden `.NAME.partial` name and
+renamed into place only when everything is written, so an interrupted or failed write never
+leaves half a directory (runs, rankings) or half a file (reports, bundles, rules, noisy
+transcripts) where a good one was expected.
 
 A process killed while writing cannot remove its `.partial` folder; the next write into the
 same output folder does, once the folder is stale (its writer is gone). And because a
@@ -130,3 +131,25 @@ def _write_error(output: Path, exc: OSError) -> UserError:
     return UserError(f"cannot write the results: {exc.strerror or exc}", file=output, field="--output",
                      hint="Nothing finished is lost: answers and judgments are in the cache, so the same "
                      "command run again after fixing this (space, permissions, another --output) redoes no work.")
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[Path]:
+    """Yield a hidden temporary path beside `path` to write the whole file into; it replaces
+    `path` when the block ends and is removed when the block fails."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """`text` as UTF-8 bytes (no newline translation), whole or not at all."""
+    with atomic_file(path) as tmp:
+        tmp.write_bytes(text.encode("utf-8"))
+    return Path(path)

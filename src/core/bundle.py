@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from . import __version__
+from .atomic import atomic_file
 from .datahome import safe_relpath
 from .errors import UserError
 from .safeio import read_json
@@ -96,13 +97,10 @@ def submit(run_dirs: list[Path], output: Path, plugins: Any, name: str | None = 
              "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "lceval_version": __version__,
              "plugins": _plugin_versions(plugins), "runs": entries}
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.partial")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    with atomic_file(output) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(INDEX, json.dumps(index, indent=1, ensure_ascii=False) + "\n")
         for member, data in payload.items():
             zf.writestr(member, data)
-    tmp.replace(output)
     return output
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .atomic import write_text_atomic
 from .context import removed_span
 from .errors import UserError
 from .interfaces import ReportContext, ReportFigure
@@ -356,9 +357,4 @@ def write_report(paths: list[Path], output: Path, plugins: Any, *, agreement: li
     inputs = load_inputs(paths)
     agree = agreement_inputs(inputs.runs, agreement, bins_of, plugins) if agreement else None
     html = build_report(inputs, plugins, title=title or "lceval report", agreement=agree)
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.partial")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(output)
-    return output
+    return write_text_atomic(Path(output), html)
