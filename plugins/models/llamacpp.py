@@ -22,6 +22,7 @@ from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.options import check_options
+from lceval.tokens import check_fits_window
 from lceval.types import Generation, GenerationRequest, Message
 
 from . import local_files
@@ -229,15 +230,7 @@ class LlamaCppBackend(ModelBackend):
         start = time.perf_counter()
         params = request.params
         tokens = self.prompt_tokens(request.messages)
-        window = self.context_window
-        if params.max_new_tokens < 1:
-            raise UserError(f"max_new_tokens must be at least 1, got {params.max_new_tokens}",
-                            field="generation.max_new_tokens")
-        if len(tokens) + params.max_new_tokens > window:
-            raise UserError(
-                f"request '{request.request_id}' needs {len(tokens)} prompt + "
-                f"{params.max_new_tokens} answer tokens but n_ctx is {window}",
-                field="n_ctx", hint="Use a context policy that cuts, or a larger n_ctx.")
+        check_fits_window(request, len(tokens), self.context_window, "n_ctx")
         llama = self._model()
         reused = reusable_prefix(llama, tokens)
         with _quiet(not self.verbose):

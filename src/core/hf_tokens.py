@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
+from .tokens import check_fits_window
 from .types import GenerationRequest, Message
 
 __all__ = ["HFTokens", "chat_token_ids", "read_chat_template"]
@@ -92,17 +93,9 @@ class HFTokens:
         return chat_token_ids(self._get_tokenizer(), messages, self.name)
 
     def checked_prompt_tokens(self, request: GenerationRequest, window: int, window_option: str) -> list[int]:
-        """The request's prompt tokens, refused (naming the backend's window option) when the
-        prompt and the answer it may write do not fit: the context policy should have cut."""
-        params = request.params
-        if params.max_new_tokens < 1:
-            raise UserError(f"max_new_tokens must be at least 1, got {params.max_new_tokens}",
-                            field="generation.max_new_tokens")
+        """The request's prompt tokens, refused when they and the answer do not fit `window`."""
         ids = self.prompt_tokens(request.messages)
-        if len(ids) + params.max_new_tokens > window:
-            raise UserError(f"request '{request.request_id}' needs {len(ids)} prompt + {params.max_new_tokens} "
-                            f"answer tokens but {window_option} is {window}", field=window_option,
-                            hint=f"Use a context policy that cuts, or a larger {window_option}.")
+        check_fits_window(request, len(ids), window, window_option)
         return ids
 
     def count_tokens(self, messages: list[Message]) -> int:

@@ -133,6 +133,19 @@ SAMPLE_TEXTS = (
 )
 
 
+def check_fits_window(request: Any, prompt_tokens: int, window: int, window_option: str) -> None:
+    """Refuse a request whose prompt and the answer it may write do not fit the backend's
+    window (no context policy could cut it): a backend never truncates silently. The error
+    names the option a user changes (`n_ctx`, `max_model_len`)."""
+    max_new = request.params.max_new_tokens
+    if max_new < 1:
+        raise UserError(f"max_new_tokens must be at least 1, got {max_new}", field="generation.max_new_tokens")
+    if prompt_tokens + max_new > window:
+        raise UserError(f"request '{request.request_id}' needs {prompt_tokens} prompt + {max_new} answer tokens "
+                        f"but {window_option} is {window}", field=window_option,
+                        hint=f"Use a context policy that cuts, or a larger {window_option}.")
+
+
 def tokenizer_problems(backend: Any, texts: tuple[str, ...] | list[str] = SAMPLE_TEXTS) -> list[str]:
     """What in `backend`'s tokenizer breaks the context policy (empty list: nothing found).
 

@@ -3,9 +3,12 @@ plugin author checks a backend (and on the real backends in the slow tests)."""
 
 from __future__ import annotations
 
+import pytest
+
+from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
-from lceval.tokens import tokenizer_problems
-from lceval.types import Message
+from lceval.tokens import check_fits_window, tokenizer_problems
+from lceval.types import GenerationParams, GenerationRequest, Message
 
 from ..conftest import ScriptedModel
 
@@ -61,3 +64,15 @@ def test_each_broken_rule_is_named():
         "context_window is 1000 but tokenize() returns None: the context policy cannot measure or cut a context"]
     # a whitespace tokenizer loses line breaks: the cut transcript would not be the transcript
     assert any("'\\n(PERSON7)" in p for p in tokenizer_problems(ScriptedModel(window=100)))
+
+
+def test_a_prompt_over_the_window_is_refused_naming_the_backends_option():
+
+    request = GenerationRequest("q1", [Message("user", "x")], GenerationParams(max_new_tokens=100))
+    check_fits_window(request, 924, 1024, "n_ctx")  # fits exactly
+    with pytest.raises(UserError, match="'q1' needs 925 prompt \\+ 100 answer tokens but max_model_len is 1024") as err:
+        check_fits_window(request, 925, 1024, "max_model_len")
+    assert err.value.field == "max_model_len" and "larger max_model_len" in err.value.hint
+    silent = GenerationRequest("q2", [Message("user", "x")], GenerationParams(max_new_tokens=0))
+    with pytest.raises(UserError, match="max_new_tokens must be at least 1"):
+        check_fits_window(silent, 1, 1024, "n_ctx")
