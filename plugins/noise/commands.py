@@ -50,9 +50,11 @@ def _elitr_transcripts(home: Path, splits: str) -> list[Path]:
 
 
 def _read_text(path: Path) -> str:
+    from lceval.safeio import read_text
+
     if not path.is_file():
         raise UserError("file not found", file=path)
-    return path.read_text(encoding="utf-8")
+    return read_text(path, what="text file")
 
 
 def _corpus(args: Any) -> str:
@@ -64,7 +66,7 @@ def _corpus(args: Any) -> str:
         sentences += split_sentences(text, Path(name).name)
     if args.elitr:
         for path in _elitr_transcripts(_home(args.data_home), args.split):
-            sentences += split_sentences(path.read_text(encoding="utf-8"), path.stem)
+            sentences += split_sentences(_read_text(path), path.stem)
     if not args.sources and not args.elitr:
         raise UserError("give text files of sentences, or --elitr", field="SOURCE")
     voices = [v.strip() for v in args.voices.split(",") if v.strip()]

@@ -11,6 +11,7 @@ the canonical JSONL of the pairs read (so a re-published dataset shows up as a n
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Iterable
 
 from lceval.datahome import sha256_file
 from lceval.errors import UserError
+from lceval.safeio import read_json_lines, read_text
 
 RED_ACE = "google/red_ace_asr_error_detection_and_correction"
 HF_PREFIX = "hf:"
@@ -52,31 +54,21 @@ def pair_of(record: Any, path: Path, line: int) -> tuple[str, str]:
 
 
 def _read_jsonl(path: Path) -> list[tuple[str, str]]:
-    pairs = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"invalid JSON: {exc.msg}", file=path, line=n) from None
-            pairs.append(pair_of(record, path, n))
-    return pairs
+    return [pair_of(record, path, n) for n, record in read_json_lines(path, what="corpus file")]
 
 
 def _read_tsv(path: Path) -> list[tuple[str, str]]:
     pairs = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip() or (n == 1 and line.lower() == "reference\thypothesis"):
-                continue
-            cells = line.split("\t")
-            if len(cells) != 2:
-                raise UserError(f"expected 2 tab-separated columns (reference, hypothesis), got {len(cells)}",
-                                file=path, line=n)
-            pairs.append((cells[0], cells[1]))
+    # universal newlines, as open() reads text (splitlines would also cut at \x1c, \u2028 ...)
+    for n, line in enumerate(io.StringIO(read_text(path, what="corpus file"), newline=None), 1):
+        line = line.rstrip("\n")
+        if not line.strip() or (n == 1 and line.lower() == "reference\thypothesis"):
+            continue
+        cells = line.split("\t")
+        if len(cells) != 2:
+            raise UserError(f"expected 2 tab-separated columns (reference, hypothesis), got {len(cells)}",
+                            file=path, line=n)
+        pairs.append((cells[0], cells[1]))
     return pairs
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from lceval.atomic import write_text_atomic
 from lceval.datahome import sha256_file
 from lceval.errors import UserError
+from lceval.safeio import read_text
 
 from .align import align
 from .corpus import Corpus
@@ -145,8 +146,8 @@ def load_rules(path: Path) -> Rules:
     if not path.is_file():
         raise _bad(path, "rules", "rules file not found")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(read_text(path, what="rules file"))
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise _bad(path, "rules", f"not a JSON rules file: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise _bad(path, "format", f"not an lceval rules file (expected format '{FORMAT}')")

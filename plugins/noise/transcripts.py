@@ -72,9 +72,9 @@ def _cached(folder: Path, key: str) -> tuple[Path, dict[str, Any]] | None:
         return None
     try:
         facts = json.loads(facts_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):  # damaged: rebuild
         return None
-    if facts.get("noisy_sha256") != sha256_file(txt):  # damaged or half-replaced: rebuild
+    if not isinstance(facts, dict) or facts.get("noisy_sha256") != sha256_file(txt):  # damaged or half-replaced: rebuild
         return None
     return txt, facts
 

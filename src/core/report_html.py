@@ -25,6 +25,7 @@ from .context import removed_span
 from .errors import UserError
 from .interfaces import ReportContext, ReportFigure
 from .rundir import FinishedRun, load_run
+from .safeio import read_json_object
 from .scoring import primary_score
 from .reportdata import run_model_name
 
@@ -42,10 +43,7 @@ def load_inputs(paths: list[Path]) -> ReportInputs:
         path = Path(path)
         ranking = path / "rankings.json"
         if ranking.is_file():
-            try:
-                rep = json.loads(ranking.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise UserError(f"invalid JSON: {exc.msg}", file=ranking, line=exc.lineno) from None
+            rep = read_json_object(ranking, what="rankings file")
             rep.setdefault("ranking_id", path.name)
             out.rankings.append(rep)
         else:

@@ -109,7 +109,9 @@ def read_json_object(path: Path, *, what: str, limit: int = DATA_MAX_BYTES) -> d
 
 
 def read_json_lines(path: Path, *, what: str, limit: int = DATA_MAX_BYTES) -> list[tuple[int, Any]]:
-    """(line number, value) of every non-blank line of a JSON Lines file."""
+    """(line number, value) of every non-blank line of a JSON Lines file. Lines end at "\n"
+    only (JSON Lines): str.splitlines would also cut at U+2028, U+0085 or \x1c, which JSON
+    strings written with ensure_ascii=False carry raw (a model's answer may hold them)."""
     text = read_text(path, what=what, limit=limit)
     return [(n, loads_json(line, path, what=what, line=n))
-            for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+            for n, line in enumerate(text.split("\n"), 1) if line.strip()]

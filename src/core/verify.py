@@ -25,7 +25,6 @@ Any difference is a problem: the bundle is rejected with the list (exit code 2).
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import tempfile
@@ -38,7 +37,8 @@ from .bundle import RUN_FILES, OpenBundle, data_entries, dataset_relpath, open_b
 from .datahome import CHECKSUMS, dataset_path, read_record, using_data_home
 from .errors import UserError
 from .rescore import config_of, rejudge_samples, spec_of
-from .rundir import FinishedRun, load_run
+from .rundir import SAMPLES_MAX_BYTES, FinishedRun, load_run
+from .safeio import read_json_lines
 from .scoring import score_task
 from .types import Sample
 
@@ -167,12 +167,11 @@ class _RunCheck:
         for name, t in (run.results.get("tasks") or {}).items():
             if (tasks.get(name) or {}).get("judge") != t.get("judge"):
                 self.problem(f"{name}: bundle.json's judge identity differs from results.json's")
-        lines = (self.bundle.run_dir(run.run_id) / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+        # the recorded `score` field itself (a Sample derives its score from the judgments)
+        records = read_json_lines(self.bundle.run_dir(run.run_id) / "samples.jsonl", what="samples file",
+                                  limit=SAMPLES_MAX_BYTES)
         bad = []
-        for n, line in enumerate(lines, 1):
-            rec = json.loads(line) if line.strip() else None
-            if rec is None:
-                continue
+        for n, rec in records:
             judged = (rec.get("judgments") or [{}])[0].get("score") if rec.get("judgments") else None
             if rec.get("score") != judged:
                 bad.append(f"line {n} ({rec.get('item_id')}): score {rec.get('score')!r} but its judgment says {judged!r}")

@@ -173,6 +173,35 @@ def test_haystack_and_replay_file_that_are_not_utf8(tmp_path, tiny_home, models)
                   "--output", tmp_path / "runs"), f"{replay}:2", "not UTF-8")
 
 
+@pytest.mark.parametrize("name,content,argv,line", [
+    ("corpus.jsonl", b'{"reference": "a b", "hypothesis": "a"}\n\xff\n', ["noise", "rules", "{f}", "-o", "{o}"], 2),
+    ("corpus.tsv", b"a b\ta\nc\t\xff\n", ["noise", "rules", "{f}", "-o", "{o}"], 2),
+    ("rules.json", b'{"format": "\xff"}', ["noise", "wer", "{f}", "{f}"], 1),
+    ("sentences.txt", b"One sentence.\n\xff\n", ["noise", "corpus", "{f}", "-o", "{o}"], 2),
+    ("rankings.json", b"\xff", ["report", "{d}", "--format", "html", "-o", "{o}"], 1),
+])
+def test_noise_and_report_inputs_that_are_not_utf8(tmp_path, name, content, argv, line):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    path = folder / name
+    path.write_bytes(content)
+    out = tmp_path / "out"
+    refused(*call(*[a.format(f=path, o=out, d=folder) for a in argv]), f"{path}:{line}", "not UTF-8")
+    assert not out.exists()
+
+
+def test_json_lines_end_at_newline_only(tmp_path):
+    """An answer holding U+2028, U+0085 or \\x1c is written raw (ensure_ascii=False) and must
+    read back as one record, not as a broken line."""
+    from lceval.safeio import read_json_lines
+
+    answers = ["one\u2028two", "three\x85four", "five\x1csix"]
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join(json.dumps({"response": a}, ensure_ascii=False) + "\n" for a in answers) + "\r\n",
+                    encoding="utf-8")
+    assert read_json_lines(path, what="samples file") == [(n, {"response": a}) for n, a in enumerate(answers, 1)]
+
+
 def test_fifo_is_refused_not_waited_on(tmp_path):
     fifo = tmp_path / "spec.yaml"
     os.mkfifo(fifo)
