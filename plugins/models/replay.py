@@ -242,16 +242,18 @@ SOURCE_NOTES = {
 }
 
 
-def _sibling_differs(path: Path, split: str | None) -> set[tuple[str, str]] | None:
+def _sibling_differs(recorded: RecordedFile, split: str | None) -> set[tuple[str, str]] | None:
     """The QA/Conv differing questions, from a published file of the other question set of
     the same split in the same folder (their questions are the data's); None without one."""
+    path = recorded.path
     match = PUBLISHED_NAME.search(path.name)
     if not match or not split:
         return None
     from lceval_plugins.tasks.elitr.task import differing_questions
 
     other = "conv" if match.group(1) == "qa" else "qa"
-    this = json.loads(path.read_text(encoding="utf-8"))  # read before, so valid JSON
+    # this file's questions as read already, in the shape differing_questions reads
+    this = {"meetings": [{"id": m, "questions": [q]} for (m, _), q in recorded.questions.items()]}
     for candidate in sorted(path.parent.glob(f"elitr-bench-{other}_{split}_*.json")):
         try:
             data = json.loads(candidate.read_text(encoding="utf-8"))
@@ -274,7 +276,7 @@ def read_recorded_scores(path: Path) -> list[ScoreSource] | None:
     match = PUBLISHED_NAME.search(path.name)
     task = TASK_OF.get((match.group(1), match.group(3))) if match else None
     split = recorded.split or (match.group(2) if match else None)
-    differs = _sibling_differs(path, split)
+    differs = _sibling_differs(recorded, split)
     sources: dict[str, list[ScoredItem]] = {}
     for (meeting, qid), question in recorded.questions.items():
         item_id = f"{split}/{meeting}/{qid}" if split else f"{meeting}/{qid}"

@@ -134,12 +134,13 @@ def _done(partial: Path) -> dict[str, dict[str, Any]]:
     if not partial.is_file():
         return {}
     done = {}
-    for line in partial.read_text(encoding="utf-8").splitlines():
+    for line in partial.read_text(encoding="utf-8", errors="replace").splitlines():  # damaged: redone
         try:
             record = json.loads(line)
         except json.JSONDecodeError:  # a line cut by an interruption: redo that sentence
             continue
-        done[record["id"]] = record
+        if isinstance(record, dict) and "id" in record:
+            done[record["id"]] = record
     return done
 
 
