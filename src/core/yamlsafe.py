@@ -50,10 +50,10 @@ def load_yaml_with_lines(path: Path) -> tuple[Any, dict[PathKey, int]]:
     return loads_yaml_with_lines(text, path)
 
 
-def _check_shape(text: str, path: Path | str) -> None:
+def _check_shape(text: str, path: Path | str, loader: Any = _LOADER) -> None:
     """Refuse nesting past MAX_DEPTH before composing (the event parser does not recurse)."""
     depth = 0
-    for event in yaml.parse(text, Loader=_LOADER):
+    for event in yaml.parse(text, Loader=loader):
         if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
@@ -67,7 +67,16 @@ def loads_yaml_with_lines(text: str, path: Path | str) -> tuple[Any, dict[PathKe
     if len(text.encode("utf-8", "surrogatepass")) > SPEC_MAX_BYTES:
         raise UserError(f"more than {SPEC_MAX_BYTES // (1 << 20)} MB of YAML: not a spec", file=path)
     try:
-        _check_shape(text, path)
+        try:
+            _check_shape(text, path)
+        except yaml.YAMLError:
+            # libyaml's scanner reads ahead and has nesting limits of its own (PyYAML 6.0.4 stops
+            # 5,000 brackets with "exceeded maximum nesting depth" before our check sees them):
+            # the pure-Python parser, which emits events one by one, decides whether our bound is
+            # what the file breaks, so the message does not depend on the libyaml build
+            if _LOADER is not yaml.SafeLoader:
+                _check_shape(text, path, yaml.SafeLoader)
+            raise
         node = yaml.compose(text, Loader=_LOADER)  # after _check_shape: libyaml's composer recurses in C
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
