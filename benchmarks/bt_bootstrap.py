@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from lceval import pairwise
+from lceval.analysis import _pairwise as pairwise
 
 
 def cream_like(n_systems: int, n_meetings: int, seed: int = 0) -> tuple[list[pairwise.Match], list[str]]:

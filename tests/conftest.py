@@ -105,7 +105,7 @@ class ScriptedModel(ModelBackend):
 def plugins_with_model(model: ModelBackend):
     """The installed plugins plus an in-process `scripted:` scheme serving `model`."""
     from lceval import hookimpl
-    from lceval.plugins import load_plugins
+    from lceval.engine._plugin_host import load_plugins
 
     class ScriptedPlugin:
         @hookimpl
@@ -118,7 +118,9 @@ def plugins_with_model(model: ModelBackend):
 def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(window=4096)) -> list:
     """Make the in-process CLI (`lceval.cli.main`) see a `scripted:` model scheme, with the
     plugins loaded once; returns the list of models the factory built (none = no model loaded)."""
-    from lceval import commands, hookimpl, plugins
+    from lceval import hookimpl
+    from lceval.cli import _commands as commands
+    from lceval.engine import _plugin_host as plugins
 
     built: list = []
 
@@ -143,10 +145,10 @@ def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(wind
 
 def run_engine(model: ModelBackend, tasks: str, home: Path, tmp_path: Path, **config):
     """Run the engine (no CLI) and write the run directory; returns (run_dir, results, state)."""
-    from lceval.cache import Cache
-    from lceval.outputs import write_run
-    from lceval.registry import load_registry
-    from lceval.runner import RunConfig, execute
+    from lceval.engine._cache import Cache
+    from lceval.results._outputs import write_run
+    from lceval.engine._catalog import load_registry
+    from lceval.engine._runner import RunConfig, execute
 
     plugins = plugins_with_model(model)
     registry = load_registry(plugins)

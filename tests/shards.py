@@ -14,10 +14,10 @@ from lceval.interfaces import ModelBackend
 def engine_run(model: ModelBackend, tasks: str, home: Path, out: Path, spec: str = "scripted:x",
                **config: Any) -> Path:
     """One run of the engine on a scripted model (no CLI); returns its run directory."""
-    from lceval.cache import Cache
-    from lceval.outputs import write_run
-    from lceval.registry import load_registry
-    from lceval.runner import RunConfig, check_config, execute
+    from lceval.engine._cache import Cache
+    from lceval.results._outputs import write_run
+    from lceval.engine._catalog import load_registry
+    from lceval.engine._runner import RunConfig, check_config, execute
 
     from .conftest import plugins_with_model
 

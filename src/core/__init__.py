@@ -1,6 +1,6 @@
 """lceval: evaluation harness for long-context language models."""
 
-from .hookspecs import hookimpl
+from lceval.hookspecs import hookimpl
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,4 @@
-from .cli import main
+from lceval.cli._main import main
 
 # Guarded: engines that start worker processes with "spawn" (vLLM) import the parent's main
 # module again in each child, which must not run the command a second time.

@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
-from .tokens import check_fits_window
-from .types import GenerationRequest, Message
+from lceval.errors import UserError
+from lceval.tokens import check_fits_window
+from lceval.types import GenerationRequest, Message
 
 __all__ = ["HFTokens", "chat_token_ids", "read_chat_template"]
 

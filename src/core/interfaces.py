@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from .types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
-                    PairJudgment)
+from lceval.types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
+                          PairJudgment)
 
 if TYPE_CHECKING:
-    from .cache import CachedModel
-    from .rundir import FinishedRun
+    from lceval.engine._cache import CachedModel
+    from lceval.results._run_dir import FinishedRun
 
 
 @dataclass(frozen=True)

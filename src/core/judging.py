@@ -25,14 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable
 
-from .cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
-from .errors import UserError
-from .interfaces import JudgeContext, ModelBackend
-from .options import OptionsSchema
-from .types import GenerationParams, GenerationRequest, Message
+from lceval.engine._cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
+from lceval.errors import UserError
+from lceval.interfaces import JudgeContext, ModelBackend
+from lceval.options import OptionsSchema
+from lceval.types import GenerationParams, GenerationRequest, Message
 
 if TYPE_CHECKING:
-    from .cache import CachedModel
+    from lceval.engine._cache import CachedModel
 
 __all__ = ["RETRY_SEED_STRIDE", "Rounds", "SampledJudge", "ask_in_rounds", "require_model", "retry_seed",
            "sampling_options", "sha256_text"]

@@ -40,7 +40,7 @@ from typing import Any, Callable, Mapping
 
 import jsonschema
 
-from .errors import UserError
+from lceval.errors import UserError
 
 OptionsSchema = dict[str, Any]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from .errors import UserError
+from lceval.errors import UserError
 
 TOKENIZERS = ("auto", "cl100k_base", "words")
 WORDS_PER_TOKEN = 0.75  # §3.2: 750 words ~ 1,000 tokens
@@ -158,8 +158,8 @@ def tokenizer_problems(backend: Any, texts: tuple[str, ...] | list[str] = SAMPLE
       into a message, so the budget computed from the counts is the budget the model sees.
     A backend with no tokenizer (tokenize returns None) must not claim a `context_window`.
     Call it from your backend's tests: `assert tokenizer_problems(MyBackend(...)) == []`."""
-    from .context import SAFETY_MARGIN
-    from .types import Message
+    from lceval.engine._context_policy import SAFETY_MARGIN
+    from lceval.types import Message
 
     problems: list[str] = []
     window = backend.context_window

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from lceval import commands
-from lceval.rank import RankOptions
-from lceval.rank_report import write_ranking
+from lceval.cli import _commands as commands
+from lceval.analysis._rank import RankOptions
+from lceval.analysis._rankings import write_ranking
 
 from ..conftest import ScriptedModel, run_engine
 
@@ -116,8 +116,8 @@ def _summhay_runs(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def material(tmp_path_factory, shared_datasets):
-    from lceval.datahome import fetch
-    from lceval.plugins import load_plugins
+    from lceval.io._datahome import fetch
+    from lceval.engine._plugin_host import load_plugins
 
     tmp = tmp_path_factory.mktemp("browser")
     home = tmp / "data"
@@ -189,8 +189,8 @@ def test_report_in_chromium(browser, material, tmp_path):
 
 
 def test_leaderboard_in_chromium(browser, material, tmp_path):
-    from lceval.bundle import submit
-    from lceval.plugins import load_plugins
+    from lceval.leaderboard._bundle import submit
+    from lceval.engine._plugin_host import load_plugins
 
     plugins = load_plugins()
     bundles = [submit([d], tmp_path / f"{i}.zip", plugins) for i, d in enumerate(material["elitr"])]

@@ -72,7 +72,7 @@ def test_seconds_are_wall_time_not_the_sum_of_overlapping_requests(tiny_home: Pa
 
 
 def test_progress_advances_once_per_answer(tiny_home: Path, tmp_path: Path, monkeypatch) -> None:
-    import lceval.runner
+    from lceval.engine import _runner
 
     updates: list[int] = []
 
@@ -86,6 +86,6 @@ def test_progress_advances_once_per_answer(tiny_home: Path, tmp_path: Path, monk
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(lceval.runner, "tqdm", Bar)
+    monkeypatch.setattr(_runner, "tqdm", Bar)
     run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path)
     assert updates == [1] * 7  # every answer moves the bar, not every meeting

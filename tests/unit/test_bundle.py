@@ -15,17 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from lceval import commands, hookimpl
-from lceval.bundle import open_bundle, submit
+from lceval import hookimpl
+from lceval.cli import _commands as commands
+from lceval.leaderboard._bundle import open_bundle, submit
 from lceval.cli import main
-from lceval.datahome import extract_zip, fetch
+from lceval.io._datahome import extract_zip, fetch
 from lceval.interfaces import Dataset, DatasetFile
-from lceval.leaderboard import write_site
-from lceval.plugins import load_plugins
-from lceval.registry import load_registry
-from lceval.rundir import sample_from_record
-from lceval.scoring import score_task
-from lceval.verify import differences, verify_bundle
+from lceval.leaderboard._site import write_site
+from lceval.engine._plugin_host import load_plugins
+from lceval.engine._catalog import load_registry
+from lceval.results._run_dir import sample_from_record
+from lceval.results._scoring import score_task
+from lceval.leaderboard._verify import differences, verify_bundle
 
 from .. import elitr_tiny
 
@@ -236,7 +237,7 @@ def test_leaderboard_ranks_only_verified_bundles(setup, tmp_path):
 
 
 def test_a_recorded_backend_stays_recomputable_behind_an_options_check():
-    from lceval.verify import _recomputable
+    from lceval.leaderboard._verify import _recomputable
     from lceval_plugins.models.replay import make_replay
 
     class Typed:

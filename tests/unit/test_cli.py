@@ -81,7 +81,7 @@ def test_report_reads_finished_runs(tiny_home, tmp_path, capsys):
 
 
 def test_a_plugin_command_cannot_take_a_built_in_name():
-    from lceval.cli import _parser
+    from lceval.cli._main import _parser
     from lceval.interfaces import Command
 
     class Extra(Command):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lceval.context import CUT_MARK, fill_context, fit, full_transcript
+from lceval.engine._context_policy import CUT_MARK, fill_context, fit, full_transcript
 from lceval.errors import UserError
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
@@ -89,7 +89,7 @@ def test_a_cut_that_removes_fewer_tokens_than_the_mark_adds_still_reports_fewer_
 
 
 def test_truncated_conversations_of_one_context_share_the_smallest_cut():
-    from lceval.context import share_cuts
+    from lceval.engine._context_policy import share_cuts
 
     model = ScriptedModel(window=200)
 

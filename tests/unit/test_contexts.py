@@ -10,7 +10,7 @@ import pytest
 
 from lceval.cli import main
 from lceval.errors import UserError
-from lceval.selection import context_matches, parse_contexts
+from lceval.engine._selection import context_matches, parse_contexts
 from lceval_plugins.tasks.summhay.annotated import annotated_conversations
 from lceval_plugins.tasks.summhay.template import write_template
 

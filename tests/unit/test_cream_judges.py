@@ -10,11 +10,11 @@ from typing import Callable
 import pytest
 
 import lceval_plugins.judges.cream as cream_module
-from lceval.cache import RETRY_SEED_STRIDE, Cache, CachedModel, sha256_text
+from lceval.engine._cache import RETRY_SEED_STRIDE, Cache, CachedModel, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, ModelBackend
 from lceval.options import options_schema_of, unwrap
-from lceval.plugins import load_plugins
+from lceval.engine._plugin_host import load_plugins
 from lceval.types import Generation, GenerationRequest, JudgeInput, PairInput
 from lceval_plugins.judges.cream import (
     ParseError, make_cream, make_keyfacts, make_keyfacts_lexical, minutes_facts, number_sentences, parse_alignment,

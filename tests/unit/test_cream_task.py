@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from lceval import commands, hookimpl
+from lceval import hookimpl
+from lceval.cli import _commands as commands
 from lceval.errors import UserError
 from lceval.interfaces import PairwiseJudge
-from lceval.rank import RankOptions
-from lceval.registry import load_registry
+from lceval.analysis._rank import RankOptions
+from lceval.engine._catalog import load_registry
 from lceval.types import PairInput, PairJudgment
 
 from ..conftest import ScriptedModel, run_engine
@@ -107,7 +108,7 @@ def test_rank_over_a_real_run_directory(tiny_home, tmp_path, monkeypatch):
             return out
 
     run_dir, _, _ = run_engine(Verbose(), "cream_elitr", tiny_home, tmp_path)
-    from lceval.plugins import load_plugins
+    from lceval.engine._plugin_host import load_plugins
 
     plugins = load_plugins(extra=[("length", LengthPlugin())])
     monkeypatch.setattr(commands, "_env", lambda disabled: (plugins, load_registry(plugins)))

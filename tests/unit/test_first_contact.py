@@ -7,10 +7,10 @@ import contextlib
 import io
 import json
 
-from lceval import commands
+from lceval.cli import _commands as commands
 from lceval.cli import main
-from lceval.outputs import format_table
-from lceval.runner import cap_per_context
+from lceval.results._outputs import format_table
+from lceval.engine._runner import cap_per_context
 from lceval.types import Conversation, Turn
 from lceval_plugins.tasks.elitr.task import spread
 

@@ -14,7 +14,7 @@ import pytest
 
 from lceval.cli import main
 from lceval.errors import UserError
-from lceval.plugins import load_plugins
+from lceval.engine._plugin_host import load_plugins
 
 from ..conftest import only_run
 from .test_scheduler import conversations, drive

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lceval.cli import main
-from lceval.safeio import DATA_MAX_BYTES, SPEC_MAX_BYTES
+from lceval.io._safeio import DATA_MAX_BYTES, SPEC_MAX_BYTES
 
 from .. import elitr_tiny
 from ..conftest import serve_scripted

@@ -193,7 +193,7 @@ def test_noise_and_report_inputs_that_are_not_utf8(tmp_path, name, content, argv
 def test_json_lines_end_at_newline_only(tmp_path):
     """An answer holding U+2028, U+0085 or \\x1c is written raw (ensure_ascii=False) and must
     read back as one record, not as a broken line."""
-    from lceval.safeio import read_json_lines
+    from lceval.io._safeio import read_json_lines
 
     answers = ["one\u2028two", "three\x85four", "five\x1csix"]
     path = tmp_path / "samples.jsonl"
@@ -231,7 +231,7 @@ def test_unwritable_output_is_refused_before_the_model_loads(tmp_path, tiny_home
 
 
 def test_a_write_failing_after_the_work_loses_nothing(tmp_path, tiny_home, models, monkeypatch):
-    from lceval import outputs
+    from lceval.results import _outputs as outputs
 
     real = outputs.build_manifest
 
@@ -334,8 +334,8 @@ def test_help_with_and_without_the_sub_command(capsys):
 def test_a_broken_plugin_spec_does_not_break_the_catalog(tmp_path):
     from lceval import hookimpl
     from lceval.errors import UserError
-    from lceval.plugins import load_plugins
-    from lceval.registry import load_registry
+    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine._catalog import load_registry
 
     folder = tmp_path / "specs"
     folder.mkdir()

@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from lceval.cache import Cache, CachedModel
+from lceval.engine._cache import Cache, CachedModel
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, ModelBackend
 from lceval.judging import RETRY_SEED_STRIDE
@@ -291,7 +291,7 @@ def test_judge_cache_key_depends_on_the_text_judged(tmp_path):
 def plugins_with_models(model: ModelBackend, judge_model: ModelBackend):
     """The installed plugins plus `scripted:` (the system) and `judge:` (the judge model)."""
     from lceval import hookimpl
-    from lceval.plugins import load_plugins
+    from lceval.engine._plugin_host import load_plugins
 
     class TwoModels:
         @hookimpl
@@ -303,9 +303,9 @@ def plugins_with_models(model: ModelBackend, judge_model: ModelBackend):
 
 
 def run_judged(judge_model: ModelBackend, home: Path, tmp_path: Path, judge: str = "rubric", **config):
-    from lceval.outputs import write_run
-    from lceval.registry import load_registry
-    from lceval.runner import RunConfig, execute
+    from lceval.results._outputs import write_run
+    from lceval.engine._catalog import load_registry
+    from lceval.engine._runner import RunConfig, execute
 
     plugins = plugins_with_models(ScriptedModel(), judge_model)
     cfg = RunConfig(tasks="elitr_qa", model="scripted:x", judge=judge, judge_model="judge:x", progress=False,

@@ -98,7 +98,7 @@ def test_run_records_context_facts_and_the_report_pairs_levels(noise_home, tmp_p
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert set(manifest["context_facts"]) == {"t_n40", "t_n100"}
     assert manifest["context_facts"]["t_n40"]["dev/meeting_en_dev_902"]["noise"]["target_wer"] == 0.4
-    from lceval.outputs import console_text
+    from lceval.results._outputs import console_text
 
     assert "t_n100 (mean over 3 contexts): noise.target_wer=1" in console_text(state, results)
     report = noise_report([run_dir], n_boot=200)
@@ -121,7 +121,7 @@ def test_report_without_noise_is_a_user_error(noise_home, tmp_path):
 
 
 def test_noise_commands_through_the_entry_point(tmp_path, noise_home):
-    from lceval.plugins import load_plugins
+    from lceval.engine._plugin_host import load_plugins
 
     assert "noise" in load_plugins().commands
 
@@ -142,7 +142,7 @@ def test_noise_commands_through_the_entry_point(tmp_path, noise_home):
 
 
 def test_shards_keep_the_facts_of_their_meetings_and_merge_joins_them(noise_home, tmp_path):
-    from lceval.commands import merge
+    from lceval.cli._commands import merge
 
     from ..shards import engine_run
 
@@ -159,8 +159,8 @@ def test_shards_keep_the_facts_of_their_meetings_and_merge_joins_them(noise_home
 
 def test_html_report_draws_the_noise_curve_through_the_panel_hook(noise_home, tmp_path):
     from lceval.interfaces import ReportContext
-    from lceval.plugins import load_plugins
-    from lceval.report_html import load_inputs, run_labels
+    from lceval.engine._plugin_host import load_plugins
+    from lceval.report._html import load_inputs, run_labels
 
     tasks = ",".join(str(spec(tmp_path, n, w)) for n, w in [("t_clean", None), ("t_n40", 0.4), ("t_n100", 1.0)])
     run_dir, _, _ = run_engine(ScriptedModel(), tasks, noise_home, tmp_path)

@@ -9,7 +9,7 @@ from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext
 from lceval.options import check_options, check_schema, defaults, describe
-from lceval.plugins import load_plugins
+from lceval.engine._plugin_host import load_plugins
 
 SCHEMA = {
     "type": "object",
@@ -213,8 +213,8 @@ def test_defaults_of_a_schema():
 def test_alias_options_are_overridden_then_typed_before_any_work():
     """`smollm2,n_ctx=4096`: the user's option replaces the alias's, and a bad one is refused
     by the scheme's declared options before any data is read or model loaded."""
-    from lceval.models import backend_factory, parse_model_spec
-    from lceval.registry import load_registry
+    from lceval.engine._model_spec import backend_factory, parse_model_spec
+    from lceval.engine._catalog import load_registry
 
     plugins = load_plugins()
     registry = load_registry(plugins)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lceval.commands import list_plugins, validate
+from lceval.cli._commands import list_plugins, validate
 from lceval.errors import UserError
-from lceval.plugin_check import check_plugin_package
+from lceval.cli._plugin_check import check_plugin_package
 
 PYPROJECT = """
 [project]

@@ -16,8 +16,8 @@ from lceval import hookimpl
 from lceval.cli import main
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, TaskType
-from lceval.plugins import load_plugins
-from lceval.registry import load_registry
+from lceval.engine._plugin_host import load_plugins
+from lceval.engine._catalog import load_registry
 
 from ..conftest import only_run
 from .test_plugins import fake_distribution, run_cli
@@ -152,7 +152,7 @@ def test_a_run_records_clashes_and_overrides_in_its_manifest(tmp_path, monkeypat
     fake_distribution(site, "lceval-judge-shadow", {"judge_shadow": JUDGE_SHADOW}, {"judgeshadow": "judge_shadow"})
     monkeypatch.syspath_prepend(str(site))  # found through its entry point, like an installed plugin
     real_load = load_plugins
-    monkeypatch.setattr("lceval.commands.load_plugins",
+    monkeypatch.setattr("lceval.cli._commands.load_plugins",
                         lambda disabled=(), **kw: real_load(disabled, extra=[("echo", Echo())], **kw))
     common = ["--tasks", "elitr_qa", "--model", "echo:x", "--limit", "1", "--data-home", str(tiny_home), "--no-progress"]
 

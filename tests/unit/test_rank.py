@@ -11,9 +11,9 @@ import pytest
 
 from lceval.errors import UserError
 from lceval.interfaces import PairwiseJudge
-from lceval.rank import (RankOptions, collect_systems, combine, outcome, plan_pairs, rank)
-from lceval.rank_report import format_ranking, write_ranking
-from lceval.rundir import FinishedRun
+from lceval.analysis._rank import RankOptions, collect_systems, combine, outcome, plan_pairs, rank
+from lceval.analysis._rankings import format_ranking, write_ranking
+from lceval.results._run_dir import FinishedRun
 from lceval.types import ContextCut, Judgment, PairInput, PairJudgment, Sample
 
 RANK = {"unit": "unit", "variant": "prompt", "judge": "fake", "criteria": ["completeness", "conciseness"]}

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from lceval import commands
+from lceval.cli import _commands as commands
 from lceval.cli import main
 from lceval.errors import UserError
-from lceval.reportdata import from_run_dir
-from lceval.rundir import load_run
-from lceval.tables import row_labels
+from lceval.report._inputs import from_run_dir
+from lceval.results._run_dir import load_run
+from lceval.report._tables import row_labels
 
 from ..conftest import ScriptedModel, run_engine
 
@@ -227,7 +227,7 @@ def test_context_budget_needs_a_tokenizer(tiny_home, tmp_path):
 
 
 def test_context_lengths_flag_parses_budgets(capsys):
-    from lceval.context import parse_context_lengths
+    from lceval.engine._context_policy import parse_context_lengths
 
     assert parse_context_lengths("16k, 4k,full,12000") == [4096, 12000, 16384, None]
     for bad in ("8q", "0", "4k,4096", ""):

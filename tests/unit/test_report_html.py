@@ -9,11 +9,12 @@ from html.parser import HTMLParser
 
 import pytest
 
-from lceval import hookimpl, svgplot
+from lceval import hookimpl
+from lceval.report import _svgplot as svgplot
 from lceval.cli import main
 from lceval.interfaces import ReportFigure
-from lceval.plugins import load_plugins
-from lceval.report_html import build_report, load_inputs, run_labels
+from lceval.engine._plugin_host import load_plugins
+from lceval.report._html import build_report, load_inputs, run_labels
 
 from ..conftest import ScriptedModel, run_engine
 

@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
-from lceval import context as ctxpolicy
-from lceval import scheduler
-from lceval.cache import Cache, CachedModel
+from lceval.engine import _context_policy as ctxpolicy
+from lceval.engine import _scheduler as scheduler
+from lceval.engine._cache import Cache, CachedModel
 from lceval.interfaces import ModelBackend, PrefixCache
-from lceval.scheduler import ConversationState
+from lceval.engine._scheduler import ConversationState
 from lceval.types import (ContextCut, Conversation, Generation, GenerationParams, GenerationRequest, Message,
                           Turn)
 

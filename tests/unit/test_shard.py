@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from lceval.cli import main
-from lceval.commands import merge
+from lceval.cli._commands import merge
 from lceval.errors import UserError
-from lceval.merge import add_up, first_difference
-from lceval.selection import assign, parse_shard
+from lceval.results._merge import add_up, first_difference
+from lceval.engine._selection import assign, parse_shard
 from lceval_plugins.tasks.summhay.template import write_template
 
 from ..conftest import ScriptedModel

@@ -11,7 +11,7 @@ import pytest
 
 from lceval.cli import main
 from lceval.errors import UserError
-from lceval.spec import check_options, load_spec
+from lceval.engine._spec import check_options, load_spec
 
 GOOD = """\
 name: my_task
@@ -80,7 +80,7 @@ def test_duplicate_keys_are_rejected(tmp_path):
 
 
 def test_task_type_options_are_checked_with_line(tmp_path):
-    from lceval.plugins import load_plugins
+    from lceval.engine._plugin_host import load_plugins
 
     path = write(tmp_path, GOOD.replace("mode: single-turn", "mode: both"))
     spec = load_spec(path)

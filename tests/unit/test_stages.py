@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lceval.cli import main
-from lceval.compare import paired_bootstrap, paired_permutation_p
+from lceval.analysis._compare import paired_bootstrap, paired_permutation_p
 from lceval.errors import UserError
 
 from ..conftest import ScriptedModel, run_engine
@@ -149,7 +149,7 @@ def test_judge_agreement_between_runs(tiny_home, tmp_path, capsys):
     assert pair["matched"] == 7 and rep["matched_by"] == "item and response text"
     assert pair["item"]["pearson"]["value"] == pytest.approx(1.0)  # same deterministic judge twice
     with pytest.raises(UserError):
-        from lceval.commands import judge_agreement
+        from lceval.cli._commands import judge_agreement
 
         judge_agreement([str(run_dir)])  # one source is not an agreement
 
@@ -185,8 +185,8 @@ def test_plugin_commands_and_score_sources_register_through_hooks(tmp_path, caps
         def register_score_sources(self, register):
             register("two-columns", reader)
 
-    import lceval.commands as cmdmod
-    import lceval.plugins as plugmod
+    import lceval.cli._commands as cmdmod
+    import lceval.engine._plugin_host as plugmod
 
     real = plugmod.load_plugins
     patched = lambda disabled=(), extra=(): real(disabled, [("demo", Plugin())])  # noqa: E731
@@ -206,7 +206,7 @@ def test_plugin_commands_and_score_sources_register_through_hooks(tmp_path, caps
 
 
 def test_report_metrics_aggregate_numbers_from_judgment_details():
-    from lceval.scoring import score_task
+    from lceval.results._scoring import score_task
     from lceval.types import ContextCut, Judgment, Sample
 
     def sample(i, split, score, coverage, status="ok"):
@@ -259,7 +259,7 @@ def test_failed_generations_are_counted_not_judged_and_asked_again(tiny_home, tm
 
 
 def test_judge_flag_takes_options_and_bad_ones_blame_the_flag(tiny_home, tmp_path):
-    from lceval.runner import parse_judge_flag
+    from lceval.engine._runner import parse_judge_flag
 
     assert parse_judge_flag("rubric,max_attempts=5,system_prompt=null") == \
         ("rubric", {"max_attempts": 5, "system_prompt": None})
@@ -280,10 +280,10 @@ def test_a_judge_that_cannot_be_built_fails_before_the_model_loads(tiny_home, tm
             loads.append(1)
 
     from lceval import hookimpl
-    from lceval.cache import Cache
-    from lceval.plugins import load_plugins
-    from lceval.registry import load_registry
-    from lceval.runner import RunConfig, execute
+    from lceval.engine._cache import Cache
+    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine._catalog import load_registry
+    from lceval.engine._runner import RunConfig, execute
 
     class Plugin:
         @hookimpl

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from lceval import commands
+from lceval.cli import _commands as commands
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest
@@ -102,10 +102,10 @@ class VerdictModel(ModelBackend):
 
 def test_an_llm_coverage_judge_on_the_replayed_summaries(annotated, tmp_path):
     """Any judge: the LLM coverage judge (Appendix A.2 prompt) through a scripted judge model."""
-    from lceval.cache import Cache
-    from lceval.outputs import write_run
-    from lceval.registry import load_registry
-    from lceval.runner import RunConfig, execute
+    from lceval.engine._cache import Cache
+    from lceval.results._outputs import write_run
+    from lceval.engine._catalog import load_registry
+    from lceval.engine._runner import RunConfig, execute
 
     from ..conftest import plugins_with_model
 

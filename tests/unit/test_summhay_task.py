@@ -124,11 +124,11 @@ def test_retriever_flag_third_party_retriever_and_reported_metrics(haystack_dir,
     from pathlib import Path
 
     from lceval import hookimpl
-    from lceval.cache import Cache
+    from lceval.engine._cache import Cache
     from lceval.interfaces import Retriever
-    from lceval.plugins import load_plugins
-    from lceval.registry import load_registry
-    from lceval.runner import RunConfig, execute
+    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine._catalog import load_registry
+    from lceval.engine._runner import RunConfig, execute
 
     class Reverse(Retriever):
         name = "reverse"
@@ -160,7 +160,7 @@ def test_retriever_flag_third_party_retriever_and_reported_metrics(haystack_dir,
     assert all(s.metadata["retriever"] == "reverse" for s in samples)
     shown = docs_shown(model.calls[0])
     assert shown == list(range(N_DOCS, N_DOCS - len(shown), -1)) and len(shown) < N_DOCS
-    from lceval.scoring import score_task
+    from lceval.results._scoring import score_task
 
     res = score_task(samples, state.tasks[0].spec.data, {})
     assert {"score", "coverage", "citation_f1", "words_per_bullet"} <= set(res["metrics"])

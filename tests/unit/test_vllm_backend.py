@@ -21,7 +21,7 @@ pytest.importorskip("tokenizers")
 
 from lceval.errors import UserError  # noqa: E402
 from lceval.options import check_options  # noqa: E402
-from lceval.plugins import load_plugins  # noqa: E402
+from lceval.engine._plugin_host import load_plugins  # noqa: E402
 from lceval.types import GenerationParams, GenerationRequest, Message  # noqa: E402
 from lceval_plugins.models import vllm_backend  # noqa: E402
 from lceval_plugins.models.vllm_backend import OPTIONS_SCHEMA, VLLMBackend, drive, sampling_kwargs  # noqa: E402

@@ -26,7 +26,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.options import defaults
-from lceval.safeio import read_text
+from lceval.io._safeio import read_text
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 

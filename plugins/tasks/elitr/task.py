@@ -29,7 +29,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.options import defaults
-from lceval.safeio import quote, read_json_object, read_text
+from lceval.io._safeio import quote, read_json_object, read_text
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 

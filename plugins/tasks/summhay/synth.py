@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.cache import retry_seed
+from lceval.engine._cache import retry_seed
 from lceval.errors import UserError
 from lceval.types import GenerationParams, GenerationRequest, Message
 
@@ -358,11 +358,11 @@ def synthesize(out: Path, cfg: SynthConfig, model_spec: str, *, plugins: Any = N
                cache_path: Path | None = None) -> tuple[Path, dict[str, Any]]:
     """Build the generator from `model_spec` through the cache, synthesize, write `out`.
     Returns the path and the synthesis record (model, seed, counts, cache usage)."""
-    from lceval.cache import Cache, CachedModel
-    from lceval.commands import default_cache_path
-    from lceval.models import make_model, parse_model_spec
-    from lceval.plugins import load_plugins
-    from lceval.registry import load_registry
+    from lceval.engine._cache import Cache, CachedModel
+    from lceval.cli._commands import default_cache_path
+    from lceval.engine._model_spec import make_model, parse_model_spec
+    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine._catalog import load_registry
 
     plugins = plugins or load_plugins()
     spec = parse_model_spec(model_spec, load_registry(plugins))

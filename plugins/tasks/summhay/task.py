@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval import tokens as budgets
-from lceval.cache import sha256_text
+from lceval.engine._cache import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Retriever, TaskContext, TaskType
 from lceval.options import defaults
@@ -90,7 +90,7 @@ def make_retriever(name: str, options: dict[str, Any], seed: int,
     """A registered retriever by name, its factory given the spec's retriever_options + seed.
     `factories`: the engine's TaskContext.retrievers; None loads the installed plugins."""
     if not factories:
-        from lceval.plugins import load_plugins
+        from lceval.engine._plugin_host import load_plugins
 
         factories = load_plugins().retrievers
     if name not in factories:

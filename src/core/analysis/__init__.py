@@ -1,0 +1,1 @@
+"""(facade filled in below)"""

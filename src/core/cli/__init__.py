@@ -1,0 +1,5 @@
+"""The `lceval` command line."""
+
+from lceval.cli._main import main
+
+__all__ = ["main"]

@@ -1,0 +1,231 @@
+"""Context policy: make a conversation fit the model, cutting only the long context.
+
+The budget is measured with the model's own tokenizer on the chat-templated prompt, so what
+is computed is what is sent. Instructions and questions are never cut; room is left for
+every answer of the conversation. What was done is recorded per sample.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from lceval.errors import UserError
+from lceval.interfaces import ModelBackend
+from lceval.types import CONTEXT_SLOT, ContextCut, Conversation, Message
+
+if TYPE_CHECKING:
+    from lceval.engine._spec import TaskSpec
+
+POLICIES = ("error", "skip", "truncate-middle", "truncate-left")
+#: Marks the place where text was removed, so the model (and a reader) can tell.
+CUT_MARK = "\n[...]\n"
+#: Tokens kept free for tokenizer boundary effects when cut text is joined again.
+SAFETY_MARGIN = 8
+
+
+def tokens_label(n: int) -> str:
+    """4096 -> "4k"; token counts that are not whole multiples of 1024 stay as they are."""
+    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
+
+
+def parse_context_lengths(text: str) -> list[int | None]:
+    """`--context-lengths 4k,8k,12000,full`: token budgets, k = 1024 (an "8k" window holds
+    8192 tokens); `full` is the uncut task (the model's window alone limits it)."""
+    out: list[int | None] = []
+    for part in (p.strip().lower() for p in text.split(",")):
+        if not part:
+            continue
+        if part == "full":
+            value: int | None = None
+        else:
+            m = re.fullmatch(r"(\d+)(k?)", part)
+            if not m or int(m.group(1)) == 0:
+                raise UserError(f"'{part}' is not a token budget (e.g. 8k, 16384, full)",
+                                field="--context-lengths")
+            value = int(m.group(1)) * (1024 if m.group(2) else 1)
+        if value in out:
+            raise UserError(f"budget '{part}' is given twice", field="--context-lengths")
+        out.append(value)
+    if not out:
+        raise UserError("no budget given (e.g. --context-lengths 4k,8k,full)", field="--context-lengths")
+    return sorted(out, key=lambda v: float("inf") if v is None else v)
+
+
+def context_length_variants(spec: "TaskSpec", budgets: list[int | None] | None) -> list["TaskSpec"]:
+    """One copy of `spec` per budget, its context cut to at most that many tokens
+    (`context.max_tokens`) and named `<task>@<budget>`, so each budget's samples, results,
+    intervals and tests stay apart in one run directory; `None` keeps the task as it is.
+    Prompts that a budget leaves uncut are the same requests as in the task itself, so the
+    cache answers them once for every budget."""
+    if not budgets:
+        return [spec]
+    from lceval.engine._spec import with_overrides
+
+    out = []
+    for budget in budgets:
+        if budget is None:
+            out.append(spec)
+            continue
+        variant = with_overrides(spec, {"context": {"max_tokens": budget}})
+        variant.name = f"{spec.name}@{tokens_label(budget)}"
+        out.append(variant)
+    return out
+
+
+def fill_context(messages: list[Message], context: str) -> list[Message]:
+    """Put `context` into the one message holding CONTEXT_SLOT (first occurrence only)."""
+    out, done = [], False
+    for m in messages:
+        if not done and CONTEXT_SLOT in m.content:
+            out.append(Message(m.role, m.content.replace(CONTEXT_SLOT, context, 1)))
+            done = True
+        else:
+            out.append(m)
+    return out
+
+
+def full_transcript(conv: Conversation, answers: list[str], upto: int | None = None) -> list[Message]:
+    """The conversation's messages with `answers` as the assistant turns: every turn (to size
+    the whole conversation), or only up to and including turn `upto` (to ask that turn)."""
+    msgs = list(conv.preamble)
+    turns = conv.turns if upto is None else conv.turns[: upto + 1]
+    for i, turn in enumerate(turns):
+        msgs.append(Message("user", turn.user))
+        if i < len(answers):
+            msgs.append(Message("assistant", answers[i]))
+    return msgs
+
+
+def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: int,
+        answer_reserve: int, context_ids: list[int] | None = None,
+        max_tokens: int | None = None) -> tuple[str | None, ContextCut]:
+    """Return the context to send (None = skip the conversation) and what was done.
+    `context_ids` may pass the context's tokens when several conversations share it.
+    `max_tokens` (the spec's `context.max_tokens`, one budget of `--context-lengths`) cuts the
+    context to that many tokens even when the window holds more: the user asked for that
+    cut, so it is made whatever the policy (from the middle, or the left with truncate-left)
+    and recorded as such; a window smaller than the budget is still the policy's business."""
+    if policy not in POLICIES:
+        raise UserError(f"unknown context policy '{policy}' (known: {', '.join(POLICIES)})",
+                        field="context.policy")
+    window = model.context_window
+    if (window or max_tokens) and context_ids is None:
+        context_ids = model.tokenize(conv.context)
+    if max_tokens is not None and context_ids is None:
+        raise UserError(f"context.max_tokens ({max_tokens}) needs the model's tokenizer, and "
+                        f"{type(model).__name__} lends none", field="context.max_tokens",
+                        hint="Cut contexts with a local model, or an API model given tokenizer=... "
+                        "(a replayed answer cannot be cut).")
+    if context_ids is None:
+        return conv.context, ContextCut(policy=policy, original_tokens=None, kept_tokens=None)
+
+    n = len(conv.turns)
+    if conv.history == "gold":
+        earlier = [t.reference for t in conv.turns[:-1]]
+        reserve = max_new_tokens
+    else:
+        earlier = [""] * (n - 1)
+        reserve = answer_reserve * (n - 1) + max_new_tokens
+    original = len(context_ids)
+    overhead = 0
+    budget = original if window is None else window
+    if window:
+        skeleton = fill_context(full_transcript(conv, earlier), "")
+        overhead = _count(model, skeleton)
+        budget = window - overhead - reserve - SAFETY_MARGIN
+    if max_tokens is not None and max_tokens < budget:
+        if original <= max_tokens:
+            return conv.context, ContextCut(policy, original, original, "none")
+        # the requested cut, not the window's: made under every policy
+        policy = "truncate-left" if policy == "truncate-left" else "truncate-middle"
+        budget = max_tokens
+        if window is None:
+            return _cut(model, context_ids, budget, policy), ContextCut(policy, original, budget, "truncated")
+    if original <= budget:
+        return conv.context, ContextCut(policy, original, original, "none")
+    if policy == "error":
+        raise UserError(
+            f"conversation '{conv.conv_id}' needs {original + overhead + reserve} tokens "
+            f"(context {original}, instructions and questions {overhead}, answers {reserve}) "
+            f"but the model's window is {window}",
+            field="context.policy",
+            hint="Use --context-policy truncate-middle|truncate-left|skip, or a larger n_ctx.",
+        )
+    if policy == "skip" or budget <= 0:
+        return None, ContextCut(policy, original, 0, "skipped")
+
+    keep = budget
+    for _ in range(6):  # re-tokenizing joined text can differ by a few tokens: shrink until it fits
+        text = _cut(model, context_ids, keep, policy)
+        used = _count(model, fill_context(full_transcript(conv, earlier), text))
+        excess = used + reserve - window
+        if excess <= 0:
+            # kept = tokens of the original context still there (the cut mark not counted),
+            # so kept < original always holds for a truncated context
+            return text, ContextCut(policy, original, keep, "truncated")
+        keep -= excess + SAFETY_MARGIN
+        if keep <= 0:
+            break
+    return None, ContextCut(policy, original, 0, "skipped")
+
+
+def share_cuts(fitted: list[tuple[Conversation, str | None, ContextCut]], model: ModelBackend,
+               context_ids: dict[str, list[int] | None]) -> list[tuple[str | None, ContextCut]]:
+    """Give every truncated conversation of one context the same cut: the smallest any of
+    them needed. Each conversation's own budget differs by its question's length, so each
+    would otherwise get a slightly different transcript, and a backend's KV cache could reuse
+    only the part before the first difference (half the transcript, with truncate-middle).
+    With one cut, the questions of a meeting share the whole truncated transcript as their
+    prefix, and see the same text. Conversations that fit uncut are left as they are."""
+    smallest: dict[str, int] = {}
+    for conv, _, cut in fitted:
+        if cut.action == "truncated" and cut.kept_tokens is not None:
+            smallest[conv.context_id] = min(cut.kept_tokens, smallest.get(conv.context_id, cut.kept_tokens))
+    out: list[tuple[str | None, ContextCut]] = []
+    for conv, text, cut in fitted:
+        keep = smallest.get(conv.context_id)
+        ids = context_ids.get(conv.context_id)
+        if cut.action != "truncated" or keep is None or ids is None or keep == cut.kept_tokens:
+            out.append((text, cut))
+            continue
+        out.append((_cut(model, ids, keep, cut.policy), ContextCut(cut.policy, cut.original_tokens, keep, "truncated")))
+    return out
+
+
+def fit_all(conversations: list[Conversation], model: ModelBackend, policy: str, max_new_tokens: int,
+            answer_reserve: int) -> list[tuple[Conversation, str | None, ContextCut]]:
+    """`fit` for every conversation, each context tokenized once, with `share_cuts` applied:
+    what every conversation's context will be when it is asked."""
+    tokens: dict[str, list[int] | None] = {}  # a meeting's questions share one tokenization
+    fitted = []
+    for conv in conversations:
+        if model.context_window and conv.context_id not in tokens:
+            tokens[conv.context_id] = model.tokenize(conv.context)
+        text, cut = fit(conv, model, policy, max_new_tokens, answer_reserve, context_ids=tokens.get(conv.context_id))
+        fitted.append((conv, text, cut))
+    shared = share_cuts(fitted, model, tokens)
+    return [(conv, text, cut) for (conv, _, _), (text, cut) in zip(fitted, shared)]
+
+
+def removed_span(policy: str, original: int, keep: int) -> tuple[int, int]:
+    """The tokens [start, end) of an `original`-token context that a truncation keeping
+    `keep` removes: the reports show readers where a transcript was cut."""
+    if policy == "truncate-left":
+        return 0, original - keep
+    head = keep // 2
+    return head, original - (keep - head)
+
+
+def _cut(model: ModelBackend, ids: list[int], keep: int, policy: str) -> str:
+    start, end = removed_span(policy, len(ids), keep)
+    if policy == "truncate-left":
+        return CUT_MARK.lstrip("\n") + model.detokenize(ids[end:])
+    return model.detokenize(ids[:start]) + CUT_MARK + model.detokenize(ids[end:])
+
+
+def _count(model: ModelBackend, messages: list[Message]) -> int:
+    n = model.count_tokens(messages)
+    if n is None:
+        raise UserError(f"model {type(model).__name__} reports a context window but cannot count tokens")
+    return n

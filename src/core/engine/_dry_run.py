@@ -1,0 +1,89 @@
+"""`lceval run --dry-run`: the exact messages each selected item would send, with the
+context policy applied, and no answer generated.
+
+A user should be able to read what a task asks a model before paying for it (an API) or
+waiting for it (a long CPU run). The dry run builds the same conversations as a run and fits
+them with the same `context.fit_all`. It builds the backend but never asks it to generate:
+every built-in backend loads lazily, so only what tokenizing needs is read (llama.cpp's
+vocabulary, a Hugging Face tokenizer and config, the tokenizer an API model was lent). When
+no tokenizer can be had, the output says so and shows the contexts uncut, as they would be
+sent. Later turns of a multi-turn conversation show a placeholder where the model's own
+answers would be (or the reference answers with `history: gold`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lceval.engine import _context_policy as ctxpolicy
+from lceval.errors import UserError
+from lceval.interfaces import ModelBackend
+from lceval.engine._model_spec import make_model, parse_model_spec
+from lceval.engine._plugin_host import Plugins
+from lceval.engine._catalog import Registry
+from lceval.engine._runner import RunConfig, load_work
+from lceval.engine._spec import TaskSpec
+from lceval.types import ContextCut, Conversation
+
+
+def _answer_placeholder(turn_index: int) -> str:
+    return f"[the model's answer to question {turn_index + 1}: not generated in a dry run]"
+
+
+def _describe(cut: ContextCut, skipped: bool) -> str:
+    if skipped:
+        return f"skipped by the context policy ({cut.policy}): {cut.original_tokens:,} context tokens do not fit"
+    if cut.original_tokens is None:
+        return "context not measured (no tokenizer)"
+    if cut.action == "truncated":
+        return f"context cut ({cut.policy}) from {cut.original_tokens:,} to {cut.kept_tokens:,} tokens"
+    return f"context uncut ({cut.original_tokens:,} tokens)"
+
+
+def _fit(spec: TaskSpec, conversations: list[Conversation], backend: ModelBackend,
+         ) -> tuple[list[tuple[Conversation, str | None, ContextCut]], str]:
+    """Fitted conversations and a line saying whether and how contexts could be measured."""
+    policy = spec.data["context"]["policy"]
+    params = spec.generation_params(0)
+    reserve = int(spec.data["context"].get("answer_reserve", params.max_new_tokens))
+    uncut = [(c, c.context, ContextCut(policy, None, None)) for c in conversations]
+    try:
+        window = backend.context_window
+    except UserError as exc:
+        return uncut, f"could NOT cut: the tokenizer cannot be loaded ({exc.message}); contexts shown uncut"
+    if not window:
+        return uncut, ("could NOT cut: the backend gives no context window or tokenizer (an API model needs "
+                       "tokenizer=... and context_window=...); contexts shown uncut, as they would be sent")
+    fitted = ctxpolicy.fit_all(conversations, backend, policy, params.max_new_tokens, reserve)
+    return fitted, f"context policy {policy}, window {window:,} tokens, the model's own tokenizer and chat template"
+
+
+def _task_prompts(spec: TaskSpec, conversations: list[Conversation], backend: ModelBackend) -> str:
+    fitted, how = _fit(spec, conversations, backend)
+    n = sum(len(c.turns) for c in conversations)
+    lines = [f"# {spec.name}: {n} prompt(s) in {len(conversations)} conversation(s); {how}"]
+    for conv, text, cut in fitted:
+        for i, turn in enumerate(conv.turns):
+            lines.append(f"\n## {turn.item_id} (turn {i + 1} of {len(conv.turns)}; {_describe(cut, text is None)})")
+            if text is None:
+                continue
+            answers = [t.reference for t in conv.turns[:i]] if conv.history == "gold" else \
+                [_answer_placeholder(k) for k in range(i)]
+            messages = ctxpolicy.fill_context(ctxpolicy.full_transcript(conv, answers, upto=i), text)
+            if cut.original_tokens is not None:
+                lines.append(f"prompt: {backend.count_tokens(messages):,} tokens after the chat template")
+            for m in messages:
+                lines.append(f"--- {m.role}\n{m.content}")
+    return "\n".join(lines)
+
+
+def dry_run(config: RunConfig, plugins: Plugins, registry: Registry, data_home: Path) -> str:
+    """The prompts of every selected item of every task of `config`, as text."""
+    model_spec = parse_model_spec(config.model, registry)
+    loaded = load_work(config, plugins, registry, data_home).loaded
+    backend = make_model(model_spec, plugins)
+    try:
+        blocks = [_task_prompts(spec, conversations, backend) for spec, conversations in loaded]
+    finally:
+        backend.close()
+    return "\n\n".join(blocks) + "\n"

@@ -1,0 +1,155 @@
+"""Results that appear whole or not at all: written under a hidden `.NAME.partial` name and
+renamed into place only when everything is written, so an interrupted or failed write never
+leaves half a directory (runs, rankings) or half a file (reports, bundles, rules, noisy
+transcripts) where a good one was expected.
+
+A process killed while writing cannot remove its `.partial` folder; the next write into the
+same output folder does, once the folder is stale (its writer is gone). And because a
+read-only or full output folder used to surface as a traceback after hours of generation,
+`check_writable` probes the folder before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from lceval.errors import UserError
+
+OWNER_FILE = ".owner"
+#: a `.partial` folder whose writer cannot be checked (another host) counts as stale after this
+STALE_AFTER_S = 6 * 3600
+#: bytes written (and synced) by the probe: a full file system fails here, not after the run
+PROBE_BYTES = 64 * 1024
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_writable(output: Path, flag: str = "--output") -> None:
+    """Refuse, before any work, an output folder that is a file, lies under a file, or where
+    a file cannot be written (read-only or full file system, no permission). Nothing is left
+    behind: the probe is an unnamed temporary file, and a missing folder is not created."""
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        raise UserError("is a file, not a folder for results", file=output, field=flag,
+                        hint="Pass a folder (it is created if missing).")
+    base = _nearest_existing(output)
+    if not base.is_dir():
+        raise UserError(f"cannot be created: {base} is a file, not a folder", file=output, field=flag)
+    try:
+        with tempfile.TemporaryFile(dir=base) as probe:
+            probe.write(b"\0" * PROBE_BYTES)
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as exc:
+        raise UserError(f"cannot write results here: {exc.strerror or exc}", file=base, field=flag,
+                        hint="Pass --output a folder you can write, or free some space.") from None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _stale(partial: Path) -> bool:
+    """A `.partial` folder nobody is writing any more: its writer (pid on this host) is gone,
+    or it has not changed for STALE_AFTER_S when the writer cannot be checked."""
+    try:
+        host, _, pid = (partial / OWNER_FILE).read_text(encoding="utf-8").strip().partition(":")
+        if host == socket.gethostname() and pid.isdigit():
+            return not _alive(int(pid))
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        return time.time() - partial.stat().st_mtime > STALE_AFTER_S
+    except OSError:
+        return False
+
+
+def clean_stale_partials(output: Path) -> list[Path]:
+    """Remove the `.NAME.partial` folders interrupted writers left in `output`; returns them."""
+    removed = []
+    try:
+        candidates = [p for p in output.iterdir() if p.name.startswith(".") and p.name.endswith(".partial")]
+    except OSError:
+        return removed
+    for partial in candidates:
+        if partial.is_dir() and not partial.is_symlink() and _stale(partial):
+            shutil.rmtree(partial, ignore_errors=True)
+            removed.append(partial)
+    return removed
+
+
+@contextmanager
+def atomic_directory(output: Path, name: str) -> Iterator[tuple[Path, Path]]:
+    """Yield (folder to write into, final path). The final path is `output/name`, or
+    `name-2`, `name-3` ... when taken: an earlier result is never written over. A write that
+    fails on the file system (full, read-only) is a UserError naming the folder."""
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        clean_stale_partials(output)
+        final = output / name
+        n = 1
+        while final.exists():
+            n += 1
+            final = output / f"{name}-{n}"
+        tmp = output / f".{final.name}.partial"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        (tmp / OWNER_FILE).write_text(f"{socket.gethostname()}:{os.getpid()}\n", encoding="utf-8")
+    except OSError as exc:
+        raise _write_error(output, exc) from None
+    try:
+        yield tmp, final
+        (tmp / OWNER_FILE).unlink()
+        os.replace(tmp, final)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _write_error(output, exc) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write_error(output: Path, exc: OSError) -> UserError:
+    return UserError(f"cannot write the results: {exc.strerror or exc}", file=output, field="--output",
+                     hint="Nothing finished is lost: answers and judgments are in the cache, so the same "
+                     "command run again after fixing this (space, permissions, another --output) redoes no work.")
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[Path]:
+    """Yield a hidden temporary path beside `path` to write the whole file into; it replaces
+    `path` when the block ends and is removed when the block fails."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """`text` as UTF-8 bytes (no newline translation), whole or not at all."""
+    with atomic_file(path) as tmp:
+        tmp.write_bytes(text.encode("utf-8"))
+    return Path(path)

@@ -1,0 +1,330 @@
+"""The data home and `lceval data fetch`: verified, atomic, idempotent dataset installs.
+
+Archives are checked against the sha256 their dataset declares before anything is unpacked
+(a corrupt or partial download is an error, not a half-installed dataset). The dataset's
+own `install` writes into a scratch folder inside the data home (same filesystem, so the
+final rename is atomic), which replaces the old copy only when everything succeeded. Any
+failure leaves the data home as it was. The engine knows no dataset by name: datasets come
+from plugins through the `register_datasets` hook.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+import zlib
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Callable, Iterator
+
+from lceval.errors import UserError
+from lceval.interfaces import Dataset, DatasetFile
+
+CHECKSUMS = "CHECKSUMS.json"
+DOWNLOAD_TIMEOUT_S = 120
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def data_home() -> Path:
+    """`$LCEVAL_DATA`, else the user cache dir: data never lives in the repository."""
+    env = os.environ.get("LCEVAL_DATA")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("lceval")) / "data"
+
+
+@contextmanager
+def using_data_home(home: Path | None) -> Iterator[None]:
+    """Make `--data-home` the data home of everything in the run, plugins included (a
+    backend such as `replay:` looks files up there), and restore the environment after."""
+    if home is None:
+        yield
+        return
+    before = os.environ.get("LCEVAL_DATA")
+    os.environ["LCEVAL_DATA"] = str(home)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LCEVAL_DATA", None)
+        else:
+            os.environ["LCEVAL_DATA"] = before
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in blocks so large archives never sit in memory."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def dataset_path(name: str, home: Path | None = None) -> Path:
+    """The installed copy of `name`; a missing one is a user error that says how to fetch it.
+
+    Only a folder with its CHECKSUMS.json counts: that file is written last, inside the
+    scratch folder, so its presence means a complete install was swapped in.
+    """
+    root = Path(home) if home is not None else data_home()
+    path = root / name
+    if not (path / CHECKSUMS).is_file():
+        raise UserError(f"dataset '{name}' is not in the data home {root}",
+                        hint=f"Run: lceval data fetch {name} [--from DIR]")
+    return path
+
+
+@dataclass
+class FetchReport:
+    """What `fetch` did, for the CLI to print."""
+
+    name: str
+    path: Path
+    status: str  # "installed" | "already-present"
+    files: dict[str, str] = field(default_factory=dict)  # archive name -> sha256
+
+
+def _check_definition(dataset: Dataset) -> None:
+    """A plugin's dataset definition is input too: refuse names that would escape the
+    --from folder and hashes that could never match, naming the offending field."""
+    where = f"dataset '{dataset.name}'"
+    if not dataset.name or PurePosixPath(dataset.name).name != dataset.name or dataset.name.startswith("."):
+        raise UserError(f"invalid dataset name {dataset.name!r} (must be a plain folder name)",
+                        field="name")
+    if not dataset.files and dataset.collect is None:
+        raise UserError(f"{where} declares no archives", field="files")
+    for f in dataset.files:
+        if not f.name or PurePosixPath(f.name).name != f.name or f.name in (".", ".."):
+            raise UserError(f"{where}: archive name {f.name!r} must be a plain file name",
+                            field="files.name")
+        if not _SHA256.fullmatch(f.sha256 or ""):
+            raise UserError(f"{where}: sha256 {f.sha256!r} of '{f.name}' is not 64 lowercase hex "
+                            "digits", field="files.sha256")
+
+
+def _is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://", "file://"))
+
+
+def read_record(target: Path) -> dict | None:
+    """The CHECKSUMS.json an install wrote (archives it came from, sha256 of every file), or None."""
+    try:
+        record = json.loads((target / CHECKSUMS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _files_intact(target: Path, record: dict) -> bool:
+    """Every installed file still has the sha256 recorded at install time."""
+    files = record.get("files")
+    if not isinstance(files, dict) or not files:
+        return False
+    for rel, digest in files.items():
+        path = target / rel
+        if ".." in PurePosixPath(rel).parts or not path.is_file() or sha256_file(path) != digest:
+            return False
+    return True
+
+
+def _download(url: str, dest: Path) -> None:
+    """Download `url` to `dest`; any failure is a user error that points at --from."""
+    try:
+        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as resp, open(dest, "wb") as out:
+            shutil.copyfileobj(resp, out)
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+        raise UserError(f"cannot download {url}: {getattr(exc, 'reason', exc)}",
+                        hint="Without network, copy the published archives into a folder and pass "
+                        "--from FOLDER.") from None
+
+
+def _local_archive(file: DatasetFile, dataset: Dataset, source: str) -> Path:
+    """The archive inside a --from folder, or the --from file for a one-archive dataset."""
+    given = Path(source).expanduser()
+    if given.is_file():
+        if len(dataset.files) == 1:
+            return given
+        names = ", ".join(f.name for f in dataset.files)
+        raise UserError(f"dataset '{dataset.name}' needs {len(dataset.files)} archives ({names}); "
+                        "pass the folder holding them", file=given, field="--from")
+    if not given.is_dir():
+        raise UserError("--from must be a folder holding the published archives, an archive, or a "
+                        "URL prefix; this path does not exist", file=given, field="--from")
+    path = given / file.name
+    if not path.is_file():
+        raise UserError(f"archive '{file.name}' is missing from the --from folder", file=given,
+                        field="--from")
+    return path
+
+
+def _verify(file: DatasetFile, path: Path, actual: str | None = None) -> None:
+    actual = actual or sha256_file(path)
+    if actual != file.sha256:
+        raise UserError(f"checksum mismatch for '{file.name}': expected {file.sha256}, got {actual} "
+                        "(a corrupt, partial or different archive); the data home was left unchanged",
+                        file=path)
+
+
+def _swap_in(staging: Path, target: Path, parking: Path) -> None:
+    """Replace `target` by `staging`: old copy renamed away, new one renamed in, old deleted
+    by the caller. If the second rename fails the old copy is put back."""
+    had_old = target.exists()
+    if had_old:
+        os.replace(target, parking)
+    try:
+        os.replace(staging, target)
+    except OSError:
+        if had_old:
+            os.replace(parking, target)
+        raise
+
+
+def fetch(dataset: Dataset, source: str | None = None, home: Path | None = None,
+          progress: bool = False) -> FetchReport:
+    """Install `dataset` into the data home from `source`.
+
+    `source`: None downloads each archive's official URL; a local folder holds the archives
+    by name; an http(s)/file URL is a prefix the archive names are appended to. A complete,
+    unmodified install of the same archives is left alone ("already-present").
+    """
+    _check_definition(dataset)
+    root = Path(home) if home is not None else data_home()
+    target = root / dataset.name
+    expected = {f.name: f.sha256 for f in dataset.files}
+    local = source is not None and not _is_url(source)
+    say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None)
+
+    # A local source is hashed up front: the no-op check compares what the user points at
+    # with what was installed, and the same hashes then serve the verification.
+    archives: dict[str, Path] = {}
+    hashes: dict[str, str] = {}
+    if dataset.collect is not None:  # no pinned checksums: files checked by content, then hashed
+        if not local:
+            raise UserError(f"dataset '{dataset.name}' has no published checksums to verify a download "
+                            "against", field="--from", hint=f"Run: lceval data fetch {dataset.name} --from FOLDER")
+        assert source is not None
+        archives = dict(dataset.collect(Path(source).expanduser()))
+        hashes = {name: sha256_file(path) for name, path in archives.items()}
+        expected = dict(hashes)
+    elif local:
+        assert source is not None
+        for file in dataset.files:
+            archives[file.name] = _local_archive(file, dataset, source)
+            hashes[file.name] = sha256_file(archives[file.name])
+    record = read_record(target)
+    if (record is not None and record.get("archives") == expected
+            and (not local or hashes == expected) and _files_intact(target, record)):
+        return FetchReport(dataset.name, target, "already-present", expected)
+    for file in dataset.files:
+        if local:
+            _verify(file, archives[file.name], hashes[file.name])
+
+    created_root = not root.exists()
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{dataset.name}.fetch-", dir=root))
+    try:
+        for file in dataset.files:
+            if local:
+                continue
+            url = f"{source.rstrip('/')}/{file.name}" if source else file.url
+            say(f"  downloading {url}")
+            path = scratch / "download" / file.name
+            path.parent.mkdir(exist_ok=True)
+            _download(url, path)
+            _verify(file, path)
+            archives[file.name] = path
+        staging = scratch / "install"
+        staging.mkdir()
+        say(f"  unpacking {dataset.name}")
+        dataset.install(dict(archives), staging)
+        files = {p.relative_to(staging).as_posix(): sha256_file(p)
+                 for p in sorted(staging.rglob("*")) if p.is_file()}
+        if not files:
+            raise UserError(f"dataset '{dataset.name}': install produced no files", field="install")
+        used = str(Path(source).expanduser().resolve()) if local else (source or "official URLs")
+        record = {"dataset": dataset.name, "source": used, "archives": expected, "files": files}
+        (staging / CHECKSUMS).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n",
+                                         encoding="utf-8")
+        _swap_in(staging, target, scratch / "previous")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if created_root and not target.exists():
+            try:  # we created it for this fetch and it is empty again: leave no trace
+                root.rmdir()
+            except OSError:
+                pass
+    return FetchReport(dataset.name, target, "installed", expected)
+
+
+# -- helpers for Dataset.install functions ---------------------------------------------------
+
+def is_junk(name: str) -> bool:
+    """macOS leftovers (`__MACOSX/`, AppleDouble `._*`, `.DS_Store`) that published archives
+    often carry; they are never part of a dataset."""
+    parts = PurePosixPath(name).parts
+    return any(p == "__MACOSX" or p.startswith("._") or p == ".DS_Store" for p in parts)
+
+
+def safe_relpath(name: str, archive: Path) -> PurePosixPath:
+    """`name` as a relative path that stays inside the destination (no absolute paths, no
+    `..`, no drive letters): a hostile archive must not write elsewhere."""
+    rel = PurePosixPath(name.replace("\\", "/"))
+    if rel.is_absolute() or ".." in rel.parts or (rel.parts and ":" in rel.parts[0]):
+        raise UserError(f"archive member '{name}' would be written outside the dataset folder",
+                        file=archive)
+    return rel
+
+
+def extract_zip(archive: Path, dest: Path, password: str | None,
+                select: Callable[[PurePosixPath], PurePosixPath | None]) -> list[Path]:
+    """Write each member that `select` maps to a relative path under `dest`.
+
+    Directories and macOS junk are skipped; `password` opens legacy ZipCrypto members (as
+    the ELITR-Bench archives use). A wrong password or damaged member is a UserError naming
+    the archive, not a traceback.
+    """
+    written = []
+    pwd = password.encode() if password else None
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                if info.is_dir() or is_junk(info.filename):
+                    continue
+                rel = select(safe_relpath(info.filename, archive))
+                if rel is None:
+                    continue
+                out = dest / safe_relpath(str(rel), archive)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info, pwd=pwd) as src, open(out, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                written.append(out)
+    except (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, EOFError) as exc:
+        raise UserError(f"cannot unpack: {exc}", file=archive) from None
+    return written
+
+
+def read_zip_member(archive: Path, suffix: str, password: str | None) -> bytes:
+    """The bytes of the one non-junk member whose name ends with `suffix` (e.g. the .tar
+    inside a `.tar.zip`); zero or several matches is an error naming the archive."""
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            found = [i for i in zf.infolist()
+                     if i.filename.endswith(suffix) and not i.is_dir() and not is_junk(i.filename)]
+            if len(found) != 1:
+                raise UserError(f"expected exactly one '*{suffix}' member, found {len(found)}",
+                                file=archive)
+            return zf.read(found[0], pwd=password.encode() if password else None)
+    except (zipfile.BadZipFile, RuntimeError, NotImplementedError, zlib.error, EOFError) as exc:
+        raise UserError(f"cannot unpack: {exc}", file=archive) from None

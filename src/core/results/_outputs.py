@@ -1,0 +1,225 @@
+"""Writers for a run directory: results.json, samples.jsonl, manifest.json, and the console
+table. A run directory appears only when complete (written aside, then renamed), so a crash
+never leaves partial results where good ones were expected."""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from lceval import __version__
+from lceval.io._atomic import atomic_directory
+from lceval.engine._plugin_host import Plugins
+from lceval.engine._runner import RunState
+from lceval.results._scoring import score_task
+from lceval.engine._spec import load_schema
+
+RESULTS_SCHEMA_VERSION = 1
+
+
+def run_id_for(state: RunState) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    model = re.sub(r"[^A-Za-z0-9._-]+", "-", state.model_spec.text)[-40:].strip("-")
+    return f"{stamp}_{model}"
+
+
+def build_results(state: RunState, run_id: str) -> dict[str, Any]:
+    results = {
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "lceval_version": __version__,
+        "run_id": run_id,
+        "model": state.model_spec.canonical,
+        "seeds": list(state.config.seeds),
+        "tasks": {},
+    }
+    for task in state.tasks:
+        results["tasks"][task.spec.name] = score_task(task.samples, task.spec.data, task.judge_identity,
+                                                      seed=state.config.seeds[0])
+    jsonschema.validate(results, load_schema("results.schema.json"))
+    return results
+
+
+def _git_commit() -> dict[str, Any] | None:
+    """The commit of the lceval source tree this run used (editable installs), if any."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=5)
+        if head.returncode != 0:
+            return None
+        status = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, Any]:
+    cfg = state.config
+    files: dict[str, str] = {}
+    for task in state.tasks:
+        files.update(task.files_read)
+    return {
+        "run_id": run_id,
+        "command": cfg.command,
+        "config": {
+            "tasks": cfg.tasks, "model": cfg.model, "judge": cfg.judge, "judge_model": cfg.judge_model,
+            "splits": cfg.splits, "limit": cfg.limit, "limit_per_context": cfg.limit_per_context,
+            "seeds": cfg.seeds,
+            "context_policy": cfg.context_policy, "context_lengths": cfg.context_lengths,
+            "retriever": cfg.retriever, "overrides": cfg.overrides,
+            "disabled_plugins": cfg.disabled_plugins, "contexts": cfg.contexts,
+            "shard": list(cfg.shard) if cfg.shard else None,
+        },
+        "resolved": {
+            "model_spec": state.model_spec.canonical,
+            "model_identity": state.model_identity,
+            "tasks": {t.spec.name: {"spec_path": str(t.spec.path), "spec": t.spec.data} for t in state.tasks},
+        },
+        "seed": cfg.seeds[0],
+        "usage": state.usage,
+        "judge_usage": state.judge_usage,
+        "backend_stats": {"model": state.model_backend_stats, "judge": state.judge_backend_stats},
+        "source_run": state.source_run,
+        "shard": state.shard,
+        "merged_from": state.merged_from,
+        "versions": {
+            "lceval": __version__,
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "plugins": {i.name: {"distribution": i.distribution, "version": i.version,
+                                 "disabled": i.disabled, "error": i.error, "overriding": i.overriding}
+                        for i in plugins.infos},
+        },
+        # every name two plugins (or a plugin and the task catalog) gave, who won and why
+        "plugin_clashes": [c.as_dict() for c in plugins.clashes],
+        "data_files": files,
+        "context_facts": {t.spec.name: t.context_facts for t in state.tasks if t.context_facts},
+        "git_commit": _git_commit(),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def sample_record(sample: Any) -> dict[str, Any]:
+    rec = asdict(sample)
+    rec["score"] = rec["judgments"][0]["score"] if rec["judgments"] else None
+    return rec
+
+
+def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
+    with atomic_directory(output, run_id_for(state)) as (tmp, final):
+        run_id = final.name
+        results = build_results(state, run_id)
+        with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
+            for task in state.tasks:
+                for sample in task.samples:
+                    fh.write(json.dumps(sample_record(sample), ensure_ascii=False) + "\n")
+        (tmp / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+        manifest = build_manifest(state, plugins, run_id)
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return final, results
+
+
+def format_context_facts(state: RunState) -> str:
+    """Per task, the mean over its contexts of each number a task type recorded per context
+    (`TaskContext.record_facts`), one level deep: e.g. the noise level and effective WER of the
+    transcripts. Empty when no task recorded any."""
+    lines = []
+    for task in state.tasks:
+        sums: dict[str, list[float]] = {}
+        for facts in task.context_facts.values():
+            for group, values in facts.items():
+                items = values.items() if isinstance(values, dict) else [("", values)]
+                for key, value in items:
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        sums.setdefault(f"{group}.{key}" if key else group, []).append(float(value))
+        if sums:
+            n = len(task.context_facts)
+            shown = ", ".join(f"{k}={sum(v) / len(v):.4g}" for k, v in sums.items())
+            lines.append(f"{task.spec.name} (mean over {n} context{'s' if n != 1 else ''}): {shown}")
+    return "\n".join(lines)
+
+
+def console_text(state: RunState, results: dict[str, Any]) -> str:
+    """What `lceval run` and `lceval score` print for a run: the table, then the context facts."""
+    facts = format_context_facts(state)
+    return format_table(results) + (f"\n\n{facts}" if facts else "")
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def format_table(results: dict[str, Any], markdown: bool = False) -> str:
+    """One line per task and group: mean, 95% CI, n, and what was cut or failed."""
+    rows = table_rows(results)
+    if markdown:
+        return "\n".join(["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+                         + ["| " + " | ".join(r) + " |" for r in rows[1:]])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
+    """A row per group, the task's mean, tests and further metrics. An empty interval or
+    p-value says in its own cell why there is none (one meeting, too few scores), so a short
+    run's table is never silently blank."""
+    rows = [("task", "group", "score", "95% CI", "n", "trunc", "skip", "no-score")]
+    for name, task in results["tasks"].items():
+        metric = task["metrics"]["score"]
+        acc = task["accounting"]
+        unit = _unit(task.get("cluster_by"))
+        groups = metric.get("groups") or {}
+        for gname, g in groups.items():
+            rows.append((name, gname, _fmt(g["value"]), _ci(g, unit), str(g["n"]), "", "", ""))
+        label = "mean of groups" if groups else "all"
+        value = metric.get("mean_of_groups") if groups else metric["value"]
+        rows.append((name, label, _fmt(value), "" if groups else _ci(metric, unit), str(metric["n"]),
+                     f"{acc['truncated_share']:.0%}", f"{acc['skipped_share']:.0%}",
+                     str(acc["judge_parse_failures"] + acc.get("judge_missing", 0) + acc.get("unanswered", 0))))
+        seeds = metric.get("across_seeds")
+        if seeds and seeds.get("mean") is not None:
+            rows.append((name, f"{seeds['n_seeds']} seeds", f"{_fmt(seeds['mean'])} ± {_fmt(seeds['std'])}",
+                         "", "", "", "", ""))
+        # per group, as the papers test (paper 000 Table 9 is test2 alone); pooled only without groups
+        tested = [(f"{gname} {tname}", t) for gname, g in groups.items() for tname, t in (g.get("tests") or {}).items()]
+        for label, t in tested or list((metric.get("tests") or {}).items()):
+            why = "" if t["p_value"] is not None else f"n/a: {t.get('note') or 'no test'}"
+            rows.append((name, label, f"p={_fmt(t['p_value'], 3)}", why, f"{t['n_a']}/{t['n_b']}", "", "", ""))
+        for mname, extra in task["metrics"].items():
+            if mname == "score":
+                continue
+            value = extra.get("mean_of_groups") if extra.get("groups") else extra["value"]
+            rows.append((name, mname, _fmt(value), "" if extra.get("groups") else _ci(extra, unit),
+                         str(extra["n"]), "", "", ""))
+    return rows
+
+
+def _unit(cluster_by: str | None) -> str:
+    """What an interval resamples, in words: `meeting_id` -> "meeting"."""
+    if not cluster_by:
+        return "item"
+    return cluster_by.removesuffix("_id").replace("_", " ")
+
+
+def _ci(block: dict[str, Any], unit: str = "item") -> str:
+    spread = block.get("spread") or {}
+    if spread.get("ci_low") is not None:
+        return f"[{spread['ci_low']:.2f}, {spread['ci_high']:.2f}]"
+    if not block.get("n"):
+        return "n/a: no score"
+    clusters = spread.get("clusters")
+    if clusters == 1:  # resampling one cluster always gives the same mean
+        return f"n/a: 1 {unit} only"
+    return "n/a"

@@ -1,0 +1,247 @@
+"""From samples to the numbers in results.json, driven by the spec's `report` section, so
+the engine computes ELITR's breakdowns and Welch test without knowing ELITR."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from lceval.engine._context_policy import tokens_label
+from lceval.stats import across_seeds, cluster_bootstrap, welch_one_tailed
+from lceval.types import Sample
+
+
+def primary_score(sample: Sample) -> float | None:
+    """The score of the sample's first judgment; None if unanswered or unparseable."""
+    if sample.response is None or not sample.judgments:
+        return None
+    j = sample.judgments[0]
+    return j.score if j.parse_status == "ok" else None
+
+
+def detail_value(sample: Sample, name: str) -> float | None:
+    """A further number the judge reported in its details (e.g. SummHay's coverage beside the
+    joint score); None when the answer or judgment is missing or failed."""
+    if primary_score(sample) is None:
+        return None
+    value = sample.judgments[0].details.get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def cluster_of(sample: Sample, cluster_by: str | None) -> str:
+    """The resampling unit of a sample: the spec's `report.cluster_by` field (e.g. the
+    meeting), the conversation when the sample lacks it, each item alone without the field."""
+    return str(sample.metadata.get(cluster_by, sample.conv_id)) if cluster_by else sample.item_id
+
+
+#: Edges (tokens) of the `context_tokens` breakdown when the spec's report gives none: the
+#: usual window sizes, so a bucket says which windows hold the whole context.
+DEFAULT_CONTEXT_EDGES = (4096, 8192, 16384, 32768, 65536, 131072)
+#: Edges of the `context_kept_share` breakdown (share of the context's tokens that were sent).
+KEPT_SHARE_EDGES = (0.25, 0.5, 0.75)
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """One way of splitting samples into named groups, in the order they are reported."""
+
+    name: str
+    key: Callable[[Sample], str | None]  # None: the sample is in no group
+    order: tuple[str, ...] | None = None  # None: sorted by name
+
+
+def context_tokens_breakdown(edges: Sequence[int]) -> Breakdown:
+    """Samples by the original length of their context in the model's tokens: bucket
+    "a-b" holds a < tokens <= b (so an 8k-window model takes all of "4k-8k" uncut), the
+    first is "0-a", the last ">z". Samples whose context was not measured are in none."""
+    edges = sorted(int(e) for e in edges)
+    names = [f"0-{tokens_label(edges[0])}"]
+    names += [f"{tokens_label(a)}-{tokens_label(b)}" for a, b in zip(edges, edges[1:])]
+    names.append(f">{tokens_label(edges[-1])}")
+
+    def key(sample: Sample) -> str | None:
+        n = sample.context_cut.original_tokens
+        if not n:
+            return None
+        return names[next((i for i, e in enumerate(edges) if n <= e), len(edges))]
+
+    return Breakdown("context_tokens", key, tuple(names))
+
+
+def kept_share_label(sample: Sample) -> str | None:
+    """Share of the context's tokens the model saw: "100%" uncut, else the quarter it falls
+    in ("75-100%" kept most but not all of it)."""
+    cut = sample.context_cut
+    if not cut.original_tokens or cut.kept_tokens is None:
+        return None
+    share = cut.kept_tokens / cut.original_tokens
+    if share >= 1:
+        return "100%"
+    bounds = [0.0, *KEPT_SHARE_EDGES, 1.0]
+    i = next(i for i in range(1, len(bounds)) if share < bounds[i])
+    return f"{bounds[i - 1]:.0%}-{bounds[i]:.0%}".replace("%-", "-")
+
+
+KEPT_SHARE_ORDER = ("0-25%", "25-50%", "50-75%", "75-100%", "100%")
+
+
+def metadata_breakdown(fieldname: str, order: Sequence[str] | None = None) -> Breakdown:
+    """Samples by the value of a metadata field: the values in `order` first (the spec's
+    `report.breakdown_order`, e.g. the paper's who/what/when/howmany), then the rest sorted."""
+    return Breakdown(fieldname, lambda s: str(s.metadata.get(fieldname)),
+                     tuple(str(v) for v in order) if order else None)
+
+
+def breakdowns_for(samples: list[Sample], report: dict[str, Any]) -> list[Breakdown]:
+    """The spec's `report.breakdowns` (metadata fields), then, for a task whose samples have a
+    measured context, the score by context length (`report.context_buckets` or the default
+    edges) and by the share of the context that was kept."""
+    orders = report.get("breakdown_order") or {}
+    out = [metadata_breakdown(f, orders.get(f)) for f in report.get("breakdowns", [])]
+    if any(s.context_cut.original_tokens for s in samples):
+        out.append(context_tokens_breakdown(report.get("context_buckets") or DEFAULT_CONTEXT_EDGES))
+        out.append(Breakdown("context_kept_share", kept_share_label, KEPT_SHARE_ORDER))
+    return out
+
+
+def _grouped_by(samples: list[Sample], breakdown: Breakdown) -> dict[str, list[Sample]]:
+    """Samples by group, in the breakdown's order; empty groups left out."""
+    groups: dict[str, list[Sample]] = defaultdict(list)
+    for s in samples:
+        k = breakdown.key(s)
+        if k is not None:
+            groups[k].append(s)
+    order = [n for n in breakdown.order or () if n in groups]
+    return {n: groups[n] for n in order + sorted(set(groups) - set(order))}
+
+
+def _grouped(samples: list[Sample], fieldname: str) -> dict[str, list[Sample]]:
+    """Samples by the value of one metadata field, in sorted order of the values."""
+    return _grouped_by(samples, metadata_breakdown(fieldname))
+
+
+def _summary(samples: list[Sample], cluster_by: str | None, seed: int,
+             value_of: Callable[[Sample], float | None] = primary_score) -> dict[str, Any]:
+    scored = [(s, value_of(s)) for s in samples]
+    scored = [(s, v) for s, v in scored if v is not None]
+    values = [v for _, v in scored]
+    clusters = [cluster_of(s, cluster_by) for s, _ in scored]
+    return cluster_bootstrap(values, clusters, seed=seed)
+
+
+def _by_seed_mean(samples: list[Sample], value_of: Callable[[Sample], float | None]) -> dict[str, Any] | None:
+    seeds = sorted({s.seed for s in samples})
+    if len(seeds) < 2:
+        return None
+    per_seed = []
+    for seed in seeds:
+        vals = [v for s in samples if s.seed == seed and (v := value_of(s)) is not None]
+        per_seed.append(sum(vals) / len(vals) if vals else None)
+    out = across_seeds(per_seed)
+    out["seeds"] = seeds
+    return out
+
+
+def _block(samples: list[Sample], report: dict[str, Any], seed: int, splits: list[Breakdown],
+           value_of: Callable[[Sample], float | None] = primary_score) -> dict[str, Any]:
+    cluster_by = report.get("cluster_by")
+    block = _summary(samples, cluster_by, seed, value_of)
+    seeds = _by_seed_mean(samples, value_of)
+    if seeds:
+        block["across_seeds"] = seeds
+    breakdowns: dict[str, Any] = {}
+    for breakdown in splits:
+        groups = _grouped_by(samples, breakdown)
+        if groups:
+            breakdowns[breakdown.name] = {k: _summary(v, cluster_by, seed, value_of) for k, v in groups.items()}
+    if breakdowns:
+        block["breakdowns"] = breakdowns
+    tests: dict[str, Any] = {}
+    for test in report.get("tests", []):
+        if test["kind"] == "welch_one_tailed":
+            inside = [v for s in samples if str(s.metadata.get(test["field"])) == str(test["value"])
+                      and (v := value_of(s)) is not None]
+            outside = [v for s in samples if str(s.metadata.get(test["field"])) != str(test["value"])
+                       and (v := value_of(s)) is not None]
+            res = welch_one_tailed(inside, outside, test.get("alternative", "less"))
+            res.update(field=test["field"], value=test["value"], description=test.get("description", ""))
+            tests[test["name"]] = res
+    if tests:
+        block["tests"] = tests
+    return block
+
+
+def _metric(samples: list[Sample], report: dict[str, Any], seed: int,
+            value_of: Callable[[Sample], float | None]) -> dict[str, Any]:
+    splits = breakdowns_for(samples, report)
+    metric = _block(samples, report, seed, splits, value_of)
+    group_by = report.get("group_by")
+    if group_by:
+        metric["groups"] = {k: _block(v, report, seed, splits, value_of)
+                            for k, v in _grouped(samples, group_by).items()}
+        means = [g["value"] for g in metric["groups"].values() if g["value"] is not None]
+        metric["mean_of_groups"] = sum(means) / len(means) if means else None
+        metric["group_by"] = group_by
+    return metric
+
+
+def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity: dict[str, Any],
+               seed: int = 0) -> dict[str, Any]:
+    """Results of one task: overall, per group (e.g. split) and the mean of group means."""
+    report = spec_data.get("report", {})
+    n = len(samples)
+    unanswered = sum(1 for s in samples if s.response is None)
+    status = [s.judgments[0].parse_status for s in samples if s.response is not None and s.judgments]
+    parse_failures = status.count("parse_failure")  # the judge answered, but with no usable score
+    missing = status.count("missing")  # no verdict at all (no recorded score, judge API gave up)
+    truncated = sum(1 for s in samples if s.context_cut.action == "truncated")
+    skipped = sum(1 for s in samples if s.context_cut.action == "skipped")
+    metrics = {"score": _metric(samples, report, seed, primary_score)}
+    for name in report.get("metrics", []):
+        metrics[name] = _metric(samples, report, seed, lambda s, name=name: detail_value(s, name))
+    out: dict[str, Any] = {
+        "type": spec_data["type"],
+        "description": spec_data["description"],
+        "judge": judge_identity,
+        "n_samples": n,
+        "cluster_by": report.get("cluster_by"),  # what the intervals resample (the table names it)
+        "metrics": metrics,
+        "accounting": {
+            "answered": n - unanswered,
+            "unanswered": unanswered,
+            "generation_failures": sum(1 for s in samples if "generation_failed" in s.generation_extras),
+            "judge_parse_failures": parse_failures,
+            "judge_missing": missing,
+            "truncated": truncated,
+            "skipped": skipped,
+            "truncated_share": truncated / n if n else 0.0,
+            "skipped_share": skipped / n if n else 0.0,
+            "tokens": token_totals(samples),
+        },
+    }
+    budget = (spec_data.get("context") or {}).get("max_tokens")
+    if budget:  # one point of a --context-lengths curve
+        out["spec_name"] = spec_data["name"]
+        out["context_max_tokens"] = budget
+        # contexts longer than the budget that the model's window cut shorter still: this
+        # point of the curve is not at its nominal length
+        out["accounting"]["window_capped"] = sum(
+            1 for s in samples if (s.context_cut.original_tokens or 0) > budget
+            and s.context_cut.kept_tokens is not None and s.context_cut.kept_tokens < budget
+            and s.context_cut.action == "truncated")
+    return out
+
+
+def token_totals(samples: list[Sample]) -> dict[str, Any]:
+    """Tokens the answers took (answers from the request cache count what they took when they
+    were generated, so a resumed or sharded run reports what an uninterrupted one would). `prefilled` is None as soon as one answer's prefill is unknown: the sum
+    over the answers whose prefill is known would pass for a total it is not."""
+    answered = [s for s in samples if s.response is not None]
+    unknown = sum(1 for s in answered if s.prefilled_tokens is None)
+    return {
+        "prompt": sum(s.prompt_tokens for s in answered),
+        "prefilled": None if unknown else sum(s.prefilled_tokens or 0 for s in answered),
+        "prefill_unknown": unknown,
+        "completion": sum(s.completion_tokens for s in answered),
+    }
