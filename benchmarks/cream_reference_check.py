@@ -29,8 +29,8 @@ from lceval.analysis._rank import Ranking, RankOptions, collect_systems, rank
 from lceval.analysis._rankings import format_ranking
 from lceval.results._run_dir import FinishedRun
 from lceval.types import ContextCut, JudgeInput, Sample
-from lceval_plugins.judges.cream import make_cream_lexical, make_keyfacts_lexical
-from lceval_plugins.tasks.cream.task import MINUTES_SEPARATOR
+from lceval_plugins.cream.judges import make_cream_lexical, make_keyfacts_lexical
+from lceval_plugins.cream.task import MINUTES_SEPARATOR
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("LCEVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets")) / "elitr-bench"

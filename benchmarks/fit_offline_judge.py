@@ -46,7 +46,7 @@ class Item:
 
 def load_items(path: Path) -> list[Item]:
     """Every (question, response) of a generated-responses file, through the replay loader."""
-    from lceval_plugins.models.replay import RecordedFile, recorded_scores
+    from lceval_plugins.elitr.replay import RecordedFile, recorded_scores
 
     recorded = RecordedFile.load(path)
     items = []

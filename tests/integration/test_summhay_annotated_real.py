@@ -48,8 +48,8 @@ def test_markdown_prints_table_1_digits(shared_datasets):
 def test_domains_and_table_6(shared_datasets):
     """The 200 summaries are 114 conversation (doctor-patient, sales calls) and 86 news (Foot
     Locker); Table 6's summarizer bias on them (paper 002, App. A.3)."""
-    from lceval_plugins.tasks.summhay.annotated import annotated_conversations
-    from lceval_plugins.tasks.summhay.bias import evaluator_bias
+    from lceval_plugins.summhay.annotated import annotated_conversations
+    from lceval_plugins.summhay.bias import evaluator_bias
 
     path = shared_datasets / FILE
     if not path.is_file():

@@ -81,7 +81,7 @@ def setup(tmp_path):
     plugins = _plugins(archives / "tiny.zip")
     fetch(plugins.datasets[DATASET], str(archives), home)
     spec = tmp_path / "tiny_qa.yaml"
-    spec.write_text((REPO / "tasks" / "elitr_qa.yaml").read_text().replace("name: elitr_qa", "name: tiny_qa")
+    spec.write_text((REPO / "tasks" / "elitr" / "elitr_qa.yaml").read_text().replace("name: elitr_qa", "name: tiny_qa")
                     .replace("dataset: elitr-bench", f"dataset: {DATASET}"))
     recorded = home / DATASET / "generated-responses" / "tiny_{split}.json"
     ((run_dir, _),) = commands.run(tasks=str(spec), models=[f"replay:{recorded}#M"],
@@ -238,7 +238,7 @@ def test_leaderboard_ranks_only_verified_bundles(setup, tmp_path):
 
 def test_a_recorded_backend_stays_recomputable_behind_an_options_check():
     from lceval.leaderboard._verify import _recomputable
-    from lceval_plugins.models.replay import make_replay
+    from lceval_plugins.elitr.replay import make_replay
 
     class Typed:
         @hookimpl

@@ -11,8 +11,8 @@ import pytest
 from lceval.cli import main
 from lceval.errors import UserError
 from lceval.engine._selection import context_matches, parse_contexts
-from lceval_plugins.tasks.summhay.annotated import annotated_conversations
-from lceval_plugins.tasks.summhay.template import write_template
+from lceval_plugins.summhay.annotated import annotated_conversations
+from lceval_plugins.summhay.template import write_template
 
 from ..conftest import ScriptedModel
 from ..shards import engine_run, read

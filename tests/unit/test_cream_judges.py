@@ -9,18 +9,18 @@ from typing import Callable
 
 import pytest
 
-import lceval_plugins.judges.cream as cream_module
+import lceval_plugins.cream.judges as cream_module
 from lceval.engine._cache import RETRY_SEED_STRIDE, Cache, CachedModel, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, ModelBackend
 from lceval.options import options_schema_of, unwrap
 from lceval.engine._plugin_host import load_plugins
 from lceval.types import Generation, GenerationRequest, JudgeInput, PairInput
-from lceval_plugins.judges.cream import (
+from lceval_plugins.cream.judges import (
     ParseError, make_cream, make_keyfacts, make_keyfacts_lexical, minutes_facts, number_sentences, parse_alignment,
     parse_facts, parse_pair, reference_facts, split_sentences,
 )
-from lceval_plugins.judges.cream import prompts as P
+from lceval_plugins.cream.judges import prompts as P
 
 from ..conftest import SHARED
 
@@ -524,7 +524,7 @@ def test_keyfacts_lexical_on_real_minutes():
 
 # -- cream-lexical: the pairwise procedure with word overlap ----------------------------------
 
-from lceval_plugins.judges.cream import make_cream_lexical, pair_facts  # noqa: E402
+from lceval_plugins.cream.judges import make_cream_lexical, pair_facts  # noqa: E402
 
 
 def test_lexical_pair_facts_put_consensus_first_and_alternate_sides():

@@ -7,7 +7,7 @@ import pytest
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT
-from lceval_plugins.tasks.elitr.task import FIG4_PROMPT, ElitrTaskType
+from lceval_plugins.elitr.task import FIG4_PROMPT, ElitrTaskType
 
 
 def load(home, tmp_path, splits=None, limit=None, **options):

@@ -12,7 +12,7 @@ from lceval.cli import main
 from lceval.results._outputs import format_table
 from lceval.engine._runner import cap_per_context
 from lceval.types import Conversation, Turn
-from lceval_plugins.tasks.elitr.task import spread
+from lceval_plugins.elitr.task import spread
 
 from .. import elitr_tiny
 from ..conftest import ScriptedModel, run_engine, serve_scripted

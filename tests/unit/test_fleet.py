@@ -21,7 +21,7 @@ from .test_scheduler import conversations, drive
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="litellm not installed")
 
-from lceval_plugins.models.fleet import FleetBackend  # noqa: E402
+from lceval_plugins.backends.fleet import FleetBackend  # noqa: E402
 
 from .test_litellm_backend import FakeOpenAI  # noqa: E402
 

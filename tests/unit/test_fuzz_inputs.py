@@ -185,7 +185,7 @@ def json_or_bytes(good: Any) -> st.SearchStrategy:
 def world(tmp_path_factory):
     """A data home, a replay file, a haystack and a finished run, built once; the plugins
     loaded once (with a `scripted:` model) and served to every in-process `main`."""
-    from lceval_plugins.tasks.summhay.template import write_template
+    from lceval_plugins.summhay.template import write_template
 
     root = tmp_path_factory.mktemp("fuzz-world")
     patch = pytest.MonkeyPatch()

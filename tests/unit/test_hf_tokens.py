@@ -82,8 +82,8 @@ def test_chat_template_option_is_a_file_or_inline_text(tmp_path):
 
 
 def test_the_builtin_hf_and_vllm_backends_are_built_on_it():
-    from lceval_plugins.models.hf import HFBackend
-    from lceval_plugins.models.vllm_backend import VLLMBackend
+    from lceval_plugins.backends.hf import HFBackend
+    from lceval_plugins.backends.vllm_backend import VLLMBackend
     assert issubclass(HFBackend, HFTokens) and issubclass(VLLMBackend, HFTokens)
 
 

@@ -21,7 +21,7 @@ from lceval.types import GenerationParams, GenerationRequest, Message
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="litellm not installed")
 
-from lceval_plugins.models.litellm_api import OPTIONS, LiteLLMBackend, make_litellm, register_models  # noqa: E402
+from lceval_plugins.backends.litellm_api import OPTIONS, LiteLLMBackend, make_litellm, register_models  # noqa: E402
 
 SECRET = "sk-secret-123"
 
@@ -354,7 +354,7 @@ def test_cost_from_per_million_token_prices(server: FakeOpenAI) -> None:
 
 
 def test_cost_from_litellms_price_map_when_the_model_is_known(server: FakeOpenAI) -> None:
-    from lceval_plugins.models.litellm_api import import_litellm
+    from lceval_plugins.backends.litellm_api import import_litellm
 
     prices = import_litellm().model_cost["gpt-4o-mini"]  # the bundled map: no network
     model = make_litellm("openai/gpt-4o-mini", {"api_base": server.url})

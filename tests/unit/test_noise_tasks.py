@@ -16,8 +16,8 @@ from lceval_plugins.noise import transcripts
 from lceval_plugins.noise.corpus import read_corpus
 from lceval_plugins.noise.report import format_report, noise_report
 from lceval_plugins.noise.rules import build_rules, write_rules
-from lceval_plugins.tasks.cream.task import CreamTaskType
-from lceval_plugins.tasks.elitr.task import ElitrTaskType
+from lceval_plugins.cream.task import CreamTaskType
+from lceval_plugins.elitr.task import ElitrTaskType
 
 from ..conftest import ScriptedModel, run_engine
 

@@ -90,7 +90,7 @@ def shadow_site(tmp_path: Path) -> Path:
     fake_distribution(site, "lceval-shadow", {"shadow_plugin": SHADOW}, {"shadow": "shadow_plugin"})
     specs = site / "shadow_specs"
     specs.mkdir()
-    builtin = Path(__file__).resolve().parents[2] / "tasks" / "elitr_qa.yaml"
+    builtin = Path(__file__).resolve().parents[2] / "tasks" / "elitr" / "elitr_qa.yaml"
     text = re.sub(r"(?m)^description:.*$", "description: SHADOW copy", builtin.read_text())
     (specs / "elitr_qa.yaml").write_text(text)
     return site

@@ -13,7 +13,7 @@ import pytest
 from lceval.errors import UserError
 from lceval.options import NO_OPTIONS as OPTIONS
 from lceval.types import GenerationParams, GenerationRequest, Message
-from lceval_plugins.models.replay import ReplayBackend, make_replay, register_models
+from lceval_plugins.elitr.replay import ReplayBackend, make_replay, register_models
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "replay_small.json"
 

@@ -129,7 +129,7 @@ def test_recorded_file_that_names_no_task_is_refused(tmp_path, capsys):
 
 
 def test_recorded_items_know_the_qa_conv_differing_questions(tmp_path):
-    from lceval_plugins.models.replay import read_recorded_scores
+    from lceval_plugins.elitr.replay import read_recorded_scores
 
     qa = _published(tmp_path, "elitr-bench-qa_dev_mt_gpt-4-eval.json")
     conv = json.loads(FIXTURE.read_text())
@@ -159,7 +159,7 @@ def test_a_backend_refuses_seeds_before_any_request(tiny_home, tmp_path):
 
 def test_replay_takes_a_seed_placeholder_and_refuses_seeds_without_one(tmp_path, monkeypatch):
     from lceval.types import GenerationParams, GenerationRequest, Message
-    from lceval_plugins.models.replay import make_replay
+    from lceval_plugins.elitr.replay import make_replay
 
     for seed, answer in ((1, "first run"), (2, "second run")):
         data = json.loads(FIXTURE.read_text())

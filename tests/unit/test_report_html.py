@@ -131,7 +131,7 @@ def test_labels_are_short_model_names_unless_two_runs_of_a_task_share_one(two_ru
 
 
 def test_summhay_panels_put_retrievers_budgets_and_orders_side_by_side(tmp_path):
-    from lceval_plugins.tasks.summhay.template import write_template
+    from lceval_plugins.summhay.template import write_template
 
     hay = write_template(tmp_path / "hay.json", n_subtopics=2, n_documents=8)
     tasks = "summhay_full,summhay_rag_bm25,summhay_order_random,summhay_order_top,summhay_order_bottom"

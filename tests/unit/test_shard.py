@@ -14,7 +14,7 @@ from lceval.cli._commands import merge
 from lceval.errors import UserError
 from lceval.results._merge import add_up, first_difference
 from lceval.engine._selection import assign, parse_shard
-from lceval_plugins.tasks.summhay.template import write_template
+from lceval_plugins.summhay.template import write_template
 
 from ..conftest import ScriptedModel
 from ..shards import assert_same_results, engine_run, read
@@ -61,7 +61,7 @@ def test_summhay(task, three_haystacks, tmp_path):
 
 def test_two_benchmarks_in_one_run_where_some_shards_hold_no_context_of_a_task(tiny_home, three_haystacks,
                                                                                tmp_path):
-    spec = (Path(__file__).resolve().parents[2] / "tasks" / "summhay_full.yaml").read_text()
+    spec = (Path(__file__).resolve().parents[2] / "tasks" / "summhay" / "summhay_full.yaml").read_text()
     spec = spec.replace("name: summhay_full", "name: my_summhay").replace(
         "  retriever: full\n", f"  retriever: full\n  haystack: {three_haystacks['options.haystack']}\n"
         "  budget_tokenizer: words\n")

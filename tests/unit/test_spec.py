@@ -119,7 +119,7 @@ def test_task_type_defaults_are_filled_and_change_nothing(tmp_path, tiny_home, c
     from dataclasses import asdict
 
     from lceval.interfaces import TaskContext
-    from lceval_plugins.tasks.elitr.task import FIG4_PROMPT, OPTIONS_SCHEMA, ElitrTaskType
+    from lceval_plugins.elitr.task import FIG4_PROMPT, OPTIONS_SCHEMA, ElitrTaskType
 
     spec = load_spec(write(tmp_path, GOOD))
     check_options(spec, OPTIONS_SCHEMA)

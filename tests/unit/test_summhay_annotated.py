@@ -11,7 +11,7 @@ from lceval.cli import _commands as commands
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest
-from lceval_plugins.tasks.summhay.annotated import make_backend
+from lceval_plugins.summhay.annotated import make_backend
 
 SUMMARY = ["## Title line", "* The budget rose to 40 million dollars in 2021. [3]",
            "* Maria Lopez leads the new Berlin office. [5][7]"]
@@ -128,7 +128,7 @@ def test_an_llm_coverage_judge_on_the_replayed_summaries(annotated, tmp_path):
 
 
 def test_each_summary_is_labelled_with_its_domain(tmp_path):
-    from lceval_plugins.tasks.summhay.annotated import annotated_conversations
+    from lceval_plugins.summhay.annotated import annotated_conversations
 
     news = {**entry("summary_subtopic_gpt-4o"), "topic_id": "t9"}
     del news["topic_fn"]
@@ -141,7 +141,7 @@ def test_each_summary_is_labelled_with_its_domain(tmp_path):
 
 def test_evaluator_bias_by_summarizer_and_length(tmp_path):
     """Paper 002 Table 6 on a hand-checkable file: two summarizers, one evaluator."""
-    from lceval_plugins.tasks.summhay.bias import evaluator_bias, format_bias, summarizer_of
+    from lceval_plugins.summhay.bias import evaluator_bias, format_bias, summarizer_of
 
     assert summarizer_of("summary_subtopic_dwzhu/e5-base-4k_gpt-4o") == "gpt-4o"
     assert summarizer_of("summary_subtopic_claude3-opus") == "claude3-opus"

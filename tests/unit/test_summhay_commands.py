@@ -12,9 +12,9 @@ import pytest
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext
 from lceval.types import JudgeInput
-from lceval_plugins.judges.summhay_coverage import CoverageOfflineJudge
-from lceval_plugins.tasks.summhay.commands import SummhayCommand, position_table
-from lceval_plugins.tasks.summhay.scoring import COVERAGE_POINTS, normalize_label, score_summary
+from lceval_plugins.summhay.coverage_judge import CoverageOfflineJudge
+from lceval_plugins.summhay.commands import SummhayCommand, position_table
+from lceval_plugins.summhay.scoring import COVERAGE_POINTS, normalize_label, score_summary
 
 from ..conftest import SHARED, ScriptedModel, run_engine
 
@@ -119,7 +119,7 @@ def test_offline_judge_agreement_floor(annotated):
 
 def test_annotated_file_as_score_sources(annotated):
     """`lceval judge-agreement eval_benchmark_data.json` reads one source per scorer."""
-    from lceval_plugins.tasks.summhay.annotations import read_annotated
+    from lceval_plugins.summhay.annotations import read_annotated
 
     sources = {s.name: s for s in read_annotated(ANNOTATED)}
     assert set(sources) == {"human", "prompted_gpt-4o", "prompted_claude3-haiku", "prompted_claude3-opus",
@@ -134,7 +134,7 @@ def test_annotated_file_as_score_sources(annotated):
 
 
 def test_annotation_reader_declines_other_files(tmp_path):
-    from lceval_plugins.tasks.summhay.annotations import read_annotated
+    from lceval_plugins.summhay.annotations import read_annotated
 
     (tmp_path / "x.json").write_text('{"meetings": []}')
     assert read_annotated(tmp_path / "x.json") is None

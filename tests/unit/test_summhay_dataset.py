@@ -1,6 +1,6 @@
 """`lceval data fetch summhay --from FOLDER`: haystack files checked against the official
 schema (no checksums to pin), installed atomically, then read by the task type. Runs once
-the engine's Dataset has `collect` (see plugins/tasks/summhay/dataset.py)."""
+the engine's Dataset has `collect` (see plugins/summhay/dataset.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import pytest
 
 from lceval.errors import UserError
-from lceval_plugins.tasks.summhay.dataset import collect, summhay_dataset
-from lceval_plugins.tasks.summhay.template import write_template
+from lceval_plugins.summhay.dataset import collect, summhay_dataset
+from lceval_plugins.summhay.template import write_template
 
 from ..conftest import ScriptedModel, run_engine
 

@@ -12,10 +12,10 @@ import types
 import pytest
 
 from lceval.errors import UserError
-from lceval_plugins.tasks.summhay.commands import SummhayCommand
-from lceval_plugins.tasks.summhay.dataset import collect
-from lceval_plugins.tasks.summhay.haystack import load_haystack
-from lceval_plugins.tasks.summhay.template import template_haystack
+from lceval_plugins.summhay.commands import SummhayCommand
+from lceval_plugins.summhay.dataset import collect
+from lceval_plugins.summhay.haystack import load_haystack
+from lceval_plugins.summhay.template import template_haystack
 
 
 def rows():

@@ -12,16 +12,16 @@ import pytest
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext
 from lceval.types import Generation, JudgeInput
-from lceval_plugins.judges.summhay_coverage import CoverageLLMJudge, CoverageOfflineJudge, parse_verdict
+from lceval_plugins.summhay.coverage_judge import CoverageLLMJudge, CoverageOfflineJudge, parse_verdict
 from lceval_plugins.retrievers.lexical import (BM25Retriever, KeywordsRetriever, OracleRetriever, RandomRetriever,
                                                bm25_tokens)
 from lceval import tokens as budget
-from lceval_plugins.tasks.summhay import prompts
-from lceval_plugins.tasks.summhay.haystack import parse_haystack
-from lceval_plugins.tasks.summhay.retrieval_report import retrieval_report, to_markdown
-from lceval_plugins.tasks.summhay.scoring import (extract_citations, position_sensitivity, score_insight,
+from lceval_plugins.summhay import prompts
+from lceval_plugins.summhay.haystack import parse_haystack
+from lceval_plugins.summhay.retrieval_report import retrieval_report, to_markdown
+from lceval_plugins.summhay.scoring import (extract_citations, position_sensitivity, score_insight,
                                                   score_summary, split_bullets, words_per_bullet)
-from lceval_plugins.tasks.summhay.template import template_haystack
+from lceval_plugins.summhay.template import template_haystack
 
 
 # -- prompts: the authors' files, byte for byte (sha256 of prompts/*.txt at commit 3e2007f) --

@@ -12,8 +12,8 @@ import pytest
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest
-from lceval_plugins.tasks.summhay.haystack import load_haystack
-from lceval_plugins.tasks.summhay.synth import SynthConfig, is_duplicate, is_specific, parse_json, synthesize
+from lceval_plugins.summhay.haystack import load_haystack
+from lceval_plugins.summhay.synth import SynthConfig, is_duplicate, is_specific, parse_json, synthesize
 
 from ..conftest import plugins_with_model
 
@@ -168,7 +168,7 @@ def test_helpers_and_errors(tmp_path):
 def test_cli_needs_template_or_model_and_a_topic():
     import argparse
 
-    from lceval_plugins.tasks.summhay.commands import SummhayCommand
+    from lceval_plugins.summhay.commands import SummhayCommand
 
     cmd = SummhayCommand()
     parser = argparse.ArgumentParser()

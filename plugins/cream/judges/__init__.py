@@ -1,6 +1,6 @@
 """The judges of CREAM (paper 003: Comparison-based Reference-free Elo-ranked Automatic
 evaluation for Meeting summarization), registered by the entry point
-`cream_judges = "lceval_plugins.judges.cream"`.
+`cream_judges = "lceval_plugins.cream.judges"`.
 
 - `cream` (pairwise, for `lceval rank`): the paper's judge (Sec. 4, 4.1.2). One
   chain-of-thought prompt per ordered pair of summaries: key facts from both summaries

@@ -24,7 +24,7 @@ words_per_bullet, per_insight: [...]}.
   (0.60 / 81%) and cost ~2 min on 2 CPUs, hence off by default. A CI-friendly stand-in, not
   the paper's evaluator. Any coverage judge is measured the same way: `lceval run --tasks
   summhay_annotated --model summhay-replay:annotated --judge J` then `lceval judge-agreement
-  RUN_DIR eval_benchmark_data.json` (plugins/tasks/summhay/annotated.py).
+  RUN_DIR eval_benchmark_data.json` (plugins/summhay/annotated.py).
 
 Both read the insights and gold cites from the sample metadata the `summhay` task type writes
 (`insights: [{insight_id, insight, gold}]`), so `lceval score` can re-judge a run without the
@@ -44,8 +44,8 @@ from lceval.judging import RETRY_SEED_STRIDE, ask_in_rounds, require_model, retr
 from lceval.options import check_options
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
 from lceval_plugins.judges.lexical import content_words
-from lceval_plugins.tasks.summhay.prompts import EVAL_SUMMHAY, coverage_prompt
-from lceval_plugins.tasks.summhay.scoring import (CITATION, normalize_label, score_insight, split_bullets,
+from lceval_plugins.summhay.prompts import EVAL_SUMMHAY, coverage_prompt
+from lceval_plugins.summhay.scoring import (CITATION, normalize_label, score_insight, split_bullets,
                                                   summarize_scores)
 
 JSON_OBJECT = re.compile(r"\{[^{}]*\}", re.S)
