@@ -12,9 +12,7 @@ from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest, Message
 
 from . import elitr_tiny
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("LCEVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+from .paths import REPO, SHARED  # noqa: F401 - REPO and SHARED are imported from here by tests
 
 
 def only_run(folder: Path) -> Path:
