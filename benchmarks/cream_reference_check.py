@@ -25,9 +25,9 @@ import os
 from pathlib import Path
 
 from lceval.interfaces import JudgeContext
-from lceval.analysis._rank import Ranking, RankOptions, collect_systems, rank
-from lceval.analysis._rankings import format_ranking
-from lceval.results._run_dir import FinishedRun
+from lceval.analysis import Ranking, RankOptions, collect_systems, rank
+from lceval.analysis import format_ranking
+from lceval.results import FinishedRun
 from lceval.types import ContextCut, JudgeInput, Sample
 from lceval_plugins.cream.judges import make_cream_lexical, make_keyfacts_lexical
 from lceval_plugins.cream.task import MINUTES_SEPARATOR

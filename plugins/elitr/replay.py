@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lceval import hookimpl
-from lceval.io._datahome import data_home
+from lceval.io import data_home
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend, PrefixCache, recomputable
 from lceval.options import NO_OPTIONS, check_options
-from lceval.io._safeio import decode_utf8, loads_json, quote, read_bytes
+from lceval.io import decode_utf8, loads_json, quote, read_bytes
 from lceval.types import Generation, GenerationRequest, ScoredItem, ScoreSource
 
 SCHEME = "replay"

@@ -28,8 +28,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
-from lceval.options import defaults
-from lceval.io._safeio import quote, read_json_object, read_text
+from lceval.io import quote, read_json_object, read_text
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
@@ -65,7 +64,6 @@ OPTIONS_SCHEMA: dict[str, Any] = {
     },
 }
 
-DEFAULT_OPTIONS: dict[str, Any] = defaults(OPTIONS_SCHEMA)
 
 
 def questions_file(root: Path, question_set: str, language: str, split: str) -> Path:
@@ -210,12 +208,12 @@ class ElitrTaskType(TaskType):
     dataset = "elitr-bench"
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
-        opts = {**DEFAULT_OPTIONS, **ctx.spec.get("options", {})}
+        opts = ctx.options
         if opts["question_set"] == "conv" and opts["mode"] == "single-turn":
             raise UserError("Conv questions refer to earlier ones and cannot be asked single-turn "
                             "(paper 000, footnote 7)", file=ctx.spec_path, field="options.mode")
-        root = ctx.data_home / ctx.spec.get("dataset", self.dataset)
-        splits = ctx.splits or ctx.spec.get("splits") or list(SPLITS)
+        root = ctx.dataset_dir(self.dataset)
+        splits = ctx.splits or list(SPLITS)
         for split in splits:
             if split not in SPLITS:
                 raise UserError(f"unknown split '{split}' (ELITR-Bench has: {', '.join(SPLITS)})",

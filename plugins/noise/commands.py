@@ -34,7 +34,7 @@ def _levels(text: str) -> list[float]:
 
 
 def _home(value: str | None) -> Path:
-    from lceval.io._datahome import data_home
+    from lceval.io import data_home
 
     return Path(value) if value else data_home()
 
@@ -50,7 +50,7 @@ def _elitr_transcripts(home: Path, splits: str) -> list[Path]:
 
 
 def _read_text(path: Path) -> str:
-    from lceval.io._safeio import read_text
+    from lceval.io import read_text
 
     if not path.is_file():
         raise UserError("file not found", file=path)
@@ -109,7 +109,7 @@ def _apply(args: Any) -> str:
              "measured": measured, "seed": args.seed, "calibration": args.calibration,
              "rules_sha256": rules.sha256}
     if args.output:
-        from lceval.io._atomic import write_text_atomic
+        from lceval.io import write_text_atomic
 
         write_text_atomic(Path(args.output), result.text)
         return json.dumps(facts, indent=1)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from lceval.io._datahome import sha256_file
+from lceval.io import sha256_file
 from lceval.errors import UserError
-from lceval.io._safeio import read_json_lines, read_text
+from lceval.io import read_json_lines, read_text
 
 RED_ACE = "google/red_ace_asr_error_detection_and_correction"
 HF_PREFIX = "hf:"

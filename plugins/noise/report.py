@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from lceval.analysis._compare import paired_bootstrap, paired_permutation_p
+from lceval.analysis import paired_bootstrap, paired_permutation_p
 from lceval.errors import UserError
-from lceval.report._inputs import run_model_name
-from lceval.results._run_dir import FinishedRun, load_run
-from lceval.results._scoring import cluster_of, primary_score
+from lceval.results import run_model_name
+from lceval.results import FinishedRun, load_run
+from lceval.results import cluster_of, primary_score
 from lceval.stats import cluster_bootstrap
 from lceval.types import Sample
 
@@ -244,8 +244,8 @@ def table5_from_transcripts(transcripts: list[Path], rules_file: Path, levels: l
                             protect: bool, data_home: Path, calibration: str = "simulator") -> list[Table5Row]:
     """Table 5 without any model: every transcript at every level (built and cached as the
     tasks build them), with the edits the procedure applied beside the effective WER."""
-    from lceval.io._datahome import sha256_file
-    from lceval.io._safeio import read_text
+    from lceval.io import sha256_file
+    from lceval.io import read_text
 
     from .transcripts import noisy_transcript
 

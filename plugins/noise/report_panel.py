@@ -10,11 +10,11 @@ paired interval, every meeting's score against its effective WER, and paper 001'
 
 from __future__ import annotations
 
-from lceval.report import _svgplot as svgplot
+from lceval.report import svgplot
 from lceval.errors import UserError
 from lceval.interfaces import ReportContext, ReportFigure
-from lceval.report._figures import figure
-from lceval.report._svgplot import Point, Series
+from lceval.report import figure
+from lceval.report import Point, Series
 
 from .report import LevelRow, NoiseReport, noise_report_of_runs
 

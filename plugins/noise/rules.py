@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lceval.io._atomic import write_text_atomic
-from lceval.io._datahome import sha256_file
+from lceval.io import write_text_atomic
+from lceval.io import sha256_file
 from lceval.errors import UserError
-from lceval.io._safeio import read_text
+from lceval.io import read_text
 
 from .align import align
 from .corpus import Corpus

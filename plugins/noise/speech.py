@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from lceval.io._atomic import write_text_atomic
+from lceval.io import write_text_atomic
 from lceval.errors import UserError
 
 from .text import PROTECTED

@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lceval.io._atomic import write_text_atomic
-from lceval.io._datahome import sha256_file
+from lceval.io import write_text_atomic
+from lceval.io import sha256_file
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from lceval.engine._cache import sha256_text
+from lceval.io import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.options import NO_OPTIONS, check_options
-from lceval.io._safeio import read_json
+from lceval.io import read_json
 from lceval.types import Conversation, Generation, GenerationRequest, Turn
 
 #: scheme and only model of the stored-summary backend; also the `system` of every item the

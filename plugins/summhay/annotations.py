@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.io._safeio import quote, read_json
+from lceval.io import quote, read_json
 from lceval.types import ScoredItem, ScoreSource
 
 from .annotated import SYSTEM

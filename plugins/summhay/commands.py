@@ -21,7 +21,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import Command
-from lceval.io._safeio import quote, read_json_lines
+from lceval.io import quote, read_json_lines
 
 from lceval.tokens import TOKENIZERS
 from .haystack import DOMAINS

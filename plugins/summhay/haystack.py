@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.io._safeio import read_json
+from lceval.io import read_json
 
 DOMAINS = ("conversation", "news")
 #: JSON files that may sit next to haystacks but are not ones (data-home record, annotations)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lceval.report import _svgplot as svgplot
+from lceval.report import svgplot
 from lceval.errors import UserError
 from lceval.interfaces import ReportContext, ReportFigure
-from lceval.report._figures import figure, metric_point
-from lceval.report._svgplot import Series
-from lceval.report._inputs import run_model_name
+from lceval.report import figure, metric_point
+from lceval.report import Series
+from lceval.results import run_model_name
 
 from .scoring import position_sensitivity
 from .task import DEFAULT_OPTIONS

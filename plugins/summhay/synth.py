@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.engine._cache import retry_seed
+from lceval.judging import retry_seed
 from lceval.errors import UserError
 from lceval.types import GenerationParams, GenerationRequest, Message
 
@@ -358,25 +358,13 @@ def synthesize(out: Path, cfg: SynthConfig, model_spec: str, *, plugins: Any = N
                cache_path: Path | None = None) -> tuple[Path, dict[str, Any]]:
     """Build the generator from `model_spec` through the cache, synthesize, write `out`.
     Returns the path and the synthesis record (model, seed, counts, cache usage)."""
-    from lceval.engine._cache import Cache, CachedModel
-    from lceval.cli._commands import default_cache_path
-    from lceval.engine._model_spec import make_model, parse_model_spec
-    from lceval.engine._plugin_host import load_plugins
-    from lceval.engine._catalog import load_registry
+    from lceval.engine import open_model
 
-    plugins = plugins or load_plugins()
-    spec = parse_model_spec(model_spec, load_registry(plugins))
-    backend = make_model(spec, plugins)
-    cache = Cache(Path(cache_path) if cache_path else default_cache_path())
-    try:
-        model = CachedModel(backend, cache, spec.canonical)
+    with open_model(model_spec, cache_path=cache_path, plugins=plugins) as model:
         synth = Synthesizer(model, cfg)
         data = synth.haystack()
-        record = {"model": spec.canonical, "seed": cfg.seed, **synth.stats.__dict__,
+        record = {"model": model.spec, "seed": cfg.seed, **synth.stats.__dict__,
                   "generated": model.usage.generated, "cache_hits": model.usage.cache_hits}
-    finally:
-        cache.close()
-        backend.close()
     data["synthesis"] = {k: v for k, v in record.items() if k not in ("generated", "cache_hits")}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval import tokens as budgets
-from lceval.engine._cache import sha256_text
+from lceval.io import sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import Retriever, TaskContext, TaskType
 from lceval.options import defaults
@@ -90,7 +90,7 @@ def make_retriever(name: str, options: dict[str, Any], seed: int,
     """A registered retriever by name, its factory given the spec's retriever_options + seed.
     `factories`: the engine's TaskContext.retrievers; None loads the installed plugins."""
     if not factories:
-        from lceval.engine._plugin_host import load_plugins
+        from lceval.engine import load_plugins
 
         factories = load_plugins().retrievers
     if name not in factories:
@@ -147,17 +147,17 @@ class SummhayTaskType(TaskType):
     dataset = "summhay"
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
-        opts = {**DEFAULT_OPTIONS, **ctx.spec.get("options", {})}
+        opts = dict(ctx.options)  # a copy: the run seed fills in `seed` below
         if opts["seed"] is None:
             opts["seed"] = int(ctx.seed)
         spec_path = ctx.spec_path
         if opts["source"] == "annotated":
             return self._annotated(ctx, opts)
         location = Path(opts["haystack"]).expanduser() if opts.get("haystack") else \
-            ctx.data_home / ctx.spec.get("dataset", self.dataset)
+            ctx.dataset_dir(self.dataset)
         if opts.get("haystack") and not location.is_absolute():
             location = Path.cwd() / location
-        domains = ctx.splits or ctx.spec.get("splits") or list(DOMAINS)
+        domains = ctx.splits or list(DOMAINS)
         for d in domains:
             if d not in DOMAINS:
                 raise UserError(f"unknown split '{d}' (SummHay splits are its domains: {', '.join(DOMAINS)})",
@@ -206,7 +206,7 @@ class SummhayTaskType(TaskType):
         if ctx.splits:
             raise UserError("the annotated summaries have no splits", field="--split")
         path = Path(opts["annotations"]).expanduser() if opts.get("annotations") else \
-            ctx.data_home / ctx.spec.get("dataset", self.dataset) / ANNOTATIONS_FILE
+            ctx.dataset_dir(self.dataset) / ANNOTATIONS_FILE
         if not path.is_absolute():
             path = Path.cwd() / path
         conversations = annotated_conversations(path, ctx.limit, ctx.select_context)

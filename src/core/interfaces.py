@@ -6,14 +6,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
-from lceval.types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
-                          PairJudgment)
-
-if TYPE_CHECKING:
-    from lceval.engine._cache import CachedModel
-    from lceval.results._run_dir import FinishedRun
+from lceval.types import (Conversation, FinishedRun, Generation, GenerationRequest, JudgeInput, Judgment, Message,
+                          PairInput, PairJudgment)
 
 
 @dataclass(frozen=True)
@@ -128,10 +124,24 @@ def recomputable(factory: ModelFactory) -> ModelFactory:
     return factory
 
 
+@runtime_checkable
+class JudgeModel(Protocol):
+    """What a judge is handed as its model (`JudgeContext.model`): the `--judge-model`
+    backend seen through the run's request cache, so a judge's calls are cached, resumed and
+    counted exactly like the system's. A judge only asks and names it."""
+
+    #: what determines the model's answers (put it in the judge's own `identity()`)
+    identity: dict[str, Any]
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        """Answers in the order asked (cached ones at once, the rest from the backend)."""
+        ...
+
+
 class Judge(ABC):
     """Turns (question, response, reference) into a score on the task's scale.
 
-    Judges that need a model receive a `CachedModel` (so their calls are cached and counted
+    Judges that need a model receive a `JudgeModel` (so their calls are cached and counted
     like the system's); those that need none ignore it.
     """
 
@@ -155,7 +165,7 @@ class JudgeContext:
     """What the engine hands a judge factory."""
 
     options: dict[str, Any] = field(default_factory=dict)
-    model: "CachedModel | None" = None  # set when --judge-model is given
+    model: JudgeModel | None = None  # set when --judge-model is given
     seed: int = 0
 
 
@@ -215,10 +225,13 @@ RetrieverFactory = Callable[[dict[str, Any]], Retriever]
 class TaskContext:
     """What the engine hands a task type when it loads a spec."""
 
-    spec: dict[str, Any]  # the validated spec; spec["options"] checked, with the schema's defaults
+    #: the resolved spec (the mapping `lceval tasks show` prints): its defaults filled, and
+    #: `spec["options"]` checked against the type's `options_schema` with that schema's
+    #: defaults filled in, by the engine, once; read the options through `options`
+    spec: dict[str, Any]
     spec_path: Path
     data_home: Path
-    splits: list[str] | None  # --split; None = the spec's `splits`, else all the type's splits
+    splits: list[str] | None  # --split, else the spec's `splits`; None = all the type's splits
     #: --limit: at most this many scored items per split (first ones, stable order); the task
     #: type applies it (and `splits`): the engine does not cut what `load` returns
     limit: int | None
@@ -244,6 +257,18 @@ class TaskContext:
     #: `limit`, the contexts are taken in order until the split has `limit` items. A task type
     #: that ignores it is trimmed by the engine (the first K items of each context_id).
     limit_per_context: int | None = None
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The spec's `options`, checked and complete (no default to merge again)."""
+        return self.spec.get("options") or {}
+
+    def dataset_dir(self, default: str | None) -> Path:
+        """The data home's folder of the spec's `dataset` (else `default`, the type's own)."""
+        name = self.spec.get("dataset") or default
+        if not name:
+            raise ValueError("the spec names no dataset and the task type has none")
+        return self.data_home / name
 
 
 class TaskType(ABC):
@@ -325,7 +350,7 @@ class ReportContext:
     report (``labels[i]`` names ``runs[i]`` as its rows and legends do) and the rankings
     (``rankings.json`` of each ``lceval rank`` directory given)."""
 
-    runs: list["FinishedRun"]
+    runs: list[FinishedRun]
     labels: list[str]
     rankings: list[dict[str, Any]] = field(default_factory=list)
 

@@ -23,16 +23,25 @@ Never turn an unusable answer into a score: after the last round, record it as
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
-from lceval.engine._cache import RETRY_SEED_STRIDE, retry_seed, sha256_text
 from lceval.errors import UserError
-from lceval.interfaces import JudgeContext, ModelBackend
+from lceval.interfaces import JudgeContext, JudgeModel
+from lceval.io import sha256_text
 from lceval.options import OptionsSchema
 from lceval.types import GenerationParams, GenerationRequest, Message
 
-if TYPE_CHECKING:
-    from lceval.engine._cache import CachedModel
+#: A sampled call retried because its output was unusable (an unparseable judge verdict, a
+#: malformed synthesized document) uses seed + attempt x this stride: a new cache key, the
+#: same attempts replayed from the cache on a rerun, and - a large prime rather than +1 -
+#: never the first attempt of a neighbouring run seed (2023, 2024, 2025 in ELITR's App. C.1).
+RETRY_SEED_STRIDE = 1_000_003
+
+
+def retry_seed(seed: int, attempt: int) -> int:
+    """The seed of retry `attempt` (0 = the first ask) of a call seeded with `seed`."""
+    return seed + attempt * RETRY_SEED_STRIDE
+
 
 __all__ = ["RETRY_SEED_STRIDE", "Rounds", "SampledJudge", "ask_in_rounds", "require_model", "retry_seed",
            "sampling_options", "sha256_text"]
@@ -50,7 +59,7 @@ class Rounds:
     errors: dict[Hashable, Any] = field(default_factory=dict)
 
 
-def ask_in_rounds(model: ModelBackend, keys: Iterable[Hashable], attempts: int,
+def ask_in_rounds(model: JudgeModel, keys: Iterable[Hashable], attempts: int,
                   params: Callable[[int], GenerationParams],
                   request: Callable[[Hashable, GenerationParams, int], GenerationRequest],
                   parse: Callable[[Hashable, str], tuple[Any, str | None]]) -> Rounds:
@@ -85,7 +94,7 @@ def ask_in_rounds(model: ModelBackend, keys: Iterable[Hashable], attempts: int,
     return rounds
 
 
-def require_model(ctx: JudgeContext, judge: str, hint: str) -> "CachedModel":
+def require_model(ctx: JudgeContext, judge: str, hint: str) -> JudgeModel:
     """`ctx.model`, or the error a user gets when a judge that asks a model was given none."""
     if ctx.model is None:
         raise UserError(f"judge '{judge}' asks a language model and none was given", field="--judge-model",
@@ -127,13 +136,13 @@ class SampledJudge:
     end of your `identity()`."""
 
     name: str
-    model: Any
+    model: JudgeModel
     seed: int
     max_attempts: int
     system_prompt: str | None
     params: GenerationParams
 
-    def configure_sampling(self, model: Any, seed: int, options: dict[str, Any]) -> None:
+    def configure_sampling(self, model: JudgeModel, seed: int, options: dict[str, Any]) -> None:
         """Set model, seed and sampling from options checked against `sampling_options`."""
         self.model = model
         self.seed = int(seed)

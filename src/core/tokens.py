@@ -26,6 +26,10 @@ from typing import Any, Callable
 from lceval.errors import UserError
 
 TOKENIZERS = ("auto", "cl100k_base", "words")
+#: Tokens a prompt's count may drift from the sum of its parts when cut text is joined again
+#: (tokenizer boundary effects): the context policy keeps this many free, and
+#: `tokenizer_problems` tolerates this much.
+SAFETY_MARGIN = 8
 WORDS_PER_TOKEN = 0.75  # §3.2: 750 words ~ 1,000 tokens
 
 
@@ -158,7 +162,6 @@ def tokenizer_problems(backend: Any, texts: tuple[str, ...] | list[str] = SAMPLE
       into a message, so the budget computed from the counts is the budget the model sees.
     A backend with no tokenizer (tokenize returns None) must not claim a `context_window`.
     Call it from your backend's tests: `assert tokenizer_problems(MyBackend(...)) == []`."""
-    from lceval.engine._context_policy import SAFETY_MARGIN
     from lceval.types import Message
 
     problems: list[str] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval.analysis._rank import RankOptions
+from lceval.analysis import RankOptions
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,6 +13,8 @@ from lceval.cli._commands import run
 from lceval.interfaces import TaskContext
 from lceval_plugins.elitr.task import ElitrTaskType
 
+from tests.conftest import complete
+
 MODELS_ST = ["GPT-3.5", "GPT-4", "LongAlpaca-7B", "LongAlpaca-13B", "LongChat-7B-v1.5", "Vicuna-7B-v1.5",
              "Vicuna-13B-v1.5", "LongAlign-7B", "LongAlign-13B"]
 # paper 000, Table 9: one-tailed Welch p-values, test2 single-turn QA, GPT-4 judge
@@ -32,7 +34,7 @@ def recorded_means(path: Path, source: str = "gpt-4-eval") -> dict[str, float]:
 
 
 def test_real_questions_load_with_their_annotations(real_home, tmp_path):
-    ctx = TaskContext(spec={"options": {}}, spec_path=tmp_path / "s.yaml", data_home=real_home, splits=None,
+    ctx = TaskContext(spec={"options": complete(ElitrTaskType, {})}, spec_path=tmp_path / "s.yaml", data_home=real_home, splits=None,
                       limit=None, record_file=lambda p: None)
     convs = ElitrTaskType().load(ctx)
     assert len(convs) == 271
@@ -42,7 +44,7 @@ def test_real_questions_load_with_their_annotations(real_home, tmp_path):
     assert dict(by_split) == {"dev": 141, "test2": 130}
     positions = {c.turns[0].metadata["answer_position"] for c in convs}
     assert positions == {"B", "M", "E", "S"}
-    mt = ElitrTaskType().load(TaskContext(spec={"options": {"mode": "multi-turn", "question_set": "conv"}},
+    mt = ElitrTaskType().load(TaskContext(spec={"options": complete(ElitrTaskType, {"mode": "multi-turn", "question_set": "conv"})},
                                           spec_path=tmp_path / "s.yaml", data_home=real_home, splits=None,
                                           limit=None, record_file=lambda p: None))
     assert len(mt) == 18 and sum(len(c.turns) for c in mt) == 271

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lceval.cli import main
-from lceval.io._datahome import fetch, read_zip_member, sha256_file
+from lceval.io import fetch, read_zip_member, sha256_file
 from lceval_plugins.elitr.dataset import ELITR_BENCH, MEETING_IDS, PASSWORD
 
 SUBDIRS = ("data", "czech", "generated-responses", "transcripts", "minutes")

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from lceval.cli import _commands as commands
-from lceval.analysis._rank import RankOptions
-from lceval.analysis._rankings import write_ranking
+from lceval.analysis import RankOptions
+from lceval.analysis import write_ranking
 
 from ..conftest import ScriptedModel, run_engine
 
@@ -116,7 +116,7 @@ def _summhay_runs(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def material(tmp_path_factory, shared_datasets):
-    from lceval.io._datahome import fetch
+    from lceval.io import fetch
     from lceval.engine._plugin_host import load_plugins
 
     tmp = tmp_path_factory.mktemp("browser")
@@ -189,7 +189,7 @@ def test_report_in_chromium(browser, material, tmp_path):
 
 
 def test_leaderboard_in_chromium(browser, material, tmp_path):
-    from lceval.leaderboard._bundle import submit
+    from lceval.leaderboard import submit
     from lceval.engine._plugin_host import load_plugins
 
     plugins = load_plugins()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval.io._datahome import sha256_file
+from lceval.io import sha256_file
 from lceval_plugins.noise.corpus import read_corpus
 from lceval_plugins.noise.report import table5_from_transcripts
 from lceval_plugins.noise.rules import build_rules, write_rules

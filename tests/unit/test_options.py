@@ -213,15 +213,15 @@ def test_defaults_of_a_schema():
 def test_alias_options_are_overridden_then_typed_before_any_work():
     """`smollm2,n_ctx=4096`: the user's option replaces the alias's, and a bad one is refused
     by the scheme's declared options before any data is read or model loaded."""
-    from lceval.engine._model_spec import backend_factory, parse_model_spec
-    from lceval.engine._catalog import load_registry
+    from lceval.engine import load_catalog, parse_model_spec, resolve_model
 
     plugins = load_plugins()
-    registry = load_registry(plugins)
-    spec = parse_model_spec("smollm2,n_ctx=4096", registry)
+    catalog = load_catalog(plugins)
+    spec = parse_model_spec("smollm2,n_ctx=4096", catalog)
     assert spec.options["n_ctx"] == "4096" and spec.canonical.endswith(",n_ctx=4096")
-    backend_factory(spec, plugins)  # no error: nothing loaded either
+    resolved = resolve_model("smollm2,n_ctx=4096", catalog, plugins)  # no error: nothing loaded either
+    assert resolved.checked["n_ctx"] == 4096 and resolved.canonical == spec.canonical  # typed once, here
     with pytest.raises(UserError, match="n_ctx=big"):
-        backend_factory(parse_model_spec("smollm2,n_ctx=big", registry), plugins)
+        resolve_model("smollm2,n_ctx=big", catalog, plugins)
     with pytest.raises(UserError, match="Did you mean 'n_ctx'"):
-        backend_factory(parse_model_spec("smollm2,nctx=2", registry), plugins)
+        resolve_model("smollm2,nctx=2", catalog, plugins)

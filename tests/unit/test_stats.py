@@ -89,7 +89,7 @@ def test_icc_perfect_agreement_and_degenerate_tables():
 
 
 def test_judge_agreement_takes_its_sources_as_icc_raters():
-    from lceval.analysis._agreement import agreement, format_agreement
+    from lceval.analysis import agreement, format_agreement
     from lceval.types import ScoredItem, ScoreSource
 
     sources = [ScoreSource(name=f"judge{j}", items=[ScoredItem(item_id=str(i), system="m", score=float(row[j]),

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.engine._plugin_host import Plugins
-from lceval.results._run_dir import load_run
-from lceval.results._scoring import primary_score
+from lceval.engine import Plugins
+from lceval.results import load_run
+from lceval.results import primary_score
 from lceval.types import ScoredItem, ScoreSource
 
 Key = tuple[str, ...]

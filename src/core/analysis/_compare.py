@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from lceval.errors import UserError
-from lceval.results._run_dir import FinishedRun
-from lceval.results._scoring import cluster_of, primary_score
+from lceval.results import FinishedRun
+from lceval.results import cluster_of, primary_score
 from lceval.stats import cluster_bootstrap
 
 

@@ -26,10 +26,10 @@ import numpy as np
 from lceval.analysis import _pairwise as pairwise
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, PairwiseJudge
-from lceval.engine._plugin_host import Plugins
-from lceval.results._run_dir import FinishedRun
+from lceval.engine import Plugins
+from lceval.results import FinishedRun
 from lceval.stats import cluster_bootstrap
-from lceval.report._inputs import run_model_name
+from lceval.results import run_model_name
 from lceval.types import PairInput, PairJudgment, Sample
 
 SCHEMA = "lceval-rankings-1"
@@ -145,7 +145,7 @@ def plan_pairs(systems: list[System], swap: bool) -> list[PairInput]:
 
 
 def make_pairwise_judge(flag: str, plugins: Plugins, model: Any, seed: int) -> PairwiseJudge:
-    from lceval.engine._runner import parse_judge_flag
+    from lceval.engine import parse_judge_flag
 
     name, options = parse_judge_flag(flag)
     factory = plugins.get("pairwise-judge", name)

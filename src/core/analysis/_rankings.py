@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lceval.io._atomic import atomic_directory
+from lceval.io import atomic_directory
 from lceval.analysis._rank import Ranking
 
 

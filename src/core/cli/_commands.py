@@ -1,5 +1,8 @@
 """What each CLI command does, as plain functions returning text or paths, so tests and
-other programs call them without a subprocess. Heavy modules are imported inside."""
+other programs call them without a subprocess. Heavy modules are imported inside.
+
+Each takes the `plugins` the command line loaded (once per command); called from a program
+without them, it loads the installed plugins itself (minus `disabled_plugins`)."""
 
 from __future__ import annotations
 
@@ -8,162 +11,130 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
+from lceval.engine import Catalog, Plugins, RunConfig, default_cache_path, load_catalog, load_plugins
 from lceval.errors import UserError
-from lceval.engine._plugin_host import Plugins, load_plugins
-from lceval.engine._catalog import Registry, load_registry
 
 
-def _env(disabled: list[str]) -> tuple[Plugins, Registry]:
-    plugins = load_plugins(disabled)
-    return plugins, load_registry(plugins)
+def _plugins(plugins: Plugins | None, disabled: Sequence[str] | None) -> Plugins:
+    return plugins if plugins is not None else load_plugins(list(disabled or []))
 
 
-def default_cache_path() -> Path:
-    env = os.environ.get("LCEVAL_CACHE")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("lceval")) / "cache.sqlite"
+def _env(plugins: Plugins | None, disabled: Sequence[str] | None) -> tuple[Plugins, Catalog]:
+    """The command's plugins and the catalog over them."""
+    plugins = _plugins(plugins, disabled)
+    return plugins, load_catalog(plugins)
 
 
-def _run_configs(models: list[str], data_home: Path | None, disabled_plugins: list[str] | None,
-                 **fields: Any) -> tuple[Plugins, Registry, Path, list[Any]]:
-    """Plugins, registry, data home and one checked RunConfig per model: bad input is refused
-    here, before anything is opened or written."""
-    from lceval.engine._runner import RunConfig, check_tasks
-
-    plugins, registry = _env(disabled_plugins or [])
-    if data_home is None:
-        from lceval.io._datahome import data_home as default_data_home
-
-        data_home = default_data_home()
-    home = Path(data_home)
-    configs = [RunConfig(model=model, data_home=home, disabled_plugins=disabled_plugins or [], **fields)
-               for model in models]
-    for config in configs:
-        check_tasks(config, plugins, registry)
-    return plugins, registry, home, configs
+def _config(config: RunConfig | None, fields: dict[str, Any]) -> RunConfig:
+    """`run(config)`, or `run(tasks=..., models=[...], ...)` with RunConfig's fields."""
+    if config is None:
+        config = RunConfig(**fields)
+    elif fields:
+        raise TypeError("pass a RunConfig or its fields, not both")
+    return config
 
 
-def run(*, tasks: str, models: list[str], judge: str | None = None, judge_model: str | None = None,
-        splits: list[str] | None = None, limit: int | None = None, limit_per_context: int | None = None,
-        seeds: list[int] | None = None, output: Path = Path("runs"), context_policy: str | None = None,
-        retriever: str | None = None, context_lengths: list[int | None] | None = None,
-        overrides: dict[str, Any] | None = None, cache_path: Path | None = None,
-        data_home: Path | None = None, disabled_plugins: list[str] | None = None,
-        progress: bool = True, command: list[str] | None = None, contexts: list[str] | None = None,
-        shard: tuple[int, int] | None = None) -> list[tuple[Path, str]]:
-    """Evaluate each model on `tasks`; returns (run directory, console table) per model.
-    `contexts` keeps only the matching context ids; `shard` = (I, N) runs share I of N."""
-    from lceval.io._atomic import check_writable
-    from lceval.engine._cache import Cache, cache_failures
-    from lceval.results._outputs import console_text, write_run
-    from lceval.io._datahome import using_data_home
-    from lceval.engine._runner import execute
+def run(config: RunConfig | None = None, *, plugins: Plugins | None = None, **fields: Any) -> list[tuple[Path, str]]:
+    """Evaluate each model of the config; returns (run directory, console table) per model.
+    Everything the command says is checked before anything is opened or written."""
+    from lceval.engine import Cache, cache_failures, execute, plan_run
+    from lceval.io import check_writable, data_home, using_data_home
+    from lceval.results import console_text, write_run
 
-    plugins, registry, home, configs = _run_configs(
-        models, data_home, disabled_plugins, tasks=tasks, judge=judge, judge_model=judge_model, splits=splits,
-        limit=limit, limit_per_context=limit_per_context, seeds=seeds or [0], output=Path(output),
-        context_policy=context_policy, context_lengths=context_lengths, retriever=retriever,
-        overrides=overrides or {}, cache_path=cache_path, progress=progress, command=command or [],
-        contexts=contexts, shard=shard)
+    config = _config(config, fields)
+    plugins, catalog = _env(plugins, config.disabled_plugins)
+    plan = plan_run(config, plugins, catalog)
+    home = Path(config.data_home or data_home())
     # hours of generation must not end in "cannot write": the folder is probed before any model loads
-    check_writable(Path(output))
-    cache = Cache(cache_path or default_cache_path())
+    check_writable(Path(config.output))
+    cache = Cache(config.cache_path or default_cache_path())
     reports = []
     try:
-        for config in configs:
-            config.cache_path = cache.path
+        for model in plan.models:
             with using_data_home(home), cache_failures(cache.path):
-                state = execute(config, plugins, registry, cache, home)
-            run_dir, results = write_run(state, plugins, Path(output))
+                state = execute(plan, model, plugins, cache, home)
+            run_dir, results = write_run(state, plugins, Path(config.output))
             reports.append((run_dir, console_text(state, results)))
     finally:
         cache.close()
     return reports
 
 
-def dry_run(*, tasks: str, models: list[str], splits: list[str] | None = None, limit: int | None = None,
-            limit_per_context: int | None = None, seeds: list[int] | None = None, context_policy: str | None = None,
-            retriever: str | None = None, context_lengths: list[int | None] | None = None,
-            overrides: dict[str, Any] | None = None, data_home: Path | None = None,
-            disabled_plugins: list[str] | None = None, contexts: list[str] | None = None,
-            shard: tuple[int, int] | None = None, **_ignored: Any) -> str:
+def dry_run(config: RunConfig | None = None, *, plugins: Plugins | None = None, **fields: Any) -> str:
     """`lceval run --dry-run`: the prompts each model would be sent, with the context policy
     applied where its tokenizer can be had; nothing generated, cached or written."""
-    from lceval.io._datahome import using_data_home
-    from lceval.engine._dry_run import dry_run as preview
+    from lceval.engine import dry_run as preview
+    from lceval.engine import plan_run
+    from lceval.io import data_home, using_data_home
 
-    plugins, registry, home, configs = _run_configs(
-        models, data_home, disabled_plugins, tasks=tasks, splits=splits, limit=limit,
-        limit_per_context=limit_per_context, seeds=seeds or [0], context_policy=context_policy,
-        context_lengths=context_lengths, retriever=retriever, overrides=overrides or {}, progress=False,
-        contexts=contexts, shard=shard)
+    config = _config(config, fields)
+    plugins, catalog = _env(plugins, config.disabled_plugins)
+    plan = plan_run(config, plugins, catalog)
+    home = Path(config.data_home or data_home())
     with using_data_home(home):
-        return "\n".join(f"# model {config.model}\n{preview(config, plugins, registry, home)}" for config in configs)
+        return "\n".join(f"# model {model.text}\n{preview(plan, model, plugins, home)}" for model in plan.models)
 
 
-def list_tasks(disabled: list[str]) -> str:
-    _, registry = _env(disabled)
+def list_tasks(disabled: Sequence[str] = (), *, plugins: Plugins | None = None) -> str:
+    _, catalog = _env(plugins, disabled)
     lines = []
-    width = max((len(n) for n in registry.specs), default=4)
-    for name in sorted(registry.specs):
+    width = max((len(n) for n in catalog.specs), default=4)
+    for name in sorted(catalog.specs):
         try:
-            desc = registry.spec(name).description
+            desc = catalog.spec(name).description
         except UserError as exc:
             desc = f"(invalid spec: {exc.render()})"
         lines.append(f"{name.ljust(width)}  {desc}")
-    if registry.suites:
+    if catalog.suites:
         lines.append("\nsuites:")
-        for suite, members in sorted(registry.suites.items()):
+        for suite, members in sorted(catalog.suites.items()):
             lines.append(f"{suite.ljust(width)}  {', '.join(members)}")
-    if registry.models:
+    if catalog.models:
         lines.append("\nmodel aliases:")
-        for alias in sorted(registry.models.values(), key=lambda a: a.name):
+        for alias in sorted(catalog.models.values(), key=lambda a: a.name):
             lines.append(f"{alias.name.ljust(width)}  {alias.spec}")
     return "\n".join(lines)
 
 
-def show_task(name: str, disabled: list[str]) -> str:
-    plugins, registry = _env(disabled)
-    (spec,) = registry.resolve_tasks(name)[:1]
-    from lceval.engine._spec import check_options, check_references
+def show_task(name: str, disabled: Sequence[str] = (), *, plugins: Plugins | None = None) -> str:
+    plugins, catalog = _env(plugins, disabled)
+    (spec,) = catalog.resolve_tasks(name)[:1]
+    from lceval.engine import check_options, check_references
 
     check_options(spec, check_references(spec, plugins).options_schema, plugins)
     header = f"# {spec.name}: resolved spec (defaults filled) from {spec.path}\n"
     return header + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100)
 
 
-def list_plugins(disabled: list[str], name: str | None = None) -> str:
+def list_plugins(disabled: Sequence[str] = (), name: str | None = None, *, plugins: Plugins | None = None) -> str:
     """Every plugin with its kinds, distribution and status, then the clashes; or, with `name`,
     what that plugin (or the thing of that name) is and the options it takes."""
     from lceval.cli._plugin_listing import describe_plugin, plugin_table
 
-    plugins = load_plugins(disabled)
+    plugins = _plugins(plugins, disabled)
     if name:
         return describe_plugin(plugins, name)
-    load_registry(plugins)  # task-name clashes join the plugins' own in the listing
+    load_catalog(plugins)  # task-name clashes join the plugins' own in the listing
     return plugin_table(plugins)
 
 
-def validate(paths: list[str], disabled: list[str]) -> tuple[str, bool]:
+def validate(paths: list[str], disabled: Sequence[str] = (), *, plugins: Plugins | None = None) -> tuple[str, bool]:
     """Check spec files (schema, their type's options, that every plugin they name exists) and
     plugin packages; never runs a model."""
     from lceval.cli._plugin_check import check_plugin_package
-    from lceval.engine._spec import check_options, check_references, load_spec
+    from lceval.engine import check_options, check_references, load_spec
 
-    plugins = load_plugins(disabled)
+    plugins = _plugins(plugins, disabled)
     out, ok = [], True
     for raw in paths:
         path = Path(raw)
         try:
             if path.is_dir():
-                out.extend(check_plugin_package(path, disabled))
+                out.extend(check_plugin_package(path, list(disabled)))
                 continue
             spec = load_spec(path)
             check_options(spec, check_references(spec, plugins).options_schema, plugins)
@@ -174,19 +145,20 @@ def validate(paths: list[str], disabled: list[str]) -> tuple[str, bool]:
     return "\n".join(out), ok
 
 
-def fetch_data(name: str, source: str | None, home: Path | None, disabled: list[str]) -> str:
-    from lceval.io._datahome import fetch
+def fetch_data(name: str, source: str | None, home: Path | None, disabled: Sequence[str] = (), *,
+               plugins: Plugins | None = None) -> str:
+    from lceval.io import fetch
 
-    plugins = load_plugins(disabled)
+    plugins = _plugins(plugins, disabled)
     dataset = plugins.get("dataset", name)
     rep = fetch(dataset, source, home, progress=sys.stderr.isatty())
     return f"{rep.name}: {rep.status} at {rep.path}"
 
 
-def list_datasets(home: Path | None, disabled: list[str]) -> str:
-    from lceval.io._datahome import data_home
+def list_datasets(home: Path | None, disabled: Sequence[str] = (), *, plugins: Plugins | None = None) -> str:
+    from lceval.io import data_home
 
-    plugins = load_plugins(disabled)
+    plugins = _plugins(plugins, disabled)
     root = home or data_home()
     lines = []
     for name, ds in sorted(plugins.datasets.items()):
@@ -198,7 +170,7 @@ def list_datasets(home: Path | None, disabled: list[str]) -> str:
 def paths(home: Path | None = None, cache: Path | None = None) -> str:
     """`lceval data paths`: the data home and the cache a command would use, and where each
     choice comes from, so `$LCEVAL_DATA` in the README's examples can be looked up."""
-    from lceval.io._datahome import data_home
+    from lceval.io import data_home
 
     def origin(flag: Path | None, env: str) -> str:
         if flag is not None:
@@ -211,25 +183,26 @@ def paths(home: Path | None = None, cache: Path | None = None) -> str:
 
 
 def report(run_dirs: list[Path | str], fmt: str, *, pooled: bool = False, where: list[str] | None = None,
-           by: list[str] | None = None, disabled_plugins: list[str] | None = None) -> str:
+           by: list[str] | None = None, disabled_plugins: list[str] | None = None,
+           plugins: Plugins | None = None) -> str:
     """`table`/`json`: each run's own results; `markdown`/`csv`/`latex`: the papers' tables
     (models x tasks x groups, breakdowns per group or `pooled`, tests) over all the runs
     given. Inputs are run directories or recorded score files; `where` (FIELD=VALUE) keeps a
     subset of the samples and `by` adds breakdowns, both re-scored from the samples."""
-    from lceval.results._outputs import format_table
-    from lceval.report._inputs import load_inputs, parse_where, rescored
+    from lceval.results import format_table
+    from lceval.report import load_inputs, parse_where, rescored
 
-    plugins, registry = _env(disabled_plugins or [])
+    plugins, catalog = _env(plugins, disabled_plugins)
 
     def spec_of(task: str) -> dict[str, Any]:
-        if task not in registry.specs:
+        if task not in catalog.specs:
             raise UserError(f"recorded scores name task '{task}', which is not installed", field="run_dirs")
-        return registry.spec(task).data
+        return catalog.spec(task).data
 
     runs = [rescored(r, parse_where(where or []), by or [])
             for r in load_inputs([str(d) for d in run_dirs], plugins, spec_of)]
     if fmt in ("markdown", "csv", "latex"):
-        from lceval.report._tables import paper_tables
+        from lceval.report import paper_tables
 
         return paper_tables(runs, fmt, pooled=pooled, subset=", ".join(where or []))
     blocks = []
@@ -243,34 +216,36 @@ def report(run_dirs: list[Path | str], fmt: str, *, pooled: bool = False, where:
 
 def report_html(paths: list[Path], output: str | Path | None, *, agreement: list[str] | None = None,
                 bins_of: str | None = None, title: str | None = None,
-                disabled_plugins: list[str] | None = None) -> Path:
+                disabled_plugins: list[str] | None = None,
+                plugins: Plugins | None = None) -> Path:
     """`lceval report --format html -o FILE`: runs, rankings and agreement in one page."""
-    from lceval.report._html import write_report
+    from lceval.report import write_report
 
     if not output:
         raise UserError("--format html writes a file: pass -o FILE.html", field="-o")
-    return write_report(paths, Path(output), load_plugins(disabled_plugins or []), agreement=agreement,
+    return write_report(paths, Path(output), _plugins(plugins, disabled_plugins), agreement=agreement,
                         bins_of=bins_of, title=title)
 
 
 def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: Path | None = None,
           cache_path: Path | None = None, disabled_plugins: list[str] | None = None,
+          plugins: Plugins | None = None,
           command: list[str] | None = None) -> tuple[Path, str]:
     """Re-judge a finished run into a new run directory (the source stays as it is)."""
-    from lceval.engine._cache import Cache, cache_failures
-    from lceval.results._outputs import console_text, write_run
-    from lceval.results._rescore import rescore_run
-    from lceval.results._run_dir import load_run
+    from lceval.engine import Cache, cache_failures
+    from lceval.results import console_text, write_run
+    from lceval.results import rescore_run
+    from lceval.results import load_run
 
-    from lceval.io._atomic import check_writable
+    from lceval.io import check_writable
 
-    plugins, registry = _env(disabled_plugins or [])
+    plugins, catalog = _env(plugins, disabled_plugins)
     run = load_run(Path(run_dir))
     check_writable(Path(output) if output else run.path.parent)
     cache = Cache(cache_path or default_cache_path())
     try:
         with cache_failures(cache.path):
-            state = rescore_run(run, judge, judge_model, plugins, registry, cache, command or [])
+            state = rescore_run(run, judge, judge_model, plugins, catalog, cache, command or [])
         final, results = write_run(state, plugins, Path(output) if output else run.path.parent)
     finally:
         cache.close()
@@ -278,22 +253,23 @@ def score(*, run_dir: Path, judge: str, judge_model: str | None = None, output: 
 
 
 def merge(run_dirs: list[Path], *, output: Path | None = None, disabled_plugins: list[str] | None = None,
+          plugins: Plugins | None = None,
           command: list[str] | None = None) -> tuple[Path, str]:
     """Join the shards of one run into the run directory one machine would have written."""
-    from lceval.results._merge import merge_runs
-    from lceval.results._outputs import format_table, write_run
-    from lceval.results._run_dir import load_run
+    from lceval.results import merge_runs
+    from lceval.results import format_table, write_run
+    from lceval.results import load_run
 
-    plugins, registry = _env(disabled_plugins or [])
+    plugins, catalog = _env(plugins, disabled_plugins)
     runs = [load_run(Path(d)) for d in run_dirs]
-    state = merge_runs(runs, registry, command or [])
+    state = merge_runs(runs, catalog, command or [])
     final, results = write_run(state, plugins, Path(output) if output else runs[0].path.parent)
     return final, format_table(results)
 
 
 def compare(run_a: Path, run_b: Path, tasks: list[str] | None, fmt: str, seed: int = 0) -> str:
-    from lceval.analysis._compare import compare_runs, format_comparison
-    from lceval.results._run_dir import load_run
+    from lceval.analysis import compare_runs, format_comparison
+    from lceval.results import load_run
 
     a, b = load_run(Path(run_a)), load_run(Path(run_b))
     return format_comparison(a, b, compare_runs(a, b, tasks, seed=seed), fmt)
@@ -301,10 +277,11 @@ def compare(run_a: Path, run_b: Path, tasks: list[str] | None, fmt: str, seed: i
 
 def judge_agreement(sources: list[str], *, task: str | None = None, bins_of: str | None = None,
                     fmt: str = "markdown", n_boot: int = 1000, seed: int = 0, resample: str = "clusters",
-                    disabled_plugins: list[str] | None = None) -> str:
-    from lceval.analysis._agreement import agreement, format_agreement, merge_sources, read_sources
+                    disabled_plugins: list[str] | None = None,
+                    plugins: Plugins | None = None) -> str:
+    from lceval.analysis import agreement, format_agreement, merge_sources, read_sources
 
-    plugins = load_plugins(disabled_plugins or [])
+    plugins = _plugins(plugins, disabled_plugins)
     found = merge_sources([s for arg in sources for s in read_sources(arg, plugins, task)])
     rep = agreement(found, bins_of=bins_of, n_boot=n_boot, seed=seed, resample=resample)
     return json.dumps(rep, indent=2) if fmt == "json" else format_agreement(rep)
@@ -312,34 +289,35 @@ def judge_agreement(sources: list[str], *, task: str | None = None, bins_of: str
 
 def rank(run_dirs: list[Path], *, judge: str | None = None, judge_model: str | None = None,
          options: Any = None, output: Path = Path("rankings"), fmt: str = "table",
-         cache_path: Path | None = None, disabled_plugins: list[str] | None = None) -> tuple[Path, str]:
+         cache_path: Path | None = None, disabled_plugins: list[str] | None = None,
+         plugins: Plugins | None = None) -> tuple[Path, str]:
     """Rank the systems of finished runs with a pairwise judge; writes a rankings directory
     and returns it with the text to print (`table`, `markdown` or `json`)."""
-    from lceval.engine._cache import Cache, cache_failures
-    from lceval.engine._model_spec import judge_model_spec, open_judge_model
-    from lceval.analysis._rank import RankOptions, collect_systems, make_pairwise_judge
-    from lceval.analysis._rank import rank as rank_systems
-    from lceval.analysis._rankings import format_ranking, write_ranking
-    from lceval.results._run_dir import load_run
+    from lceval.engine import Cache, cache_failures
+    from lceval.engine import open_judge_model, resolve_judge_model
+    from lceval.analysis import RankOptions, collect_systems, make_pairwise_judge
+    from lceval.analysis import rank as rank_systems
+    from lceval.analysis import format_ranking, write_ranking
+    from lceval.results import load_run
 
     opts = options or RankOptions()
     opts.check()
-    plugins, registry = _env(disabled_plugins or [])
+    plugins, catalog = _env(plugins, disabled_plugins)
     runs = [load_run(Path(d)) for d in run_dirs]
     systems, section = collect_systems(runs, opts.tasks)
     flag = judge or opts.judge or section.get("judge")
     if not flag:
         raise UserError("no pairwise judge: the task spec has no rank.judge", field="--judge",
                         hint=f"Pass --judge NAME (installed: {', '.join(sorted(plugins.pairwise_judges)) or 'none'}).")
-    jspec = judge_model_spec(judge_model, registry, plugins)
-    from lceval.io._atomic import check_writable
+    jspec = resolve_judge_model(judge_model, catalog, plugins)
+    from lceval.io import check_writable
 
     check_writable(Path(output))
     cache = Cache(cache_path or default_cache_path())
     model = None
     try:
         with cache_failures(cache.path):
-            model = open_judge_model(jspec, plugins, cache)
+            model = open_judge_model(jspec, cache)
             pairwise_judge = make_pairwise_judge(flag, plugins, model, opts.seed)
             ranking = rank_systems(runs, pairwise_judge, flag, opts, systems, section)
         if model is not None:
@@ -356,32 +334,35 @@ def rank(run_dirs: list[Path], *, judge: str | None = None, judge_model: str | N
     return path, format_ranking(ranking, markdown=fmt == "markdown")
 
 
-def submit(run_dirs: list[Path], output: Path, name: str | None = None, disabled_plugins: list[str] | None = None) -> Path:
+def submit(run_dirs: list[Path], output: Path, name: str | None = None,
+           disabled_plugins: list[str] | None = None, *, plugins: Plugins | None = None) -> Path:
     """`lceval submit`: a leaderboard bundle of finished runs."""
-    from lceval.leaderboard._bundle import submit as pack
+    from lceval.leaderboard import submit as pack
 
-    return pack(run_dirs, output, load_plugins(disabled_plugins or []), name)
+    return pack(run_dirs, output, _plugins(plugins, disabled_plugins), name)
 
 
 def verify(bundle: Path, *, rejudge: int = 200, seed: int = 0, accept_unpinned: bool = False, fmt: str = "text",
-           data_home: Path | None = None, disabled_plugins: list[str] | None = None) -> tuple[str, bool]:
+           data_home: Path | None = None, disabled_plugins: list[str] | None = None,
+           plugins: Plugins | None = None) -> tuple[str, bool]:
     """`lceval verify`: (the report, whether the bundle is accepted)."""
-    from lceval.io._datahome import data_home as default_home
-    from lceval.leaderboard._verify import format_verification, verify_bundle
+    from lceval.io import data_home as default_home
+    from lceval.leaderboard import format_verification, verify_bundle
 
-    plugins, registry = _env(disabled_plugins or [])
-    result = verify_bundle(bundle, plugins, registry, Path(data_home or default_home()), rejudge=rejudge, seed=seed,
+    plugins, catalog = _env(plugins, disabled_plugins)
+    result = verify_bundle(bundle, plugins, catalog, Path(data_home or default_home()), rejudge=rejudge, seed=seed,
                            accept_unpinned=accept_unpinned)
     text = json.dumps(result.as_dict(), indent=1) if fmt == "json" else format_verification(result)
     return text, result.ok
 
 
 def leaderboard(bundles: list[Path], output: Path, *, title: str = "lceval leaderboard", verify: bool = True,
-                rejudge: int = 200, data_home: Path | None = None, disabled_plugins: list[str] | None = None) -> str:
+                rejudge: int = 200, data_home: Path | None = None, disabled_plugins: list[str] | None = None,
+                plugins: Plugins | None = None) -> str:
     """`lceval leaderboard`: a static site (index + a page per submission) from bundles."""
-    from lceval.io._datahome import data_home as default_home
-    from lceval.leaderboard._site import write_site
+    from lceval.io import data_home as default_home
+    from lceval.leaderboard import write_site
 
-    plugins, registry = _env(disabled_plugins or [])
-    return write_site(bundles, output, plugins, registry, Path(data_home or default_home()), title=title,
+    plugins, catalog = _env(plugins, disabled_plugins)
+    return write_site(bundles, output, plugins, catalog, Path(data_home or default_home()), title=title,
                       verify=verify, rejudge=rejudge)

@@ -18,9 +18,9 @@ from typing import Any, Iterator
 import jsonschema
 
 from lceval.errors import UserError
-from lceval.engine._plugin_host import IN_PROCESS, KINDS, PluginInfo, Plugins, load_plugins
-from lceval.engine._catalog import load_registry
-from lceval.engine._spec import check_options, load_spec
+from lceval.engine import IN_PROCESS, KINDS, PluginInfo, Plugins, load_plugins
+from lceval.engine import load_catalog
+from lceval.engine import check_options, load_spec
 
 #: Names a plugin author may mean as a hook: a `register_*` function lceval would never call.
 _HOOKISH = re.compile(r"register_\w+")
@@ -100,7 +100,7 @@ def check_plugin_package(folder: Path, disabled: list[str]) -> list[str]:
         modules = [(name, _import_target(name, target, folder, pyproject)) for name, target in eps.items()]
         # an installed copy of the same plugin is set aside: the folder's code is what is checked
         plugins = load_plugins([*disabled, *eps], extra=modules)
-        load_registry(plugins)  # task names: clashes with the catalog, duplicates in the folder
+        load_catalog(plugins)  # task names: clashes with the catalog, duplicates in the folder
     lines = []
     for name, obj in modules:
         info = next(i for i in plugins.infos if i.name == name and i.distribution == IN_PROCESS)

@@ -11,7 +11,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.options import describe, options_schema_of, unwrap
-from lceval.engine._plugin_host import BUILTIN_DISTRIBUTION, PluginInfo, Plugins, Registration, describe_kind
+from lceval.engine import BUILTIN_DISTRIBUTION, PluginInfo, Plugins, Registration, describe_kind
 
 #: How a user passes options to each kind, shown above its options table.
 _WHERE_OPTIONS = {
@@ -28,10 +28,10 @@ def plugin_warnings(plugins: Plugins, shadowed_commands: list[str]) -> list[str]
     names are compared only when a third-party plugin contributes spec folders (the built-in
     catalog has no clashes of its own), so most commands pay nothing for it."""
     if any(not _is_builtin(plugins, plugins.owner.get(("specs", str(d)), "")) for d in plugins.spec_dirs):
-        from lceval.engine._catalog import load_registry
+        from lceval.engine import load_catalog
 
         try:
-            load_registry(plugins)  # records task-name clashes in plugins.clashes
+            load_catalog(plugins)  # records task-name clashes in plugins.clashes
         except UserError:
             pass  # the command that needs the catalog reports it
     lines = [c.message for c in plugins.clashes]

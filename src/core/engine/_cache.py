@@ -7,7 +7,6 @@ anything that looks like a secret is dropped from the identity before hashing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -21,10 +20,22 @@ from typing import Any, Iterable, Iterator
 
 from lceval.engine._dispatch import Dispatcher
 from lceval.errors import UserError
+from lceval.io import canonical_hash
 from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest, Message
 
 SECRET_MARKERS = ("key", "token", "secret", "password", "authorization")
+
+
+def default_cache_path() -> Path:
+    """`$LCEVAL_CACHE`, else `cache.sqlite` in the user cache dir (shared by every run, so a
+    repeated request is never paid twice)."""
+    env = os.environ.get("LCEVAL_CACHE")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("lceval")) / "cache.sqlite"
 
 
 def strip_secrets(value: Any) -> Any:
@@ -37,26 +48,6 @@ def strip_secrets(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [strip_secrets(v) for v in value]
     return value
-
-
-#: A sampled call retried because its output was unusable (an unparseable judge verdict, a
-#: malformed synthesized document) uses seed + attempt x this stride: a new cache key, the
-#: same attempts replayed from the cache on a rerun, and - a large prime rather than +1 -
-#: never the first attempt of a neighbouring run seed (2023, 2024, 2025 in ELITR's App. C.1).
-RETRY_SEED_STRIDE = 1_000_003
-
-
-def retry_seed(seed: int, attempt: int) -> int:
-    return seed + attempt * RETRY_SEED_STRIDE
-
-
-def sha256_text(text: str) -> str:
-    """Hex sha256 of a text (prompt templates in judge identities)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def canonical_hash(obj: Any) -> str:
-    return sha256_text(json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
 
 
 def messages_payload(messages: Iterable[Message]) -> list[dict[str, str]]:

@@ -13,7 +13,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.engine._plugin_host import Clash, PluginInfo, Plugins
 from lceval.engine._spec import TaskSpec, load_spec
-from lceval.io._yaml import line_of, load_yaml_with_lines, loads_yaml_with_lines
+from lceval.io import line_of, load_yaml_with_lines, loads_yaml_with_lines
 
 REGISTRY_RESOURCE = ("lceval", "registry.yaml")
 
@@ -26,7 +26,7 @@ class ModelAlias:
 
 
 @dataclass
-class Registry:
+class Catalog:
     specs: dict[str, Path] = field(default_factory=dict)  # task name -> spec file
     suites: dict[str, list[str]] = field(default_factory=dict)
     models: dict[str, ModelAlias] = field(default_factory=dict)
@@ -88,12 +88,12 @@ def _read_catalog() -> tuple[dict[str, Any], dict, str]:
     return data, lines, str(resource)
 
 
-def load_registry(plugins: Plugins) -> Registry:
+def load_catalog(plugins: Plugins) -> Catalog:
     """The catalog, with every plugin's spec folders. A task name is first come, first served
     in the order of `lceval.plugins` (overriding plugins, the built-in catalog, the others);
     each clash goes to `plugins.clashes`, so the CLI prints it and the manifest records it."""
     data, lines, where = _read_catalog()
-    reg = Registry()
+    reg = Catalog()
     tasks_dir = Path(str(resources.files("lceval").joinpath("tasks")))
     builtin: dict[str, Path] = {}
     for path in sorted(tasks_dir.glob("*/*.yaml")):  # one sub-folder per benchmark
@@ -121,7 +121,7 @@ CATALOG = PluginInfo(name="catalog", distribution="lceval", version="", module="
                      label="the built-in catalog")
 
 
-def _add_specs(reg: Registry, plugins: Plugins, builtin: dict[str, Path]) -> None:
+def _add_specs(reg: Catalog, plugins: Plugins, builtin: dict[str, Path]) -> None:
     by_plugin: dict[str, dict[str, list[Path]]] = {}  # plugin -> task name -> its spec files
     for folder in plugins.spec_dirs:
         names = by_plugin.setdefault(plugins.owner.get(("specs", str(folder)), "?"), {})

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
+from lceval.tokens import SAFETY_MARGIN
 from lceval.types import CONTEXT_SLOT, ContextCut, Conversation, Message
 
 if TYPE_CHECKING:
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
 POLICIES = ("error", "skip", "truncate-middle", "truncate-left")
 #: Marks the place where text was removed, so the model (and a reader) can tell.
 CUT_MARK = "\n[...]\n"
-#: Tokens kept free for tokenizer boundary effects when cut text is joined again.
-SAFETY_MARGIN = 8
 
 
 def tokens_label(n: int) -> str:
@@ -194,15 +193,17 @@ def share_cuts(fitted: list[tuple[Conversation, str | None, ContextCut]], model:
 
 
 def fit_all(conversations: list[Conversation], model: ModelBackend, policy: str, max_new_tokens: int,
-            answer_reserve: int) -> list[tuple[Conversation, str | None, ContextCut]]:
+            answer_reserve: int, max_tokens: int | None = None) -> list[tuple[Conversation, str | None, ContextCut]]:
     """`fit` for every conversation, each context tokenized once, with `share_cuts` applied:
-    what every conversation's context will be when it is asked."""
+    what every conversation's context will be when it is asked (a run and `--dry-run` both
+    fit through here)."""
     tokens: dict[str, list[int] | None] = {}  # a meeting's questions share one tokenization
     fitted = []
     for conv in conversations:
-        if model.context_window and conv.context_id not in tokens:
+        if (model.context_window or max_tokens) and conv.context_id not in tokens:
             tokens[conv.context_id] = model.tokenize(conv.context)
-        text, cut = fit(conv, model, policy, max_new_tokens, answer_reserve, context_ids=tokens.get(conv.context_id))
+        text, cut = fit(conv, model, policy, max_new_tokens, answer_reserve, context_ids=tokens.get(conv.context_id),
+                        max_tokens=max_tokens)
         fitted.append((conv, text, cut))
     shared = share_cuts(fitted, model, tokens)
     return [(conv, text, cut) for (conv, _, _), (text, cut) in zip(fitted, shared)]

@@ -3,7 +3,7 @@ context policy applied, and no answer generated.
 
 A user should be able to read what a task asks a model before paying for it (an API) or
 waiting for it (a long CPU run). The dry run builds the same conversations as a run and fits
-them with the same `context.fit_all`. It builds the backend but never asks it to generate:
+them with the same `context_policy.fit_all`. It builds the backend but never asks it to generate:
 every built-in backend loads lazily, so only what tokenizing needs is read (llama.cpp's
 vocabulary, a Hugging Face tokenizer and config, the tokenizer an API model was lent). When
 no tokenizer can be had, the output says so and shows the contexts uncut, as they would be
@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lceval.engine import _context_policy as ctxpolicy
+from lceval.engine import _context_policy as context_policy
+from lceval.engine._model_spec import ModelSpec, open_backend
+from lceval.engine._plan import RunPlan, load_work
+from lceval.engine._plugin_host import Plugins
+from lceval.engine._spec import TaskSpec
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
-from lceval.engine._model_spec import make_model, parse_model_spec
-from lceval.engine._plugin_host import Plugins
-from lceval.engine._catalog import Registry
-from lceval.engine._runner import RunConfig, load_work
-from lceval.engine._spec import TaskSpec
 from lceval.types import ContextCut, Conversation
 
 
@@ -43,9 +42,8 @@ def _describe(cut: ContextCut, skipped: bool) -> str:
 def _fit(spec: TaskSpec, conversations: list[Conversation], backend: ModelBackend,
          ) -> tuple[list[tuple[Conversation, str | None, ContextCut]], str]:
     """Fitted conversations and a line saying whether and how contexts could be measured."""
-    policy = spec.data["context"]["policy"]
+    policy = spec.context.policy
     params = spec.generation_params(0)
-    reserve = int(spec.data["context"].get("answer_reserve", params.max_new_tokens))
     uncut = [(c, c.context, ContextCut(policy, None, None)) for c in conversations]
     try:
         window = backend.context_window
@@ -54,7 +52,8 @@ def _fit(spec: TaskSpec, conversations: list[Conversation], backend: ModelBacken
     if not window:
         return uncut, ("could NOT cut: the backend gives no context window or tokenizer (an API model needs "
                        "tokenizer=... and context_window=...); contexts shown uncut, as they would be sent")
-    fitted = ctxpolicy.fit_all(conversations, backend, policy, params.max_new_tokens, reserve)
+    fitted = context_policy.fit_all(conversations, backend, policy, params.max_new_tokens,
+                               spec.context.reserve(params.max_new_tokens), max_tokens=spec.context.max_tokens)
     return fitted, f"context policy {policy}, window {window:,} tokens, the model's own tokenizer and chat template"
 
 
@@ -69,7 +68,7 @@ def _task_prompts(spec: TaskSpec, conversations: list[Conversation], backend: Mo
                 continue
             answers = [t.reference for t in conv.turns[:i]] if conv.history == "gold" else \
                 [_answer_placeholder(k) for k in range(i)]
-            messages = ctxpolicy.fill_context(ctxpolicy.full_transcript(conv, answers, upto=i), text)
+            messages = context_policy.fill_context(context_policy.full_transcript(conv, answers, upto=i), text)
             if cut.original_tokens is not None:
                 lines.append(f"prompt: {backend.count_tokens(messages):,} tokens after the chat template")
             for m in messages:
@@ -77,11 +76,10 @@ def _task_prompts(spec: TaskSpec, conversations: list[Conversation], backend: Mo
     return "\n".join(lines)
 
 
-def dry_run(config: RunConfig, plugins: Plugins, registry: Registry, data_home: Path) -> str:
-    """The prompts of every selected item of every task of `config`, as text."""
-    model_spec = parse_model_spec(config.model, registry)
-    loaded = load_work(config, plugins, registry, data_home).loaded
-    backend = make_model(model_spec, plugins)
+def dry_run(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, data_home: Path) -> str:
+    """The prompts of every selected item of every task of the plan, for one of its models."""
+    loaded = load_work(plan, plugins, data_home).loaded
+    backend = open_backend(model_spec)
     try:
         blocks = [_task_prompts(spec, conversations, backend) for spec, conversations in loaded]
     finally:

@@ -1,19 +1,24 @@
 """Model spec strings: `SCHEME:MODEL[,key=value...]` or a registry alias (optionally with
-extra `,key=value` options that override the alias's)."""
+extra `,key=value` options that override the alias's).
+
+A string is resolved once (`resolve_model`): parsed, its scheme looked up among the installed
+backends and its options checked against the backend's `options_schema`. The resulting
+`ModelSpec` carries the factory and the checked options, so building the backend later
+(`open_backend`) checks nothing again, and every stage of a run sees the same spec."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
 
+from lceval.engine._cache import Cache, CachedModel, default_cache_path
+from lceval.engine._catalog import Catalog, load_catalog
+from lceval.engine._plugin_host import Plugins, describe_kind, load_plugins
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend, ModelFactory
-from lceval.options import check_options, options_schema_of
-from lceval.engine._plugin_host import Plugins, describe_kind
-from lceval.engine._catalog import Registry
-
-if TYPE_CHECKING:
-    from lceval.engine._cache import Cache, CachedModel
+from lceval.options import check_options, options_schema_of, unwrap
 
 JUDGE_MODEL_FLAG = "--judge-model"
 
@@ -23,7 +28,11 @@ class ModelSpec:
     text: str  # as the user wrote it
     scheme: str
     model: str
-    options: dict[str, str]
+    options: dict[str, str]  # as written: they name the model in results and cache keys
+    #: the backend's own factory and the options it is called with (typed and defaulted when
+    #: it declared an options_schema); None until resolved against the installed plugins
+    factory: ModelFactory | None = field(default=None, compare=False, repr=False)
+    checked: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def canonical(self) -> str:
@@ -48,28 +57,26 @@ def _split_options(text: str, field: str) -> tuple[str, dict[str, str]]:
     return ",".join(head), options
 
 
-def parse_model_spec(text: str, registry: Registry, field: str = "--model") -> ModelSpec:
+def parse_model_spec(text: str, catalog: Catalog, field: str = "--model") -> ModelSpec:
+    """The string's parts, aliases expanded; not yet checked against the installed backends."""
     base, extra = _split_options(text.strip(), field)
-    if base in registry.models:
-        alias_base, alias_opts = _split_options(registry.models[base].spec, field)
+    if base in catalog.models:
+        alias_base, alias_opts = _split_options(catalog.models[base].spec, field)
         base, extra = alias_base, {**alias_opts, **extra}
     scheme, sep, model = base.partition(":")
     if not sep or not scheme or not model:
         raise UserError(
             f"model '{text}' is neither SCHEME:MODEL nor a known alias",
             field=field,
-            hint=f"Aliases: {', '.join(sorted(registry.models)) or 'none'}.",
+            hint=f"Aliases: {', '.join(sorted(catalog.models)) or 'none'}.",
         )
     return ModelSpec(text=text, scheme=scheme, model=model, options=extra)
 
 
-def make_model(spec: ModelSpec, plugins: Plugins, field: str = "--model") -> ModelBackend:
-    return backend_factory(spec, plugins, field)(spec.model, dict(spec.options))
-
-
-def backend_factory(spec: ModelSpec, plugins: Plugins, field: str = "--model") -> ModelFactory:
-    """The factory for the spec's scheme; an unknown scheme, or an option the backend does
-    not declare or of the wrong type, fails here, before any work."""
+def resolve_model(text: str, catalog: Catalog, plugins: Plugins, field: str = "--model") -> ModelSpec:
+    """Parse `text` and check it against the installed backends: an unknown scheme, or an
+    option the backend does not declare or of the wrong type, fails here, before any work."""
+    spec = parse_model_spec(text, catalog, field)
     if spec.scheme not in plugins.models:
         raise UserError(
             f"no backend for scheme '{spec.scheme}' (model '{spec.text}')",
@@ -77,26 +84,46 @@ def backend_factory(spec: ModelSpec, plugins: Plugins, field: str = "--model") -
             hint=f"Installed schemes: {', '.join(sorted(plugins.models)) or 'none'}; "
             "`lceval plugins` shows what failed to load.",
         )
-    factory = plugins.models[spec.scheme]
-    schema = options_schema_of(factory)
-    if schema is not None:
-        check_options(schema, spec.options, what=describe_kind("model", spec.scheme))
-    return factory
+    registered = plugins.models[spec.scheme]
+    schema = options_schema_of(registered)
+    checked = (check_options(schema, spec.options, what=describe_kind("model", spec.scheme))
+               if schema is not None else dict(spec.options))
+    return ModelSpec(text=spec.text, scheme=spec.scheme, model=spec.model, options=spec.options,
+                     factory=unwrap(registered), checked=checked)
 
 
-def judge_model_spec(text: str | None, registry: Registry, plugins: Plugins) -> ModelSpec | None:
-    """`--judge-model`, parsed and its scheme checked before any work is done; None if absent."""
-    if not text:
-        return None
-    spec = parse_model_spec(text, registry, field=JUDGE_MODEL_FLAG)
-    backend_factory(spec, plugins, field=JUDGE_MODEL_FLAG)
-    return spec
+def resolve_judge_model(text: str | None, catalog: Catalog, plugins: Plugins) -> ModelSpec | None:
+    """`--judge-model`, resolved before any work is done; None if absent."""
+    return resolve_model(text, catalog, plugins, field=JUDGE_MODEL_FLAG) if text else None
 
 
-def open_judge_model(spec: ModelSpec | None, plugins: Plugins, cache: "Cache") -> "CachedModel | None":
+def open_backend(spec: ModelSpec) -> ModelBackend:
+    """The backend of a resolved spec (its options were checked when it was resolved)."""
+    if spec.factory is None:
+        raise ValueError(f"model spec '{spec.text}' was not resolved against the installed backends")
+    return spec.factory(spec.model, dict(spec.checked))
+
+
+def open_judge_model(spec: ModelSpec | None, cache: Cache) -> CachedModel | None:
     """The judge model behind the request cache (its calls cached and counted), or None."""
-    from lceval.engine._cache import CachedModel
-
     if spec is None:
         return None
-    return CachedModel(make_model(spec, plugins, field=JUDGE_MODEL_FLAG), cache, spec.canonical)
+    return CachedModel(open_backend(spec), cache, spec.canonical)
+
+
+@contextmanager
+def open_model(text: str, *, cache_path: Path | None = None, plugins: Plugins | None = None) -> Iterator[CachedModel]:
+    """A model by spec string, through the request cache, for a plugin's own command (e.g.
+    synthesizing a haystack): every call cached and resumable like a run's; the backend and
+    the cache are closed when the block ends. `cache_path` defaults to the run cache."""
+    plugins = plugins if plugins is not None else load_plugins()
+    spec = resolve_model(text, load_catalog(plugins), plugins)
+    cache = Cache(Path(cache_path) if cache_path else default_cache_path())
+    backend = None
+    try:
+        backend = open_backend(spec)
+        yield CachedModel(backend, cache, spec.canonical)
+    finally:
+        if backend is not None:
+            backend.close()
+        cache.close()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from lceval.engine._cache import canonical_hash
+from lceval.io import canonical_hash
 from lceval.errors import UserError
 from lceval.engine._spec import TaskSpec
 from lceval.types import Conversation
@@ -104,7 +104,7 @@ def build_plan(loaded: list[tuple[TaskSpec, list[Conversation]]]) -> dict[str, A
     tasks: dict[str, list[dict[str, Any]]] = {}
     weights: dict[str, int] = {}
     for spec, conversations in loaded:
-        allowance = int(spec.data["generation"]["max_new_tokens"])
+        allowance = spec.max_new_tokens
         entries = []
         counted: set[str] = set()
         seen: set[str] = set()

@@ -4,31 +4,18 @@ type's options schema, and fill defaults. Every error names file, field and line
 from __future__ import annotations
 
 import copy
-import difflib
-import json
-import re
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from lceval.errors import UserError
+from lceval.io import load_schema, unknown_name, validate
+from lceval.io import PathKey, line_of, load_yaml_with_lines
 from lceval.options import defaults
-from lceval.io._safeio import quote
 from lceval.types import GenerationParams
-from lceval.io._yaml import PathKey, line_of, load_yaml_with_lines
 
 if TYPE_CHECKING:
     from lceval.engine._plugin_host import Plugins
-
-#: JSON-Schema keyword a task type puts on an option that names a plugin, so `lceval
-#: validate` and every run check the name exists and say where it is written:
-#: `{"type": "string", "x-lceval-plugin": "retriever"}`, or with values that are not plugins
-#: `{"x-lceval-plugin": {"kind": "retriever", "values": ["full"], "prefixes": ["stored:"]}}`.
-PLUGIN_KEYWORD = "x-lceval-plugin"
 
 DEFAULTS: dict[str, Any] = {
     "options": {},
@@ -40,14 +27,35 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-@lru_cache(maxsize=None)
-def load_schema(name: str) -> dict[str, Any]:
-    text = resources.files("lceval.io.schemas").joinpath(name).read_text(encoding="utf-8")
-    return json.loads(text)
+@dataclass(frozen=True)
+class ContextSettings:
+    """The spec's `context:` section: how a long context is fitted to the model's window."""
+
+    policy: str
+    #: tokens kept for each answer; None = the spec's generation.max_new_tokens
+    answer_reserve: int | None
+    #: one budget of `--context-lengths`: the context is cut to at most this many tokens
+    max_tokens: int | None
+
+    def reserve(self, max_new_tokens: int) -> int:
+        return int(self.answer_reserve if self.answer_reserve is not None else max_new_tokens)
+
+
+@dataclass(frozen=True)
+class JudgeChoice:
+    """The spec's `judge:` section, or the `--judge` flag with its options."""
+
+    name: str
+    options: dict[str, Any]
 
 
 @dataclass
 class TaskSpec:
+    """A checked task spec. `data` is the resolved mapping (defaults filled once, here, and
+    the task type's option defaults by `check_options`): what `lceval tasks show` prints and
+    the manifest records. The engine reads it through the typed sections below, never by
+    indexing `data`."""
+
     name: str
     path: Path
     data: dict[str, Any]  # validated, defaults filled
@@ -60,6 +68,41 @@ class TaskSpec:
     @property
     def description(self) -> str:
         return self.data["description"]
+
+    @property
+    def dataset(self) -> str | None:
+        return self.data.get("dataset")
+
+    @property
+    def splits(self) -> list[str] | None:
+        return self.data.get("splits")
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The task type's options (checked against its schema, its defaults filled)."""
+        return self.data["options"]
+
+    @property
+    def context(self) -> ContextSettings:
+        c = self.data["context"]
+        return ContextSettings(policy=c["policy"], answer_reserve=c.get("answer_reserve"),
+                               max_tokens=c.get("max_tokens"))
+
+    @property
+    def judge(self) -> JudgeChoice:
+        return JudgeChoice(name=self.data["judge"]["name"], options=dict(self.data["judge"].get("options") or {}))
+
+    @property
+    def rank(self) -> dict[str, Any]:
+        return dict(self.data.get("rank") or {})
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return self.data["report"]
+
+    @property
+    def max_new_tokens(self) -> int:
+        return int(self.data["generation"]["max_new_tokens"])
 
     def generation_params(self, seed: int) -> GenerationParams:
         g = self.data["generation"]
@@ -87,57 +130,6 @@ def _merge(defaults: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _plugin_check(plugins: "Plugins | None"):  # noqa: ANN202 - a jsonschema keyword function
-    def check(validator: Any, rule: Any, instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
-        if plugins is None or not isinstance(instance, str):
-            return
-        kind, values, prefixes = (rule["kind"], list(rule.get("values", [])), list(rule.get("prefixes", []))) \
-            if isinstance(rule, dict) else (rule, [], [])
-        table = plugins.table(kind)
-        if instance in table or instance in values or any(instance.startswith(p) for p in prefixes):
-            return
-        yield jsonschema.ValidationError(_unknown(kind, instance, values + [f"{p}NAME" for p in prefixes]
-                                                  + sorted(table)))
-    return check
-
-
-def _validator(schema: dict[str, Any], plugins: "Plugins | None") -> Any:
-    cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, {PLUGIN_KEYWORD: _plugin_check(plugins)})
-    return cls(schema)
-
-
-def _unknown_keys(error: Any) -> list[str]:
-    """The keys an additionalProperties error is about (jsonschema only puts them in prose)."""
-    allowed = set(error.schema.get("properties", {}))
-    patterns = [re.compile(p) for p in error.schema.get("patternProperties", {})]
-    return [k for k in error.instance if k not in allowed and not any(p.search(k) for p in patterns)]
-
-
-def validate(instance: Any, schema: dict[str, Any], path: Path, lines: dict[PathKey, int],
-             prefix: PathKey = (), plugins: "Plugins | None" = None) -> None:
-    """Raise the first (most specific) schema error as a UserError with file, field, line.
-    With `plugins`, options marked with PLUGIN_KEYWORD must name a registered plugin."""
-    validator = _validator(schema, plugins)
-    errors = sorted(validator.iter_errors(instance), key=lambda e: (-len(e.absolute_path), str(e.message)))
-    if not errors:
-        return
-    best = jsonschema.exceptions.best_match(errors) or errors[0]
-    at = prefix + tuple(best.absolute_path)
-    message = best.message
-    if best.validator == "additionalProperties" and isinstance(best.instance, dict):
-        unknown = _unknown_keys(best)
-        allowed = sorted(best.schema.get("properties", {}))
-        if unknown:  # point at the stray key's own line, not at its parent's
-            at = at + (unknown[0],)
-            close = difflib.get_close_matches(unknown[0], allowed, n=1)
-            message = f"unknown field {quote(unknown[0])}" + (f"; did you mean '{close[0]}'?" if close else "")
-        message = f"{message} (allowed: {', '.join(allowed)})"
-    elif len(message) > 200:  # jsonschema quotes the whole value: keep the message one line
-        message = f"{quote(best.instance)} fails '{best.validator}' of the schema"
-    raise UserError(message, file=path, field=".".join(map(str, at)) or "(top level)",
-                    line=line_of(lines, at))
-
-
 def load_spec(path: Path) -> TaskSpec:
     """Parse and check the generic part of a spec; options are checked by `check_options`."""
     path = Path(path)
@@ -154,9 +146,10 @@ def check_options(spec: TaskSpec, options_schema: dict[str, Any], plugins: "Plug
     declared defaults (in place), so the resolved spec - shown by `lceval tasks show` and
     recorded in the manifest - holds every option the task type will use. With `plugins`, an
     option naming a plugin (PLUGIN_KEYWORD) must name one that is installed."""
-    validate(spec.data["options"], options_schema, spec.path, spec.lines, prefix=("options",), plugins=plugins)
+    validate(spec.options, options_schema, spec.path, spec.lines, prefix=("options",),
+             plugin_names=plugins.table if plugins is not None else None)
     for key, value in defaults(options_schema).items():
-        spec.data["options"].setdefault(key, value)
+        spec.options.setdefault(key, value)
 
 
 def task_type_of(spec: TaskSpec, plugins: "Plugins") -> Any:
@@ -165,7 +158,7 @@ def task_type_of(spec: TaskSpec, plugins: "Plugins") -> Any:
     if spec.type in plugins.task_types:
         return plugins.task_types[spec.type]
     failed = [f"{i.name} ({i.error.splitlines()[-1]})" for i in plugins.infos if i.error]
-    raise UserError(_unknown("task type", spec.type, sorted(plugins.task_types)), file=spec.path, field="type",
+    raise UserError(unknown_name("task type", spec.type, sorted(plugins.task_types)), file=spec.path, field="type",
                     line=line_of(spec.lines, ("type",)),
                     hint=f"Plugins that failed to load: {', '.join(failed)}." if failed else None)
 
@@ -176,21 +169,15 @@ def check_references(spec: TaskSpec, plugins: "Plugins", judges: bool = True) ->
     `check_options`. Returns the task type."""
     task_type = task_type_of(spec, plugins)
     if judges:
-        name = spec.data["judge"]["name"]
+        name = spec.judge.name
         if name not in plugins.judges:
-            raise spec.error(_unknown("judge", name, sorted(plugins.judges)), ("judge", "name"))
-    rank_judge = (spec.data.get("rank") or {}).get("judge")
+            raise spec.error(unknown_name("judge", name, sorted(plugins.judges)), ("judge", "name"))
+    rank_judge = spec.rank.get("judge")
     if isinstance(rank_judge, str):
         name = rank_judge.split(",", 1)[0].strip()
         if name not in plugins.pairwise_judges:
-            raise spec.error(_unknown("pairwise judge", name, sorted(plugins.pairwise_judges)), ("rank", "judge"))
+            raise spec.error(unknown_name("pairwise judge", name, sorted(plugins.pairwise_judges)), ("rank", "judge"))
     return task_type
-
-
-def _unknown(kind: str, name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    return (f"unknown {kind} {quote(name)} (known: {', '.join(known) or 'none'})"
-            + (f"; did you mean '{close[0]}'?" if close else ""))
 
 
 def with_overrides(spec: TaskSpec, overrides: dict[str, Any]) -> TaskSpec:

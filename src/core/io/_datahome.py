@@ -10,7 +10,6 @@ from plugins through the `register_datasets` hook.
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import os
@@ -23,11 +22,13 @@ import urllib.request
 import zipfile
 import zlib
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
 from lceval.errors import UserError
+from lceval.io._digest import sha256_file
 from lceval.interfaces import Dataset, DatasetFile
 
 CHECKSUMS = "CHECKSUMS.json"
@@ -35,8 +36,18 @@ DOWNLOAD_TIMEOUT_S = 120
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
+#: The data home a command chose (`--data-home`), for everything it runs, plugins included:
+#: a context variable, not the environment, so nothing leaks past the command or into
+#: another thread's command.
+_CHOSEN: ContextVar[Path | None] = ContextVar("lceval_data_home", default=None)
+
+
 def data_home() -> Path:
-    """`$LCEVAL_DATA`, else the user cache dir: data never lives in the repository."""
+    """The data home: the command's `--data-home`, else `$LCEVAL_DATA`, else the user cache
+    dir. Data never lives in the repository."""
+    chosen = _CHOSEN.get()
+    if chosen is not None:
+        return chosen
     env = os.environ.get("LCEVAL_DATA")
     if env:
         return Path(env).expanduser()
@@ -47,29 +58,16 @@ def data_home() -> Path:
 
 @contextmanager
 def using_data_home(home: Path | None) -> Iterator[None]:
-    """Make `--data-home` the data home of everything in the run, plugins included (a
-    backend such as `replay:` looks files up there), and restore the environment after."""
+    """Make `--data-home` the data home of everything in the command, plugins included (a
+    backend such as `replay:` looks files up there), until the block ends."""
     if home is None:
         yield
         return
-    before = os.environ.get("LCEVAL_DATA")
-    os.environ["LCEVAL_DATA"] = str(home)
+    token = _CHOSEN.set(Path(home))
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop("LCEVAL_DATA", None)
-        else:
-            os.environ["LCEVAL_DATA"] = before
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in blocks so large archives never sit in memory."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        _CHOSEN.reset(token)
 
 
 def dataset_path(name: str, home: Path | None = None) -> Path:

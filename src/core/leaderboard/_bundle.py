@@ -14,7 +14,6 @@ install, the judge (and a recorded model) asked again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -26,20 +25,17 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from lceval import __version__
-from lceval.io._atomic import atomic_file
-from lceval.io._datahome import safe_relpath
+from lceval.io import atomic_file
+from lceval.io import safe_relpath
+from lceval.io import sha256_bytes
 from lceval.errors import UserError
-from lceval.io._safeio import read_json
-from lceval.results._run_dir import FinishedRun, load_run
+from lceval.io import read_json
+from lceval.results import FinishedRun, load_run
 
 FORMAT = "lceval-bundle"
 VERSION = 1
 RUN_FILES = ("results.json", "samples.jsonl", "manifest.json")
 INDEX = "bundle.json"
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def dataset_relpath(path: str, datasets: set[str]) -> tuple[str | None, str]:

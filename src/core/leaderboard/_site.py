@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from lceval.leaderboard._bundle import open_bundle
-from lceval.report._html import ReportInputs, build_report, interval_cell, page
-from lceval.results._run_dir import FinishedRun, load_run
+from lceval.report import ReportInputs, build_report, interval_cell, page
+from lceval.results import FinishedRun, load_run
 from lceval.leaderboard._verify import Verification, verify_bundle
 
 
@@ -131,7 +131,7 @@ def _swap_in(staging: Path, output: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def write_site(bundles: list[Path], output: Path, plugins: Any, registry: Any, home: Path, *,
+def write_site(bundles: list[Path], output: Path, plugins: Any, catalog: Any, home: Path, *,
                title: str = "lceval leaderboard", verify: bool = True, rejudge: int = 200) -> str:
     output = Path(output)
     staging = output.with_name(f".{output.name}.partial")
@@ -141,7 +141,7 @@ def write_site(bundles: list[Path], output: Path, plugins: Any, registry: Any, h
     subs: list[Submission] = []
     try:
         for n, path in enumerate(bundles, 1):
-            verification = verify_bundle(path, plugins, registry, home, rejudge=rejudge) if verify else None
+            verification = verify_bundle(path, plugins, catalog, home, rejudge=rejudge) if verify else None
             with open_bundle(path) as bundle:
                 runs: list[FinishedRun] = [load_run(bundle.run_dir(r["run_id"])) for r in bundle.index["runs"]]
                 name = str(bundle.index.get("name") or path.stem)

@@ -33,14 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from lceval import __version__
-from lceval.leaderboard._bundle import (RUN_FILES, OpenBundle, data_entries, dataset_relpath, open_bundle,
-                                        sha256_bytes)
-from lceval.io._datahome import CHECKSUMS, dataset_path, read_record, using_data_home
+from lceval.leaderboard._bundle import RUN_FILES, OpenBundle, data_entries, dataset_relpath, open_bundle
+from lceval.io import sha256_bytes
+from lceval.io import CHECKSUMS, dataset_path, read_record, using_data_home
 from lceval.errors import UserError
-from lceval.results._rescore import config_of, rejudge_samples, spec_of
-from lceval.results._run_dir import SAMPLES_MAX_BYTES, FinishedRun, load_run
-from lceval.io._safeio import read_json_lines
-from lceval.results._scoring import score_task
+from lceval.results import config_of, rejudge_samples, spec_of
+from lceval.results import SAMPLES_MAX_BYTES, FinishedRun, load_run
+from lceval.io import read_json_lines
+from lceval.results import score_task
 from lceval.types import Sample
 
 MAX_LISTED = 12  # differences listed per check before "... and N more"
@@ -121,9 +121,9 @@ class _RunCheck:
     """The checks of one run of a bundle; problems and passes are added to `out`."""
 
     def __init__(self, bundle: OpenBundle, entry: dict[str, Any], out: Verification, plugins: Any,
-                 registry: Any, home: Path, rejudge: int, seed: int, accept_unpinned: bool) -> None:
+                 catalog: Any, home: Path, rejudge: int, seed: int, accept_unpinned: bool) -> None:
         self.bundle, self.entry, self.out = bundle, entry, out
-        self.plugins, self.registry, self.home = plugins, registry, home
+        self.plugins, self.catalog, self.home = plugins, catalog, home
         self.rejudge, self.seed, self.accept_unpinned = rejudge, seed, accept_unpinned
         self.tag = f"run {entry['run_id']}"
 
@@ -200,7 +200,7 @@ class _RunCheck:
     def items_and_data(self, run: FinishedRun) -> dict[str, list[Any]]:
         """Load every task from this machine's verified data; compare items and data files.
         Returns the conversations of each task that loaded (for answering again)."""
-        from lceval.engine._runner import FileRecorder, load_task
+        from lceval.engine import FileRecorder, checked_task_type, load_task
 
         recorder = FileRecorder()
         loaded: dict[str, list[Any]] = {}
@@ -214,7 +214,9 @@ class _RunCheck:
                     continue
             try:
                 with using_data_home(self.home):
-                    conversations = load_task(spec, config_of(run), self.plugins, self.home, recorder)
+                    config = config_of(run)
+                    task_type = checked_task_type(spec, config, self.plugins)
+                    conversations = load_task(spec, task_type, config, self.plugins, self.home, recorder)
             except UserError as exc:
                 self.problem(f"{name}: cannot load the task from this machine's data: {exc.render()}")
                 continue
@@ -309,13 +311,14 @@ class _RunCheck:
         return [answered[i] for i in chosen]
 
     def judge_again(self, run: FinishedRun, task: str, picks: list[Sample]) -> None:
-        from lceval.engine._runner import make_judge
+        from lceval.engine import make_judge, resolve_judge_flag
 
         if not picks:
             return
         spec, config = spec_of(run, task), config_of(run)
         try:
-            judge = make_judge(spec, config, self.plugins, self.registry, None, picks[0].seed)
+            choice = resolve_judge_flag(config.judge, self.catalog) if config.judge else None
+            judge = make_judge(spec, choice, self.plugins, None, picks[0].seed)
         except UserError as exc:
             self.out.notes.append(f"{self.tag}: {task}: not re-judged: {exc.message}")
             return
@@ -327,7 +330,7 @@ class _RunCheck:
         if judge.identity() != declared:
             self.problem(f"{task}: the declared judge is {declared!r}, this lceval's is {judge.identity()!r}")
             return
-        fresh, _ = rejudge_samples(picks, spec, config, self.plugins, self.registry, None, run)
+        fresh, _ = rejudge_samples(picks, spec, choice, self.plugins, None, run)
         diffs = []
         for old, new in zip(picks, fresh):
             a = old.judgments[0] if old.judgments else None
@@ -345,17 +348,14 @@ class _RunCheck:
                         f"again with {judge.name}: same scores and parse statuses")
 
     def answer_again(self, run: FinishedRun, task: str, picks: list[Sample], conversations: list[Any]) -> None:
-        from lceval.engine._cache import Cache, CachedModel
-        from lceval.engine._model_spec import parse_model_spec
-        from lceval.engine._runner import generate_task
+        from lceval.engine import Cache, CachedModel, generate_task, open_backend, resolve_model
 
         spec_text = str((run.manifest.get("resolved") or {}).get("model_spec") or run.model)
         try:
-            mspec = parse_model_spec(spec_text, self.registry)
+            mspec = resolve_model(spec_text, self.catalog, self.plugins)
         except UserError:
             return
-        factory = self.plugins.models.get(mspec.scheme)
-        if factory is None or not _recomputable(factory) or not picks:
+        if not _recomputable(mspec.factory) or not picks:
             return
         wanted = {s.item_id for s in picks}
         convs = [c for c in conversations if any(t.item_id in wanted for t in c.turns)]
@@ -364,7 +364,7 @@ class _RunCheck:
         diffs: list[str] = []
         with tempfile.TemporaryDirectory(prefix="lceval-verify-") as tmp, using_data_home(self.home):
             cache = Cache(Path(tmp) / "cache.sqlite")
-            backend = factory(mspec.model, dict(mspec.options))
+            backend = open_backend(mspec)
             try:
                 model = CachedModel(backend, cache, mspec.canonical)
                 for seed in sorted({s.seed for s in picks}):
@@ -392,7 +392,7 @@ class _RunCheck:
                         f"again of {mspec.scheme}: same answers, prompts and recorded extras")
 
 
-def verify_bundle(path: Path, plugins: Any, registry: Any, home: Path, *, rejudge: int = 200, seed: int = 0,
+def verify_bundle(path: Path, plugins: Any, catalog: Any, home: Path, *, rejudge: int = 200, seed: int = 0,
                   accept_unpinned: bool = False) -> Verification:
     if rejudge < 0:
         raise UserError(f"--rejudge must be 0 or more, got {rejudge}", field="--rejudge")
@@ -412,7 +412,7 @@ def verify_bundle(path: Path, plugins: Any, registry: Any, home: Path, *, rejudg
         for extra in sorted(present - listed):
             out.problems.append(f"run {extra}: in the bundle but not listed in bundle.json")
         for entry in bundle.index["runs"]:
-            _RunCheck(bundle, entry, out, plugins, registry, home, rejudge, seed, accept_unpinned).run()
+            _RunCheck(bundle, entry, out, plugins, catalog, home, rejudge, seed, accept_unpinned).run()
     return out
 
 

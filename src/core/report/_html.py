@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from lceval import __version__
-from lceval.io._atomic import write_text_atomic
-from lceval.engine._context_policy import removed_span
+from lceval.io import write_text_atomic
+from lceval.engine import removed_span
 from lceval.errors import UserError
 from lceval.interfaces import ReportContext, ReportFigure
-from lceval.results._run_dir import FinishedRun, load_run
-from lceval.io._safeio import read_json_object
-from lceval.results._scoring import primary_score
-from lceval.report._inputs import run_model_name
+from lceval.results import FinishedRun, load_run
+from lceval.io import read_json_object
+from lceval.results import primary_score
+from lceval.results import run_model_name
 
 
 @dataclass
@@ -334,7 +334,7 @@ def agreement_inputs(runs: list[FinishedRun], sources: list[str], bins_of: str |
                      seed: int = 0) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]]]:
     """The judge-agreement report and the scatter points of the report's runs (their judges)
     with further score sources (recorded human scores ...), as `lceval judge-agreement`."""
-    from lceval.analysis._agreement import agreement, matched_scores, merge_sources, read_sources
+    from lceval.analysis import agreement, matched_scores, merge_sources, read_sources
 
     extra = [s for arg in sources for s in read_sources(arg, plugins, None)]
     ids = {i.item_id for s in extra for i in s.items}

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.engine._plugin_host import Plugins
-from lceval.results._run_dir import FinishedRun, load_run
-from lceval.results._scoring import score_task
+from lceval.engine import Plugins
+from lceval.results import FinishedRun, load_run, model_name
+from lceval.results import score_task
 from lceval.types import ContextCut, Judgment, Sample, ScoreSource
 
 
@@ -53,20 +53,6 @@ class ReportRun:
             if label not in labels:
                 labels.append(label)
         return "+".join(labels)
-
-
-def model_name(model: str) -> str:
-    """`replay:FILE#GPT-4` -> `GPT-4`, `hf:org/Model,opt=1` -> `Model`: the last path-like
-    component without options, which is what a paper's table calls the model."""
-    base = model.split(",")[0]
-    return re.split(r"[#/:]", base)[-1] or model
-
-
-def run_model_name(run: FinishedRun) -> str:
-    """A run's row label: the model as the user named it (`smollm2`, not the GGUF its alias
-    resolves to), shortened like a paper's table (`replay:FILE#GPT-4` -> `GPT-4`)."""
-    typed = (run.manifest.get("config") or {}).get("model")
-    return model_name(str(typed or run.model))
 
 
 def from_run_dir(run: FinishedRun) -> ReportRun:
@@ -128,7 +114,7 @@ def from_sources(sources: list[ScoreSource], specs: dict[str, dict[str, Any]]) -
 def load_inputs(paths: list[str], plugins: Plugins, spec_of: Any) -> list[ReportRun]:
     """Run directories and recorded files (`FILE` or `FILE#SCORER`), in the order given.
     `spec_of(task)` gives a registered task's resolved spec (recorded files name tasks)."""
-    from lceval.analysis._agreement import read_sources
+    from lceval.analysis import read_sources
 
     runs: list[ReportRun] = []
     sources: list[ScoreSource] = []

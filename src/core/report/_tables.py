@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from lceval.engine._context_policy import tokens_label
+from lceval.engine import tokens_label
 from lceval.errors import UserError
 from lceval.report._inputs import ReportRun
 

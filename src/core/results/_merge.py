@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lceval.errors import UserError
-from lceval.engine._model_spec import parse_model_spec
-from lceval.engine._catalog import Registry
+from lceval.engine import parse_model_spec
+from lceval.engine import Catalog
 from lceval.results._run_dir import FinishedRun
-from lceval.engine._runner import RunConfig, RunState, TaskRun
-from lceval.engine._selection import assign, plan_fingerprint
-from lceval.engine._spec import TaskSpec
+from lceval.engine import RunConfig, RunState, TaskRun
+from lceval.engine import assign, plan_fingerprint
+from lceval.engine import TaskSpec
 from lceval.types import Sample
 
 HINT = "Shards of one run come from one `lceval run ... --shard I/N` command, run for I = 0..N-1."
@@ -187,7 +187,7 @@ def _usage_of(runs: list[FinishedRun], key: str) -> Any:
     return add_up([r.manifest.get(key) for r in runs])
 
 
-def merge_runs(runs: list[FinishedRun], registry: Registry, command: list[str]) -> RunState:
+def merge_runs(runs: list[FinishedRun], catalog: Catalog, command: list[str]) -> RunState:
     """The merged run, ready for `outputs.write_run`."""
     if not runs:
         raise UserError("merge needs the run directories of the shards", field="RUN_DIR")
@@ -197,13 +197,13 @@ def merge_runs(runs: list[FinishedRun], registry: Registry, command: list[str]) 
     resolved = first.manifest.get("resolved") or {}
     seeds = [int(s) for s in first.results["seeds"]]
     config = RunConfig(
-        tasks=str(cfg.get("tasks", "")), model=str(cfg.get("model", first.model)), judge=cfg.get("judge"),
+        tasks=str(cfg.get("tasks", "")), models=[str(cfg.get("model", first.model))], judge=cfg.get("judge"),
         judge_model=cfg.get("judge_model"), splits=cfg.get("splits"), limit=cfg.get("limit"), seeds=seeds,
         context_policy=cfg.get("context_policy"), retriever=cfg.get("retriever"),
         overrides=dict(cfg.get("overrides") or {}), disabled_plugins=list(cfg.get("disabled_plugins") or []),
         progress=False, command=command, contexts=cfg.get("contexts"),
     )
-    model_spec = replace(parse_model_spec(first.model, registry), text=config.model)
+    model_spec = replace(parse_model_spec(first.model, catalog), text=config.models[0])
     files = dict(first.manifest.get("data_files") or {})
     tasks = []
     for name, result in first.results["tasks"].items():

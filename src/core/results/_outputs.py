@@ -17,11 +17,11 @@ from typing import Any
 import jsonschema
 
 from lceval import __version__
-from lceval.io._atomic import atomic_directory
-from lceval.engine._plugin_host import Plugins
-from lceval.engine._runner import RunState
+from lceval.io import atomic_directory
+from lceval.engine import Plugins
+from lceval.engine import RunState
 from lceval.results._scoring import score_task
-from lceval.engine._spec import load_schema
+from lceval.io import load_schema
 
 RESULTS_SCHEMA_VERSION = 1
 
@@ -72,7 +72,7 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
         "run_id": run_id,
         "command": cfg.command,
         "config": {
-            "tasks": cfg.tasks, "model": cfg.model, "judge": cfg.judge, "judge_model": cfg.judge_model,
+            "tasks": cfg.tasks, "model": state.model_text, "judge": cfg.judge, "judge_model": cfg.judge_model,
             "splits": cfg.splits, "limit": cfg.limit, "limit_per_context": cfg.limit_per_context,
             "seeds": cfg.seeds,
             "context_policy": cfg.context_policy, "context_lengths": cfg.context_lengths,

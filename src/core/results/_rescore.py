@@ -13,15 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lceval.engine._cache import Cache, CachedModel
+from lceval.engine import (Cache, CachedModel, JudgeChoice, Plugins, Catalog, RunConfig, RunState, TaskRun, TaskSpec,
+                           make_judge, open_judge_model, parse_model_spec, resolve_judge_flag, resolve_judge_model)
 from lceval.errors import UserError
-from lceval.engine._model_spec import judge_model_spec, open_judge_model, parse_model_spec
-from lceval.engine._plugin_host import Plugins
-from lceval.engine._catalog import Registry
-from lceval.results._run_dir import FinishedRun
-from lceval.engine._runner import RunConfig, RunState, TaskRun, make_judge
-from lceval.engine._spec import TaskSpec
-from lceval.types import JudgeInput, Sample
+from lceval.types import FinishedRun, JudgeInput, Sample
 
 
 def _judge_inputs(samples: list[Sample], run: FinishedRun) -> list[JudgeInput]:
@@ -39,9 +34,8 @@ def _judge_inputs(samples: list[Sample], run: FinishedRun) -> list[JudgeInput]:
     return inputs
 
 
-def rejudge_samples(samples: list[Sample], spec: TaskSpec, config: RunConfig, plugins: Plugins,
-                    registry: Registry, judge_model: CachedModel | None,
-                    run: FinishedRun) -> tuple[list[Sample], dict[str, Any]]:
+def rejudge_samples(samples: list[Sample], spec: TaskSpec, choice: JudgeChoice | None, plugins: Plugins,
+                    judge_model: CachedModel | None, run: FinishedRun) -> tuple[list[Sample], dict[str, Any]]:
     """New samples with one fresh judgment each (seed by seed: a sampling judge uses the
     seed the answer was generated with, as in a normal run)."""
     by_seed: dict[int, list[Sample]] = defaultdict(list)
@@ -50,7 +44,7 @@ def rejudge_samples(samples: list[Sample], spec: TaskSpec, config: RunConfig, pl
     verdicts: dict[tuple[int, str], Any] = {}
     identity: dict[str, Any] = {}
     for seed, group in sorted(by_seed.items()):
-        judge = make_judge(spec, config, plugins, registry, judge_model, seed)
+        judge = make_judge(spec, choice, plugins, judge_model, seed)
         identity = judge.identity()
         inputs = _judge_inputs(group, run)
         for verdict in judge.judge(inputs) if inputs else []:
@@ -66,7 +60,7 @@ def config_of(run: FinishedRun, **changes: Any) -> RunConfig:
     """The configuration a finished run was made with (its manifest's), with `changes`."""
     cfg = dict(run.manifest.get("config") or {})
     config = RunConfig(
-        tasks=str(cfg.get("tasks", "")), model=str(cfg.get("model", run.model)), judge=cfg.get("judge"),
+        tasks=str(cfg.get("tasks", "")), models=[str(cfg.get("model", run.model))], judge=cfg.get("judge"),
         judge_model=cfg.get("judge_model"), splits=cfg.get("splits"), limit=cfg.get("limit"),
         limit_per_context=cfg.get("limit_per_context"),
         seeds=list(cfg.get("seeds") or run.results.get("seeds") or [0]),
@@ -84,22 +78,22 @@ def spec_of(run: FinishedRun, name: str) -> TaskSpec:
 
 
 def rescore_run(run: FinishedRun, judge: str, judge_model: str | None, plugins: Plugins,
-                registry: Registry, cache: Cache, command: list[str]) -> RunState:
+                catalog: Catalog, cache: Cache, command: list[str]) -> RunState:
     resolved = run.manifest.get("resolved") or {}
     config = config_of(run, judge=judge, judge_model=judge_model, cache_path=cache.path, command=command)
-    model_spec = parse_model_spec(str(resolved.get("model_spec") or run.model), registry)
-    jspec = judge_model_spec(judge_model, registry, plugins)
+    model_spec = parse_model_spec(str(resolved.get("model_spec") or run.model), catalog)
+    jspec = resolve_judge_model(judge_model, catalog, plugins)
+    choice = resolve_judge_flag(judge, catalog)
     task_names = list(run.results.get("tasks") or {})
     if not task_names:
         raise UserError("the run has no tasks to re-judge", file=run.path / "results.json", field="tasks")
     cached_judge = None
     tasks: list[TaskRun] = []
     try:
-        cached_judge = open_judge_model(jspec, plugins, cache)
+        cached_judge = open_judge_model(jspec, cache)
         for name in task_names:
             spec = spec_of(run, name)
-            samples, identity = rejudge_samples(run.task_samples(name), spec, config, plugins, registry,
-                                                cached_judge, run)
+            samples, identity = rejudge_samples(run.task_samples(name), spec, choice, plugins, cached_judge, run)
             tasks.append(TaskRun(spec=spec, samples=samples, judge_identity=identity,
                                  files_read=dict(run.manifest.get("data_files") or {}),
                                  context_facts=dict((run.manifest.get("context_facts") or {}).get(name) or {})))

@@ -4,7 +4,7 @@ run can be re-judged, compared or tabulated months later on another machine."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -12,9 +12,9 @@ from typing import Any
 import jsonschema
 
 from lceval.errors import UserError
-from lceval.io._safeio import DATA_MAX_BYTES, read_json_lines, read_json_object
-from lceval.engine._spec import load_schema, validate
-from lceval.types import ContextCut, Judgment, Sample
+from lceval.io import DATA_MAX_BYTES, read_json_lines, read_json_object
+from lceval.io import load_schema, validate
+from lceval.types import ContextCut, FinishedRun, Judgment, Sample
 
 #: the parts of manifest.json later stages read (score re-runs with its config; compare,
 #: rank and judge-agreement read each task's resolved spec, checked on use by `task_spec`)
@@ -39,34 +39,6 @@ MANIFEST_SHAPE: dict[str, Any] = {
 }
 #: samples.jsonl grows with the run (a response per line): more room than other data files
 SAMPLES_MAX_BYTES = 4 * DATA_MAX_BYTES
-
-
-@dataclass
-class FinishedRun:
-    path: Path
-    results: dict[str, Any]
-    manifest: dict[str, Any]
-    samples: list[Sample]
-
-    @property
-    def run_id(self) -> str:
-        return str(self.results.get("run_id", self.path.name))
-
-    @property
-    def model(self) -> str:
-        return str(self.results.get("model", "?"))
-
-    def task_samples(self, task: str) -> list[Sample]:
-        return [s for s in self.samples if s.task == task]
-
-    def task_spec(self, task: str) -> dict[str, Any]:
-        """The resolved spec the task ran with (as the manifest recorded it)."""
-        try:
-            spec = self.manifest["resolved"]["tasks"][task]["spec"]
-        except (KeyError, TypeError):
-            raise UserError(f"the manifest has no resolved spec for task '{task}'",
-                            file=self.path / "manifest.json", field="resolved.tasks") from None
-        return spec
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -115,3 +87,17 @@ def load_run(path: Path) -> FinishedRun:
         except TypeError as exc:
             raise UserError(f"not a sample record: {exc}", file=samples_path, line=lineno) from None
     return FinishedRun(path=path, results=results, manifest=manifest, samples=samples)
+
+
+def model_name(model: str) -> str:
+    """`replay:FILE#GPT-4` -> `GPT-4`, `hf:org/Model,opt=1` -> `Model`: the last path-like
+    component without options, which is what a paper's table calls the model."""
+    base = model.split(",")[0]
+    return re.split(r"[#/:]", base)[-1] or model
+
+
+def run_model_name(run: FinishedRun) -> str:
+    """A run's row label: the model as the user named it (`smollm2`, not the GGUF its alias
+    resolves to), shortened like a paper's table (`replay:FILE#GPT-4` -> `GPT-4`)."""
+    typed = (run.manifest.get("config") or {}).get("model")
+    return model_name(str(typed or run.model))

@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from lceval.engine._context_policy import tokens_label
+from lceval.engine import tokens_label
 from lceval.stats import across_seeds, cluster_bootstrap, welch_one_tailed
 from lceval.types import Sample
 

@@ -10,7 +10,8 @@ from typing import Callable
 import pytest
 
 import lceval_plugins.cream.judges as cream_module
-from lceval.engine._cache import RETRY_SEED_STRIDE, Cache, CachedModel, sha256_text
+from lceval.engine import Cache, CachedModel
+from lceval.judging import RETRY_SEED_STRIDE, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, ModelBackend
 from lceval.options import options_schema_of, unwrap

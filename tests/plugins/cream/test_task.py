@@ -13,8 +13,8 @@ from lceval import hookimpl
 from lceval.cli import _commands as commands
 from lceval.errors import UserError
 from lceval.interfaces import PairwiseJudge
-from lceval.analysis._rank import RankOptions
-from lceval.engine._catalog import load_registry
+from lceval.analysis import RankOptions
+from lceval.engine._catalog import load_catalog
 from lceval.types import PairInput, PairJudgment
 
 from tests.conftest import ScriptedModel, run_engine
@@ -111,7 +111,7 @@ def test_rank_over_a_real_run_directory(tiny_home, tmp_path, monkeypatch):
     from lceval.engine._plugin_host import load_plugins
 
     plugins = load_plugins(extra=[("length", LengthPlugin())])
-    monkeypatch.setattr(commands, "_env", lambda disabled: (plugins, load_registry(plugins)))
+    monkeypatch.setattr(commands, "load_plugins", lambda disabled=(), **kw: plugins)
     path, text = commands.rank([run_dir], judge="length", options=RankOptions(n_orders=20, n_boot=50),
                                output=tmp_path / "rankings")
     report = json.loads((path / "rankings.json").read_text())

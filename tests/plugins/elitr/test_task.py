@@ -8,11 +8,12 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT
 from lceval_plugins.elitr.task import FIG4_PROMPT, ElitrTaskType
+from tests.conftest import complete
 
 
 def load(home, tmp_path, splits=None, limit=None, **options):
     seen = []
-    ctx = TaskContext(spec={"type": "elitr", "options": options}, spec_path=tmp_path / "s.yaml",
+    ctx = TaskContext(spec={"type": "elitr", "options": complete(ElitrTaskType, options)}, spec_path=tmp_path / "s.yaml",
                       data_home=home, splits=splits, limit=limit, record_file=seen.append)
     return ElitrTaskType().load(ctx), seen
 

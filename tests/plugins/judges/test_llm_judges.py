@@ -303,16 +303,17 @@ def plugins_with_models(model: ModelBackend, judge_model: ModelBackend):
 
 
 def run_judged(judge_model: ModelBackend, home: Path, tmp_path: Path, judge: str = "rubric", **config):
-    from lceval.results._outputs import write_run
-    from lceval.engine._catalog import load_registry
-    from lceval.engine._runner import RunConfig, execute
+    from lceval.results import write_run
+    from lceval.engine._catalog import load_catalog
+    from lceval.engine import RunConfig
+    from tests.conftest import execute_config
 
     plugins = plugins_with_models(ScriptedModel(), judge_model)
-    cfg = RunConfig(tasks="elitr_qa", model="scripted:x", judge=judge, judge_model="judge:x", progress=False,
+    cfg = RunConfig(tasks="elitr_qa", models=["scripted:x"], judge=judge, judge_model="judge:x", progress=False,
                     **config)
     cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
     try:
-        state = execute(cfg, plugins, load_registry(plugins), cache, home)
+        state = execute_config(cfg, plugins, load_catalog(plugins), cache, home)
     finally:
         cache.close()
     run_dir, results = write_run(state, plugins, tmp_path / "runs")

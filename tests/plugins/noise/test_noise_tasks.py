@@ -19,7 +19,7 @@ from lceval_plugins.noise.rules import build_rules, write_rules
 from lceval_plugins.cream.task import CreamTaskType
 from lceval_plugins.elitr.task import ElitrTaskType
 
-from tests.conftest import ScriptedModel, run_engine
+from tests.conftest import ScriptedModel, complete, run_engine
 from tests.paths import TEST_DATA
 
 pytest.importorskip("jiwer")
@@ -41,8 +41,8 @@ def spec(tmp_path: Path, name: str, wer: float | None) -> Path:
     return path
 
 
-def context(home: Path, tmp_path: Path, options: dict, facts: dict, files: list) -> TaskContext:
-    return TaskContext(spec={"options": options}, spec_path=tmp_path / "s.yaml", data_home=home, splits=None,
+def context(home: Path, tmp_path: Path, options: dict, facts: dict, files: list, task_type=ElitrTaskType) -> TaskContext:
+    return TaskContext(spec={"options": complete(task_type, options)}, spec_path=tmp_path / "s.yaml", data_home=home, splits=None,
                        limit=None, record_file=files.append,
                        record_facts=lambda cid, f: facts.setdefault(cid, {}).update(f))
 
@@ -87,7 +87,7 @@ def test_missing_rules_and_bad_level_are_user_errors(noise_home, tmp_path):
 def test_cream_takes_the_same_noise_option(noise_home, tmp_path):
     facts = {}
     options = {"noise": {"rules": "rules.json", "wer": 0.6}}
-    convs = CreamTaskType().load(context(noise_home, tmp_path, options, facts, []))
+    convs = CreamTaskType().load(context(noise_home, tmp_path, options, facts, [], task_type=CreamTaskType))
     assert all(c.metadata["noise_target_wer"] == 0.6 for c in convs)
     assert set(facts) == {c.context_id for c in convs}
     assert "orange dashboard" in convs[0].turns[0].reference  # the minutes stay clean
@@ -99,7 +99,7 @@ def test_run_records_context_facts_and_the_report_pairs_levels(noise_home, tmp_p
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert set(manifest["context_facts"]) == {"t_n40", "t_n100"}
     assert manifest["context_facts"]["t_n40"]["dev/meeting_en_dev_902"]["noise"]["target_wer"] == 0.4
-    from lceval.results._outputs import console_text
+    from lceval.results import console_text
 
     assert "t_n100 (mean over 3 contexts): noise.target_wer=1" in console_text(state, results)
     report = noise_report([run_dir], n_boot=200)

@@ -103,19 +103,20 @@ class VerdictModel(ModelBackend):
 def test_an_llm_coverage_judge_on_the_replayed_summaries(annotated, tmp_path):
     """Any judge: the LLM coverage judge (Appendix A.2 prompt) through a scripted judge model."""
     from lceval.engine._cache import Cache
-    from lceval.results._outputs import write_run
-    from lceval.engine._catalog import load_registry
-    from lceval.engine._runner import RunConfig, execute
+    from lceval.results import write_run
+    from lceval.engine._catalog import load_catalog
+    from lceval.engine import RunConfig
+    from tests.conftest import execute_config
 
     from tests.conftest import plugins_with_model
 
     judge_model = VerdictModel()
     plugins = plugins_with_model(judge_model)
-    cfg = RunConfig(tasks="summhay_annotated", model="summhay-replay:annotated", judge="summhay-coverage",
+    cfg = RunConfig(tasks="summhay_annotated", models=["summhay-replay:annotated"], judge="summhay-coverage",
                     judge_model="scripted:x", overrides={"options.annotations": str(annotated)}, progress=False)
     cache = Cache(tmp_path / "cache.sqlite")
     try:
-        state = execute(cfg, plugins, load_registry(plugins), cache, tmp_path / "data")
+        state = execute_config(cfg, plugins, load_catalog(plugins), cache, tmp_path / "data")
     finally:
         cache.close()
     run_dir, _ = write_run(state, plugins, tmp_path / "runs")

@@ -31,7 +31,7 @@ def test_fetch_from_folder_then_run(tmp_path):
     dataset = summhay_dataset()
     if dataset is None:
         pytest.skip("the engine's Dataset has no `collect` yet: no unpinned installs")
-    from lceval.io._datahome import fetch
+    from lceval.io import fetch
 
     src = tmp_path / "src"
     write_template(src / "topic_a.json")

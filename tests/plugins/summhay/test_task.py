@@ -127,8 +127,9 @@ def test_retriever_flag_third_party_retriever_and_reported_metrics(haystack_dir,
     from lceval.engine._cache import Cache
     from lceval.interfaces import Retriever
     from lceval.engine._plugin_host import load_plugins
-    from lceval.engine._catalog import load_registry
-    from lceval.engine._runner import RunConfig, execute
+    from lceval.engine._catalog import load_catalog
+    from lceval.engine import RunConfig
+    from tests.conftest import execute_config
 
     class Reverse(Retriever):
         name = "reverse"
@@ -148,19 +149,19 @@ def test_retriever_flag_third_party_retriever_and_reported_metrics(haystack_dir,
             register("reverse", lambda options: Reverse())
 
     plugins = load_plugins(extra=[("extra", Extra())])
-    cfg = RunConfig(tasks="summhay_full", model="scripted:x", progress=False, retriever="reverse",
+    cfg = RunConfig(tasks="summhay_full", models=["scripted:x"], progress=False, retriever="reverse",
                     overrides={"options.haystack": str(haystack_dir), "options.budget_tokenizer": "words",
                                "options.budget_tokens": 100, "options.order": "rank"})
     cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
     try:
-        state = execute(cfg, plugins, load_registry(plugins), cache, tmp_path / "data")
+        state = execute_config(cfg, plugins, load_catalog(plugins), cache, tmp_path / "data")
     finally:
         cache.close()
     samples = state.tasks[0].samples
     assert all(s.metadata["retriever"] == "reverse" for s in samples)
     shown = docs_shown(model.calls[0])
     assert shown == list(range(N_DOCS, N_DOCS - len(shown), -1)) and len(shown) < N_DOCS
-    from lceval.results._scoring import score_task
+    from lceval.results import score_task
 
     res = score_task(samples, state.tasks[0].spec.data, {})
     assert {"score", "coverage", "citation_f1", "words_per_bullet"} <= set(res["metrics"])

@@ -304,7 +304,7 @@ def test_bootstrap_counts_skipped_replicates():
 def test_bradley_terry_bootstrap_tallies_once_and_gives_bootstrap_ci(prior):
     """The fast path draws the same resamples as bootstrap_ci(bradley_terry): same intervals,
     same skipped count (resamples where a system won or lost everything, with prior 0)."""
-    from lceval.analysis._pairwise import bootstrap_bradley_terry
+    from lceval.analysis import bootstrap_bradley_terry
 
     rng = random.Random(3)
     systems = ["A", "B", "C", "D"]

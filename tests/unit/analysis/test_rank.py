@@ -12,8 +12,8 @@ import pytest
 from lceval.errors import UserError
 from lceval.interfaces import PairwiseJudge
 from lceval.analysis._rank import RankOptions, collect_systems, combine, outcome, plan_pairs, rank
-from lceval.analysis._rankings import format_ranking, write_ranking
-from lceval.results._run_dir import FinishedRun
+from lceval.analysis import format_ranking, write_ranking
+from lceval.results import FinishedRun
 from lceval.types import ContextCut, Judgment, PairInput, PairJudgment, Sample
 
 RANK = {"unit": "unit", "variant": "prompt", "judge": "fake", "criteria": ["completeness", "conciseness"]}

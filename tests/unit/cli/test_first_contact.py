@@ -9,8 +9,8 @@ import json
 
 from lceval.cli import _commands as commands
 from lceval.cli import main
-from lceval.results._outputs import format_table
-from lceval.engine._runner import cap_per_context
+from lceval.results import format_table
+from lceval.engine._plan import cap_per_context
 from lceval.types import Conversation, Turn
 from lceval_plugins.elitr.task import spread
 

@@ -81,7 +81,7 @@ def test_report_reads_finished_runs(tiny_home, tmp_path, capsys):
 
 
 def test_a_plugin_command_cannot_take_a_built_in_name():
-    from lceval.cli._main import _parser
+    from lceval.cli._parser import build_parser
     from lceval.interfaces import Command
 
     class Extra(Command):
@@ -93,9 +93,10 @@ def test_a_plugin_command_cannot_take_a_built_in_name():
         def run(self, args):
             return "ran"
 
-    parser = _parser({"run": Extra(), "extra": Extra()})
+    built = build_parser({"run": Extra(), "extra": Extra()})
+    parser = built.parser
     assert parser.parse_args(["extra", "--flavour", "x"]).flavour == "x"
     # `run` is still lceval's own: its required flags apply, the plugin's do not
     args = parser.parse_args(["run", "--tasks", "t", "--model", "m"])
     assert args.tasks == "t" and not hasattr(args, "flavour")
-    assert parser.get_default("shadowed_commands") == ["run"]  # printed as a clash on every command
+    assert built.shadowed_commands == ["run"]  # printed as a clash on every command

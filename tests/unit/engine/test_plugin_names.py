@@ -17,7 +17,7 @@ from lceval.cli import main
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, TaskType
 from lceval.engine._plugin_host import load_plugins
-from lceval.engine._catalog import load_registry
+from lceval.engine._catalog import load_catalog
 
 from tests.conftest import only_run
 from tests.unit.engine.test_plugin_host import fake_distribution, run_cli
@@ -271,12 +271,12 @@ def test_a_duplicate_task_name_in_one_plugin_breaks_only_that_name(tmp_path):
             register(folder)
 
     plugins = load_plugins(extra=[("specs", Specs())])
-    registry = load_registry(plugins)
-    assert registry.spec("once").description == "fine"
-    assert registry.resolve_tasks("elitr_qa")[0].name == "elitr_qa"
-    assert registry.spec("elitr_conv").description != "shadow"
+    catalog = load_catalog(plugins)
+    assert catalog.spec("once").description == "fine"
+    assert catalog.resolve_tasks("elitr_qa")[0].name == "elitr_qa"
+    assert catalog.spec("elitr_conv").description != "shadow"
     with pytest.raises(UserError, match=r"task 'twice' is defined twice by plugin 'specs'.*a.yaml.*b.yaml"):
-        registry.resolve_tasks("twice")
+        catalog.resolve_tasks("twice")
     messages = [c.message for c in plugins.clashes]
     assert any("task 'twice' is given twice by plugin 'specs'" in m for m in messages)
     assert any("task 'elitr_conv': plugin 'specs' (in-process) also provides it and is ignored; using the built-in "

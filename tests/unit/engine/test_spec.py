@@ -116,9 +116,9 @@ def test_invalid_yaml_syntax_reports_line(tmp_path):
 def test_task_type_defaults_are_filled_and_change_nothing(tmp_path, tiny_home, capsys):
     """The type's declared defaults go into the resolved spec (shown and recorded), and the
     conversations are the ones the task type builds from a spec that names none of them."""
-    from dataclasses import asdict
 
     from lceval.interfaces import TaskContext
+    from lceval.options import defaults
     from lceval_plugins.elitr.task import FIG4_PROMPT, OPTIONS_SCHEMA, ElitrTaskType
 
     spec = load_spec(write(tmp_path, GOOD))
@@ -126,12 +126,12 @@ def test_task_type_defaults_are_filled_and_change_nothing(tmp_path, tiny_home, c
     opts = spec.data["options"]
     assert opts["question_set"] == "qa" and opts["history"] == "model" and opts["prompt"] == FIG4_PROMPT
 
-    def conversations(options):
-        ctx = TaskContext(spec={"options": options}, spec_path=spec.path, data_home=tiny_home, splits=None,
-                          limit=None, record_file=lambda path: None)
-        return [asdict(c) for c in ElitrTaskType().load(ctx)]
-
-    assert conversations(opts) == conversations({"question_set": "qa", "mode": "single-turn"})
+    # every option the schema declares a default for is in the resolved spec: a task type
+    # reads ctx.options as they are and merges no defaults of its own
+    assert set(defaults(OPTIONS_SCHEMA)) <= set(opts)
+    ctx = TaskContext(spec={"options": opts}, spec_path=spec.path, data_home=tiny_home, splits=None,
+                      limit=None, record_file=lambda path: None)
+    assert [c.turns[0].user for c in ElitrTaskType().load(ctx)][0].startswith(FIG4_PROMPT.split("{transcript}")[0])
     assert main(["tasks", "show", "elitr_qa_mt"]) == 0
     shown = capsys.readouterr().out
     assert "mode: multi-turn" in shown and "history: model" in shown and "qa_markers: false" in shown

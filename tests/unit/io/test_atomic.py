@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lceval.io._atomic import atomic_file, write_text_atomic
+from lceval.io import atomic_file, write_text_atomic
 
 
 def test_a_file_replaces_the_old_one_only_when_complete(tmp_path):

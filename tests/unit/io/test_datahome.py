@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lceval.io import _datahome as datahome
-from lceval.io._datahome import data_home, dataset_path, extract_zip, fetch, read_zip_member, sha256_file
+from lceval.io import data_home, dataset_path, extract_zip, fetch, read_zip_member, sha256_file
 from lceval.errors import UserError
 from lceval.interfaces import Dataset, DatasetFile
 

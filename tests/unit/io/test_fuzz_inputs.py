@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lceval.cli import main
-from lceval.io._safeio import DATA_MAX_BYTES, SPEC_MAX_BYTES
+from lceval.io import DATA_MAX_BYTES, SPEC_MAX_BYTES
 
 from tests import elitr_tiny
 from tests.conftest import serve_scripted

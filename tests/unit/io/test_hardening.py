@@ -193,7 +193,7 @@ def test_noise_and_report_inputs_that_are_not_utf8(tmp_path, name, content, argv
 def test_json_lines_end_at_newline_only(tmp_path):
     """An answer holding U+2028, U+0085 or \\x1c is written raw (ensure_ascii=False) and must
     read back as one record, not as a broken line."""
-    from lceval.io._safeio import read_json_lines
+    from lceval.io import read_json_lines
 
     answers = ["one\u2028two", "three\x85four", "five\x1csix"]
     path = tmp_path / "samples.jsonl"
@@ -335,7 +335,7 @@ def test_a_broken_plugin_spec_does_not_break_the_catalog(tmp_path):
     from lceval import hookimpl
     from lceval.errors import UserError
     from lceval.engine._plugin_host import load_plugins
-    from lceval.engine._catalog import load_registry
+    from lceval.engine._catalog import load_catalog
 
     folder = tmp_path / "specs"
     folder.mkdir()
@@ -346,8 +346,8 @@ def test_a_broken_plugin_spec_does_not_break_the_catalog(tmp_path):
         def register_spec_dirs(self, register):
             register(folder)
 
-    registry = load_registry(load_plugins(extra=[("specfolder", SpecFolder())]))  # every other task still listed
-    assert "elitr_qa" in registry.specs and "latin1" in registry.specs
+    catalog = load_catalog(load_plugins(extra=[("specfolder", SpecFolder())]))  # every other task still listed
+    assert "elitr_qa" in catalog.specs and "latin1" in catalog.specs
     with pytest.raises(UserError, match="not UTF-8") as err:
-        registry.spec("latin1")
+        catalog.spec("latin1")
     assert f"{folder / 'latin1.yaml'}:2" in err.value.render()

@@ -17,15 +17,15 @@ import pytest
 
 from lceval import hookimpl
 from lceval.cli import _commands as commands
-from lceval.leaderboard._bundle import open_bundle, submit
+from lceval.leaderboard import open_bundle, submit
 from lceval.cli import main
-from lceval.io._datahome import extract_zip, fetch
+from lceval.io import extract_zip, fetch
 from lceval.interfaces import Dataset, DatasetFile
-from lceval.leaderboard._site import write_site
+from lceval.leaderboard import write_site
 from lceval.engine._plugin_host import load_plugins
-from lceval.engine._catalog import load_registry
-from lceval.results._run_dir import sample_from_record
-from lceval.results._scoring import score_task
+from lceval.engine._catalog import load_catalog
+from lceval.results import sample_from_record
+from lceval.results import score_task
 from lceval.leaderboard._verify import differences, verify_bundle
 
 from tests import elitr_tiny
@@ -90,7 +90,7 @@ def setup(tmp_path):
 
 
 def _verify(bundle: Path, home: Path, plugins, **kw):
-    return verify_bundle(bundle, plugins, load_registry(plugins), home, **kw)
+    return verify_bundle(bundle, plugins, load_catalog(plugins), home, **kw)
 
 
 def test_an_honest_bundle_is_verified(setup, tmp_path):
@@ -186,7 +186,7 @@ def test_a_tampered_bundle_is_rejected_with_what_differs(setup, tmp_path, case):
 
 def test_verify_exit_code_and_json(setup, tmp_path, monkeypatch, capsys):
     home, plugins, run_dir = setup
-    monkeypatch.setattr(commands, "_env", lambda disabled: (plugins, load_registry(plugins)))
+    monkeypatch.setattr(commands, "load_plugins", lambda disabled=(), **kw: plugins)
     honest = submit([run_dir], tmp_path / "honest.zip", plugins)
     assert main(["verify", str(honest), "--data-home", str(home)]) == 0
     assert "VERIFIED" in capsys.readouterr().out
@@ -226,7 +226,7 @@ def test_leaderboard_ranks_only_verified_bundles(setup, tmp_path):
     home, plugins, run_dir = setup
     honest = submit([run_dir], tmp_path / "honest.zip", plugins, name="honest M")
     bad = _tampered(honest, tmp_path / "bad.zip", _set_answer)
-    text = write_site([honest, bad], tmp_path / "site", plugins, load_registry(plugins), home)
+    text = write_site([honest, bad], tmp_path / "site", plugins, load_catalog(plugins), home)
     assert "verified     honest M" in text and "rejected" in text
     index = (tmp_path / "site" / "index.html").read_text()
     ranked = index.split('id="rejected"')[0]

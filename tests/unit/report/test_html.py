@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from lceval import hookimpl
-from lceval.report import _svgplot as svgplot
+from lceval.report import svgplot
 from lceval.cli import main
 from lceval.interfaces import ReportFigure
 from lceval.engine._plugin_host import load_plugins

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from lceval.report import _svgplot as svgplot
-from lceval.report._svgplot import Point, Series
+from lceval.report import svgplot
+from lceval.report import Point, Series
 
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -16,7 +16,7 @@ from lceval.cli import _commands as commands
 from lceval.cli import main
 from lceval.errors import UserError
 from lceval.report._inputs import from_run_dir
-from lceval.results._run_dir import load_run
+from lceval.results import load_run
 from lceval.report._tables import row_labels
 
 from tests.conftest import ScriptedModel, run_engine

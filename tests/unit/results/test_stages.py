@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lceval.cli import main
-from lceval.analysis._compare import paired_bootstrap, paired_permutation_p
+from lceval.analysis import paired_bootstrap, paired_permutation_p
 from lceval.errors import UserError
 
 from tests.conftest import ScriptedModel, run_engine
@@ -189,7 +189,7 @@ def test_plugin_commands_and_score_sources_register_through_hooks(tmp_path, caps
     import lceval.engine._plugin_host as plugmod
 
     real = plugmod.load_plugins
-    patched = lambda disabled=(), extra=(): real(disabled, [("demo", Plugin())])  # noqa: E731
+    patched = lambda disabled=(), extra=(), overrides=(): real(disabled, [("demo", Plugin())], overrides)  # noqa: E731
     monkeypatch.setattr(plugmod, "load_plugins", patched)
     monkeypatch.setattr(cmdmod, "load_plugins", patched)
     assert main(["hello", "--name", "lceval"]) == 0
@@ -206,7 +206,7 @@ def test_plugin_commands_and_score_sources_register_through_hooks(tmp_path, caps
 
 
 def test_report_metrics_aggregate_numbers_from_judgment_details():
-    from lceval.results._scoring import score_task
+    from lceval.results import score_task
     from lceval.types import ContextCut, Judgment, Sample
 
     def sample(i, split, score, coverage, status="ok"):
@@ -259,7 +259,7 @@ def test_failed_generations_are_counted_not_judged_and_asked_again(tiny_home, tm
 
 
 def test_judge_flag_takes_options_and_bad_ones_blame_the_flag(tiny_home, tmp_path):
-    from lceval.engine._runner import parse_judge_flag
+    from lceval.engine import parse_judge_flag
 
     assert parse_judge_flag("rubric,max_attempts=5,system_prompt=null") == \
         ("rubric", {"max_attempts": 5, "system_prompt": None})
@@ -282,8 +282,9 @@ def test_a_judge_that_cannot_be_built_fails_before_the_model_loads(tiny_home, tm
     from lceval import hookimpl
     from lceval.engine._cache import Cache
     from lceval.engine._plugin_host import load_plugins
-    from lceval.engine._catalog import load_registry
-    from lceval.engine._runner import RunConfig, execute
+    from lceval.engine._catalog import load_catalog
+    from lceval.engine import RunConfig
+    from tests.conftest import execute_config
 
     class Plugin:
         @hookimpl
@@ -291,9 +292,9 @@ def test_a_judge_that_cannot_be_built_fails_before_the_model_loads(tiny_home, tm
             register("counting", lambda name, options: CountingModel())
 
     plugins = load_plugins(extra=[("counting", Plugin())])
-    cfg = RunConfig(tasks="elitr_qa", model="counting:x", judge="rubric", progress=False)
+    cfg = RunConfig(tasks="elitr_qa", models=["counting:x"], judge="rubric", progress=False)
     cache = Cache(tmp_path / "c.sqlite")
     with pytest.raises(UserError) as err:
-        execute(cfg, plugins, load_registry(plugins), cache, tiny_home)
+        execute_config(cfg, plugins, load_catalog(plugins), cache, tiny_home)
     cache.close()
     assert err.value.field == "--judge-model" and loads == []

@@ -1,0 +1,238 @@
+"""Everything about a run that is settled before any model loads, settled once: the
+`RunConfig` checked (`plan_run`: specs with the command line's overrides, their task types
+and options, the models and the judge resolved), then the work read (`load_work`: each task
+variant's conversations, the share `--contexts` and `--shard` keep). A run and
+`lceval run --dry-run` both start here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lceval.engine import _context_policy as context_policy
+from lceval.engine._catalog import Catalog
+from lceval.engine._model_spec import ModelSpec, resolve_judge_model, resolve_model
+from lceval.engine._plugin_host import Plugins
+from lceval.engine._run_config import RunConfig
+from lceval.engine._selection import ContextSelection, select_work
+from lceval.engine._spec import JudgeChoice, TaskSpec, check_options, check_references, with_overrides
+from lceval.errors import UserError
+from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
+from lceval.io import line_of, sha256_file
+from lceval.types import Conversation
+
+
+@dataclass
+class RunPlan:
+    """A checked `RunConfig`: its specs (overrides applied, options checked, defaults filled),
+    their task types, the models and judge model resolved, `--judge` parsed."""
+
+    config: RunConfig
+    specs: list[TaskSpec]
+    task_types: dict[str, TaskType]  # spec name -> its task type
+    models: list[ModelSpec]
+    judge_model: ModelSpec | None
+    judge: JudgeChoice | None  # --judge (a preset resolved), None = each spec's own
+
+
+def plan_run(config: RunConfig, plugins: Plugins, catalog: Catalog) -> RunPlan:
+    """Everything about the command that can be checked without reading data or opening the
+    cache: tasks, specs, overrides, the model strings, the judge."""
+    config.check()
+    specs, task_types = [], {}
+    for spec in catalog.resolve_tasks(config.tasks):
+        spec = apply_overrides(spec, config)
+        task_types[spec.name] = checked_task_type(spec, config, plugins)
+        specs.append(spec)
+    models = [resolve_model(text, catalog, plugins) for text in config.models]
+    judge = resolve_judge_flag(config.judge, catalog) if config.judge else None
+    return RunPlan(config=config, specs=specs, task_types=task_types, models=models,
+                   judge_model=resolve_judge_model(config.judge_model, catalog, plugins), judge=judge)
+
+
+class FileRecorder:
+    """Collects the sha256 of every data file a task type reads, for the manifest."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def __call__(self, path: Path) -> None:
+        path = Path(path)
+        key = str(path.resolve())
+        if key not in self.files:
+            if not path.is_file():  # a FIFO would block the hash for ever
+                raise UserError("data file not found or not a regular file", file=path)
+            self.files[key] = sha256_file(path)
+
+
+def _blame_overrides(exc: UserError, config: RunConfig) -> UserError:
+    """A schema error in a field the user set on the command line names the flag, not the
+    spec file it would otherwise seem to come from."""
+    field = exc.field or ""
+    for key in config.overrides:
+        if key == field or key.startswith(field + ".") or field.startswith(key + "."):
+            return UserError(exc.message, field=f"--set {key}")
+    if config.context_policy and field.startswith("context"):
+        return UserError(exc.message, field="--context-policy")
+    if config.retriever and field.startswith("options"):
+        return UserError(exc.message, field="--retriever",
+                         hint="This task type takes no retriever, or not this one.")
+    return exc
+
+
+def _in_spec(exc: UserError, spec: TaskSpec, config: RunConfig) -> UserError:
+    """A task type's error about one of the spec's options (`field="options.retriever"`, no
+    file) names the flag that set it, else the spec file and the option's line."""
+    if exc.file or not (exc.field or "").startswith("options."):
+        return exc
+    blamed = _blame_overrides(exc, config)
+    if blamed is not exc:
+        return blamed
+    at = tuple(int(p) if p.isdigit() else p for p in exc.field.split("."))
+    return UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at), hint=exc.hint)
+
+
+def checked_task_type(spec: TaskSpec, config: RunConfig, plugins: Plugins) -> Any:
+    """The spec's task type, once the spec's options fit its schema and every plugin the spec
+    names (type, judge, an option's retriever) exists; errors name the spec line or the flag."""
+    try:
+        task_type = check_references(spec, plugins, judges=config.judge is None)
+        check_options(spec, task_type.options_schema, plugins)
+    except UserError as exc:
+        raise _blame_overrides(exc, config) from None
+    return task_type
+
+
+def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: Plugins, data_home: Path,
+              recorder: FileRecorder, selection: ContextSelection | None = None,
+              facts: dict[str, dict[str, Any]] | None = None) -> list[Conversation]:
+    """The spec's conversations; what the task type records per context goes into `facts`."""
+    select = selection if selection is not None else ContextSelection(None)
+    collected = facts if facts is not None else {}
+
+    def record_facts(context_id: str, values: dict[str, Any]) -> None:
+        collected.setdefault(str(context_id), {}).update(values)
+
+    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home,
+                      splits=config.splits or spec.splits, limit=config.limit, record_file=recorder,
+                      retrievers=dict(plugins.retrievers), seed=config.seeds[0], select_context=select,
+                      record_facts=record_facts, limit_per_context=config.limit_per_context)
+    try:
+        conversations = task_type.load(ctx)
+    except UserError as exc:
+        raise _in_spec(exc, spec, config) from None
+    # a task type that does not ask select_context itself still gets only the chosen contexts
+    return cap_per_context([conv for conv in conversations if select(conv.context_id)], config.limit_per_context)
+
+
+def cap_per_context(conversations: list[Conversation], cap: int | None) -> list[Conversation]:
+    """At most `cap` turns per context_id, the first ones (a multi-turn conversation keeps its
+    opening turns, which later ones may refer to). A no-op for task types that applied
+    `limit_per_context` themselves."""
+    if cap is None:
+        return conversations
+    used: dict[str, int] = {}
+    out = []
+    for conv in conversations:
+        room = cap - used.get(conv.context_id, 0)
+        if room <= 0:
+            continue
+        turns = conv.turns[:room]
+        used[conv.context_id] = used.get(conv.context_id, 0) + len(turns)
+        out.append(conv if len(turns) == len(conv.turns) else replace(conv, turns=turns))
+    return out
+
+
+def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
+    overrides: dict[str, Any] = {}
+    for dotted, value in config.overrides.items():
+        node = overrides
+        keys = dotted.split(".")
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = value
+    if config.context_policy:
+        overrides.setdefault("context", {})["policy"] = config.context_policy
+    if config.retriever:
+        overrides.setdefault("options", {})["retriever"] = config.retriever
+    try:
+        return with_overrides(spec, overrides)
+    except UserError as exc:
+        raise _blame_overrides(exc, config) from None
+
+
+def parse_judge_flag(text: str) -> tuple[str, dict[str, Any]]:
+    """`--judge NAME[,key=value...]`: a judge or preset, with options (YAML values) that
+    override the preset's."""
+    name, *pairs = [p.strip() for p in text.split(",")]
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"judge option '{pair}' is not key=value", field="--judge")
+        try:
+            options[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UserError(f"value of judge option '{key}' is not valid YAML: {value!r}", field="--judge") from None
+    if not name:
+        raise UserError("--judge needs a judge name", field="--judge")
+    return name, options
+
+
+def resolve_judge_flag(text: str, catalog: Catalog) -> JudgeChoice:
+    """`--judge NAME[,key=value...]` with a preset's options under the flag's."""
+    name, options = parse_judge_flag(text)
+    preset = catalog.resolve_judge(name)
+    return JudgeChoice(name=preset["name"], options={**(preset.get("options") or {}), **options})
+
+
+def make_judge(spec: TaskSpec, choice: JudgeChoice | None, plugins: Plugins, judge_model: JudgeModel | None,
+               seed: int) -> Judge:
+    """The judge of one task and seed: `choice` (from `--judge`), else the spec's own."""
+    chosen = choice or spec.judge
+    try:
+        factory = plugins.get("judge", chosen.name)
+        judge = factory(JudgeContext(options=dict(chosen.options), model=judge_model, seed=seed))
+    except UserError as exc:
+        blame_flag = not exc.file and (exc.field is None or exc.field.startswith("judge"))
+        if choice is not None and blame_flag:  # the user's flag, not the spec, chose this judge
+            raise UserError(exc.message, field="--judge", hint=exc.hint) from None
+        raise
+    if judge_model is not None and not judge.uses_model:
+        raise UserError(f"judge '{chosen.name}' does not call a model", field="--judge-model",
+                        hint="Drop --judge-model, or pick a judge that uses one.")
+    return judge
+
+
+@dataclass
+class Work:
+    """What a run (or a dry run) will ask: each task variant with its selected conversations."""
+
+    loaded: list[tuple[TaskSpec, list[Conversation]]]
+    shard: dict[str, Any] | None
+    facts: dict[str, dict[str, dict[str, Any]]]
+    recorder: FileRecorder
+
+
+def load_work(plan: RunPlan, plugins: Plugins, data_home: Path) -> Work:
+    """The plan's specs (context-length variants included), their conversations, and the
+    share --contexts and --shard keep: what `execute` and `lceval run --dry-run` ask."""
+    config = plan.config
+    variants = [(variant, plan.task_types[s.name]) for s in plan.specs
+                for variant in context_policy.context_length_variants(s, config.context_lengths)]
+    specs = [spec for spec, _ in variants]
+    recorder = FileRecorder()
+    selection = ContextSelection(config.contexts)
+    facts: dict[str, dict[str, dict[str, Any]]] = {spec.name: {} for spec in specs}
+    loaded = [(spec, load_task(spec, task_type, config, plugins, data_home, recorder, selection, facts[spec.name]))
+              for spec, task_type in variants]
+    loaded, shard = select_work(loaded, selection, config.shard, config.limit, config.splits)
+    for spec, conversations in loaded:  # facts only of the contexts this run (or shard) answers
+        kept = {conv.context_id for conv in conversations}
+        facts[spec.name] = {cid: f for cid, f in facts[spec.name].items() if cid in kept}
+    return Work(loaded=loaded, shard=shard, facts=facts, recorder=recorder)
+
+

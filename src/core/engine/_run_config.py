@@ -1,0 +1,196 @@
+"""`lceval run`'s options, declared once.
+
+Each field of `RunConfig` that a user sets on the command line carries its `Flag`: the
+spelling, the help text, and how the text becomes the field's value. The CLI builds the
+`run` parser from these declarations (`run_flags`), turns the parsed text into a
+`RunConfig` with `RunConfig.from_flags`, and `--dry-run` reads the same object, so adding an
+option is one field here. Every conversion raises a `UserError` naming the flag, so a bad
+value is one line and exit 2, never argparse's usage block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from lceval.engine._context_policy import POLICIES, parse_context_lengths
+from lceval.engine._selection import parse_contexts, parse_shard
+from lceval.errors import UserError
+from lceval.io import loads_yaml_with_lines
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How one `RunConfig` field is spelled and read on the command line."""
+
+    names: tuple[str, ...]
+    help: str
+    metavar: str | None = None
+    #: given several times, each value kept (argparse's "append")
+    repeat: bool = False
+    #: a switch without a value (True when given)
+    switch: bool = False
+    required: bool = False
+    #: the given text (a list of texts for `repeat`) -> the field's value; None keeps the text
+    parse: Callable[[Any], Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+def _flag(*names: str, help: str, default: Any = None, default_factory: Callable[[], Any] | None = None,
+          **kind: Any) -> Any:
+    meta = {"flag": Flag(names=names, help=help, **kind)}
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _count(flag: str, minimum: int = 1) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise UserError(f"{flag} takes a whole number, got '{text}'", field=flag) from None
+        if value < minimum:
+            raise UserError(f"{flag} must be at least {minimum}, got {value}", field=flag)
+        return value
+    return parse
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`--seed 2023,2024,2025` -> [2023, 2024, 2025]."""
+    try:
+        seeds = [int(s) for s in str(text).split(",") if s.strip()]
+    except ValueError:
+        raise UserError(f"seeds must be integers, got '{text}'", field="--seed") from None
+    if not seeds:
+        raise UserError("at least one seed is needed", field="--seed")
+    return seeds
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """`--set FIELD=VALUE` with VALUE read by the spec loader (no tags, bounded aliases and
+    nesting); an empty VALUE is null, as in a YAML file."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--set takes FIELD=VALUE, got '{item}'", field="--set")
+        try:
+            out[key.strip()] = loads_yaml_with_lines(value, "--set")[0] if value.strip() else None
+        except UserError as exc:
+            raise UserError(f"value of '{key}' is not a plain YAML value ({exc.message}): {value[:80]!r}",
+                            field="--set") from None
+    return out
+
+
+def _policy(text: str) -> str:
+    if text not in POLICIES:
+        raise UserError(f"unknown context policy '{text}' (known: {', '.join(POLICIES)})", field="--context-policy")
+    return text
+
+
+def _negated(given: bool) -> bool:
+    return not given
+
+
+@dataclass
+class RunConfig:
+    """What one `lceval run` asks: every flag's value, typed. One run per model in `models`."""
+
+    tasks: str = _flag("--tasks", required=True, help="task names, suite names or YAML paths, comma-separated")
+    models: list[str] = _flag("--model", repeat=True, required=True, default_factory=list,
+                              help="SCHEME:MODEL[,key=value...] or an alias (repeat for several models)")
+    judge: str | None = _flag("--judge", help="judge name or preset (default: the spec's)")
+    judge_model: str | None = _flag("--judge-model", help="model spec the judge calls, if it needs one")
+    splits: list[str] | None = _flag("--split", repeat=True, help="dataset split (repeatable; default: the spec's)")
+    limit: int | None = _flag("--limit", metavar="N", parse=_count("--limit"),
+                              help="at most N scored items per split (the first ones, in the dataset's order)")
+    limit_per_context: int | None = _flag(
+        "--limit-per-context", metavar="K", parse=_count("--limit-per-context"),
+        help="at most K items about each long context (meeting, haystack), spread over it; with --limit N, N/K "
+             "contexts per split, e.g. --limit 9 --limit-per-context 3")
+    seeds: list[int] = _flag("--seed", metavar="SEED[,SEED...]", parse=parse_seeds, default_factory=lambda: [0],
+                             help="seed or comma-separated seeds (mean ± std across them; default 0)")
+    output: Path = _flag("--output", parse=Path, default=Path("runs"),
+                         help="folder for run directories (default: ./runs)")
+    context_policy: str | None = _flag("--context-policy", metavar="{" + ",".join(POLICIES) + "}", parse=_policy,
+                                       help="what to do with a context longer than the model's window "
+                                            "(default: the spec's)")
+    context_lengths: list[int | None] | None = _flag(
+        "--context-lengths", metavar="8k,16k,...,full", parse=parse_context_lengths,
+        help="run each task with its context cut to each budget (k = 1024 tokens; full = uncut): a curve of "
+             "score against context length")
+    retriever: str | None = _flag("--retriever", help="retriever plugin for tasks that retrieve "
+                                                      "(sets options.retriever)")
+    overrides: dict[str, Any] = _flag("--set", repeat=True, metavar="FIELD=VALUE", parse=parse_overrides,
+                                      default_factory=dict,
+                                      help="override a spec field, e.g. --set options.history=gold (YAML value)")
+    cache_path: Path | None = _flag("--cache", parse=Path,
+                                    help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
+    data_home: Path | None = _flag("--data-home", parse=Path,
+                                   help="data home (default: $LCEVAL_DATA or the user cache dir)")
+    progress: bool = _flag("--no-progress", switch=True, parse=_negated, default=True, help="no progress bar")
+    contexts: list[str] | None = _flag(
+        "--contexts", repeat=True, metavar="ID,...", parse=parse_contexts,
+        help="only these contexts (meetings, haystacks): ids or globs, e.g. dev/meeting_en_dev_001, 'test2/*'; "
+             "an id also matches its leading or trailing '/'-separated parts")
+    shard: tuple[int, int] | None = _flag(
+        "--shard", metavar="I/N", parse=parse_shard,
+        help="run share I of N (0-based, e.g. $SLURM_ARRAY_TASK_ID/4); join with `lceval merge`")
+    dry_run: bool = _flag("--dry-run", switch=True, default=False,
+                          help="print the exact prompts of the selected items (context policy applied when the "
+                               "model's tokenizer can be loaded) and stop: no answer generated, nothing written")
+    # set by the command line around `run`, not by a run flag
+    disabled_plugins: list[str] = field(default_factory=list)  # -p no:NAME
+    command: list[str] = field(default_factory=list)  # the command line, for the manifest
+
+    @classmethod
+    def from_flags(cls, given: Mapping[str, Any], **extra: Any) -> "RunConfig":
+        """The config from the command line's values by field name (None = not given; a
+        switch's value is whether it was given), each converted by its flag."""
+        values: dict[str, Any] = dict(extra)
+        for f, flag in _flagged():
+            raw = given.get(f.name)
+            if raw is None or (flag.switch and raw is False):
+                continue
+            values[f.name] = flag.parse(raw) if flag.parse is not None else raw
+        config = cls(**values)
+        config.check()
+        return config
+
+    def check(self) -> None:
+        """What no single flag can say wrong (a config built by code is checked too)."""
+        if not self.models:
+            raise UserError("at least one model is needed", field="--model")
+        if not self.seeds:
+            raise UserError("at least one seed is needed", field="--seed")
+        for name in ("limit", "limit_per_context"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UserError(f"{flag_of(name)} must be at least 1, got {value}", field=flag_of(name))
+        if self.shard is not None and not 0 <= self.shard[0] < self.shard[1]:
+            raise UserError(f"--shard takes I/N with 0 <= I < N, got {self.shard[0]}/{self.shard[1]}",
+                            field="--shard")
+        if self.context_policy is not None:
+            _policy(self.context_policy)
+
+
+def _flagged() -> Iterator[tuple[Any, Flag]]:
+    for f in fields(RunConfig):
+        flag = f.metadata.get("flag")
+        if flag is not None:
+            yield f, flag
+
+
+def run_flags() -> list[tuple[str, Flag]]:
+    """(RunConfig field, its flag) for every option of `lceval run`, in declaration order."""
+    return [(f.name, flag) for f, flag in _flagged()]
+
+
+def flag_of(name: str) -> str:
+    """How the command line spells the RunConfig field `name` ("limit" -> "--limit")."""
+    return next(flag.name for f, flag in _flagged() if f.name == name)
