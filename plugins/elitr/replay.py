@@ -249,7 +249,7 @@ def _sibling_differs(recorded: RecordedFile, split: str | None) -> set[tuple[str
     match = PUBLISHED_NAME.search(path.name)
     if not match or not split:
         return None
-    from lceval_plugins.elitr.task import differing_questions
+    from .questions import differing_questions
 
     other = "conv" if match.group(1) == "qa" else "qa"
     # this file's questions as read already, in the shape differing_questions reads

@@ -32,6 +32,8 @@ from lceval.io import quote, read_json_object, read_text
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
+from .questions import differing_questions
+
 #: Paper 000, Figure 4 (answer prompt), exactly as the authors' `format_inference_prompt`
 #: renders it; {transcript} is the meeting-specific span.
 FIG4_PROMPT = (
@@ -76,27 +78,6 @@ def format_question(question: str, qa_markers: bool) -> str:
     """As the authors' inference code formats a user turn (App. B.2 markers)."""
     question = question.strip()
     return f"QUESTION: {question} ANSWER:" if qa_markers else question
-
-
-def _words(text: Any) -> str:
-    return " ".join(str(text).split())
-
-
-def differing_questions(qa: dict[str, Any], conv: dict[str, Any]) -> set[tuple[str, str]]:
-    """(meeting id, question id) of the questions worded differently in the QA and Conv sets
-    (Conv's pronouns and ellipses; whitespace does not count)."""
-    def wording(data: Any) -> dict[tuple[str, str], str]:
-        out: dict[tuple[str, str], str] = {}
-        meetings = data.get("meetings") if isinstance(data, dict) else None
-        for m in meetings if isinstance(meetings, list) else []:
-            questions = m.get("questions") if isinstance(m, dict) else None
-            for q in questions if isinstance(questions, list) else []:
-                if isinstance(q, dict):
-                    out[(str(m.get("id")), str(q.get("id")))] = _words(q.get("question", ""))
-        return out
-
-    a, b = wording(qa), wording(conv)
-    return {key for key in a.keys() & b.keys() if a[key] != b[key]}
 
 
 #: a meeting id names its transcript file: a plain name, never a path

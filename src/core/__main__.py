@@ -1,4 +1,4 @@
-from lceval.cli._main import main
+from lceval.cli import main
 
 # Guarded: engines that start worker processes with "spawn" (vLLM) import the parent's main
 # module again in each child, which must not run the command a second time.

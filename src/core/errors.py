@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["UserError"]
+
 
 class UserError(Exception):
     """Bad input: a spec, a flag, a model string, a missing dataset or package.

@@ -37,6 +37,10 @@ from __future__ import annotations
 
 import pluggy
 
+__all__ = ["hookimpl", "hookspec", "register_commands", "register_datasets", "register_judges",
+           "register_models", "register_pairwise_judges", "register_report_panels", "register_retrievers",
+           "register_score_sources", "register_spec_dirs", "register_task_types"]
+
 hookspec = pluggy.HookspecMarker("lceval")
 hookimpl = pluggy.HookimplMarker("lceval")
 

@@ -11,6 +11,11 @@ from typing import Any, Callable, Literal, Protocol, runtime_checkable
 from lceval.types import (Conversation, FinishedRun, Generation, GenerationRequest, JudgeInput, Judgment, Message,
                           PairInput, PairJudgment)
 
+__all__ = ["Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory", "JudgeModel",
+           "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache",
+           "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RetrieverFactory", "TaskContext",
+           "TaskType", "recomputable"]
+
 
 @dataclass(frozen=True)
 class PrefixCache:

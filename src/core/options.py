@@ -42,6 +42,9 @@ import jsonschema
 
 from lceval.errors import UserError
 
+__all__ = ["NO_OPTIONS", "CheckedFactory", "OptionRow", "OptionsSchema", "check_options", "check_schema",
+           "defaults", "describe", "did_you_mean", "options_schema_of", "unwrap"]
+
 OptionsSchema = dict[str, Any]
 
 #: Words accepted for a boolean given as text (`,verbose=yes`).

@@ -13,6 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+__all__ = ["across_seeds", "cluster_bootstrap", "icc", "welch_one_tailed"]
+
 
 def cluster_bootstrap(values: Sequence[float], clusters: Sequence[str], *, n_boot: int = 2000,
                       level: float = 0.95, seed: int = 0) -> dict[str, Any]:

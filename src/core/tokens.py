@@ -25,6 +25,9 @@ from typing import Any, Callable
 
 from lceval.errors import UserError
 
+__all__ = ["SAFETY_MARGIN", "SAMPLE_TEXTS", "TOKENIZERS", "WORDS_PER_TOKEN", "Counter", "Kept",
+           "check_fits_window", "counter", "fill_budget", "tokenizer_problems"]
+
 TOKENIZERS = ("auto", "cl100k_base", "words")
 #: Tokens a prompt's count may drift from the sum of its parts when cut text is joined again
 #: (tokenizer boundary effects): the context policy keeps this many free, and

@@ -9,6 +9,10 @@ from typing import Any, Literal
 
 from lceval.errors import UserError
 
+__all__ = ["CONTEXT_SLOT", "ContextCut", "Conversation", "FinishedRun", "Generation", "GenerationParams",
+           "GenerationRequest", "JudgeInput", "Judgment", "Message", "PairInput", "PairJudgment", "Role",
+           "Sample", "ScoreSource", "ScoredItem", "Turn"]
+
 #: The one place in a conversation where the long context (a transcript, a haystack) goes.
 #: Task types put it in exactly one message; the context policy fills it after cutting the
 #: context to the model's budget, so instructions and questions are never cut.

@@ -24,7 +24,6 @@ from lceval.engine import check_options, load_spec
 
 #: Names a plugin author may mean as a hook: a `register_*` function lceval would never call.
 _HOOKISH = re.compile(r"register_\w+")
-_PRIVATE_IMPORT = re.compile(r"^\s*(from|import)\s+lceval_plugins\b", re.M)
 
 
 def _entry_points(pyproject: Path) -> dict[str, str]:
@@ -106,11 +105,52 @@ def check_plugin_package(folder: Path, disabled: list[str]) -> list[str]:
         info = next(i for i in plugins.infos if i.name == name and i.distribution == IN_PROCESS)
         lines.extend(_check_plugin(plugins, info, obj, pyproject, folder))
     lines.extend(f"warning {c.message}" for c in plugins.clashes)
-    sources = [p for r in roots if r.is_dir() for p in r.rglob("*.py")]
-    private = sorted({str(p) for p in sources if _PRIVATE_IMPORT.search(p.read_text(encoding="utf-8", errors="replace"))})
-    lines.extend(f"warning {p} imports lceval_plugins (lceval's built-in plugins, not a public API): use "
-                 "lceval.judging, lceval.tokens, lceval.options and lceval.interfaces" for p in private)
+    sources = sorted({p for r in roots if r.is_dir() for p in r.rglob("*.py")})
+    lines.extend(f"warning {where}: {why}" for where, why in private_imports(sources))
     return lines
+
+
+def _private_reason(module: str) -> str | None:
+    """Why importing `module` leaves lceval's public API, or None when it does not."""
+    parts = module.split(".")
+    if parts[0] == "lceval_plugins":
+        return (f"imports {module}, lceval's built-in plugins, which are not an API: take what you need "
+                "from lceval's public modules")
+    if parts[0] != "lceval":
+        return None
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+            door = ".".join(parts[:i])
+            return (f"imports {module}, a private module (a leading underscore: it changes without notice); "
+                    f"import from {door} instead")
+    return None
+
+
+def private_imports(files: list[Path]) -> list[tuple[str, str]]:
+    """(file:line, why) for every import in `files` that leaves lceval's public API: a module
+    with a leading underscore in its path (`lceval.engine._cache`: use `lceval.engine`), or
+    `lceval_plugins`. Read with `ast`, so imports inside functions count and nothing runs."""
+    import ast
+
+    found = []
+    for path in files:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue  # importing it fails, and is reported, above
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                modules = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for module in modules:
+                why = _private_reason(module)
+                if why:
+                    found.append((f"{path}:{node.lineno}", why))
+                    break
+    return found
 
 
 def _check_plugin(plugins: Plugins, info: PluginInfo, obj: Any, pyproject: Path, folder: Path) -> list[str]:

@@ -118,7 +118,30 @@ def test_duplicate_task_names_are_refused_and_builtin_clashes_warned(tmp_path):
 def test_importing_the_builtin_plugins_package_is_flagged(tmp_path):
     code = GOOD.format(name="x") + "\nfrom lceval_plugins.judges.lexical import content_words\n"
     text, ok = validate([str(plugin_folder(tmp_path, code))], [])
-    assert ok and "imports lceval_plugins (lceval's built-in plugins, not a public API)" in text
+    assert ok and "imports lceval_plugins.judges.lexical, lceval's built-in plugins, which are not an API" in text
+
+
+@pytest.mark.parametrize("line,module,door", [
+    ("from lceval.engine._cache import Cache", "lceval.engine._cache", "lceval.engine"),
+    ("import lceval.io._safeio as s", "lceval.io._safeio", "lceval.io"),
+    ("    from lceval.report import _svgplot", "lceval.report._svgplot", "lceval.report"),
+])
+def test_importing_a_private_module_is_warned_with_its_public_door(tmp_path, line, module, door):
+    body = line if not line.startswith(" ") else "def later():\n" + line + "\n    return _svgplot"
+    code = GOOD.format(name="x") + "\n" + body + "\n"
+    folder = plugin_folder(tmp_path, code)
+    text, ok = validate([str(folder)], [])
+    assert ok, text  # a warning: the plugin still works today
+    (warning,) = [w for w in text.splitlines() if w.startswith("warning") and "private module" in w]
+    assert f"imports {module}, a private module" in warning and f"import from {door} instead" in warning
+    assert ".py:" in warning  # the file and the line of the import
+
+
+def test_public_imports_are_not_warned(tmp_path):
+    code = GOOD.format(name="x") + "\nfrom lceval.io import read_json\nfrom lceval import __version__\n" \
+        "import lceval.results\n"
+    text, ok = validate([str(plugin_folder(tmp_path, code))], [])
+    assert ok and "warning" not in text, text
 
 
 def test_plugins_name_lists_options_for_every_kind():
