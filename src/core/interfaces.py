@@ -262,6 +262,20 @@ class TaskContext:
     #: `limit`, the contexts are taken in order until the split has `limit` items. A task type
     #: that ignores it is trimmed by the engine (the first K items of each context_id).
     limit_per_context: int | None = None
+    #: The evaluated model's tokenizer, for task types that build contexts to a length in the
+    #: model's own tokens (synthetic tasks): `ctx.model_tokenizer()` returns the backend, of
+    #: which a task type may use only `context_window`, `tokenize`, `detokenize` and
+    #: `count_tokens` (the chat-templated prompt), or None when the backend lends no tokenizer
+    #: (an API model without `tokenizer=...`). The model loads on the first call, once for the
+    #: whole run, so a task type that never calls it costs nothing.
+    model_tokenizer: Callable[[], "ModelBackend | None"] = field(default=lambda: None)
+    #: The prompt length to build to, in the model's tokens: this variant's budget of
+    #: `--context-lengths` (the spec's `context.max_tokens`); None = no target.
+    context_length: int | None = None
+    #: Where the data came from beyond its files (a Hugging Face dataset's id, config, split
+    #: and resolved revision): ``record_source({"dataset": ..., "revision": ...})``; kept in
+    #: manifest.json under ``data_sources[task]`` beside the sha256 of every recorded file.
+    record_source: Callable[[dict[str, Any]], None] = field(default=lambda source: None)
 
     @property
     def options(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from lceval.engine._cache import (Cache, CachedModel, UsageCounters, cache_failu
 from lceval.engine._catalog import Catalog, ModelAlias, load_catalog
 from lceval.engine._context_policy import POLICIES, parse_context_lengths, removed_span, tokens_label
 from lceval.engine._dry_run import dry_run
-from lceval.engine._model_spec import (ModelSpec, open_backend, open_judge_model, open_model, parse_model_spec,
+from lceval.engine._model_spec import (ModelHandle, ModelSpec, open_backend, open_judge_model, open_model, parse_model_spec,
                                        resolve_judge_model, resolve_model)
 from lceval.engine._plan import (FileRecorder, RunPlan, checked_task_type, load_task, load_work, make_judge,
                                  parse_judge_flag, plan_run, resolve_judge_flag)
@@ -35,7 +35,7 @@ from lceval.engine._spec import ContextSettings, JudgeChoice, TaskSpec, check_op
 __all__ = [
     "BUILTIN_DISTRIBUTION", "IN_PROCESS", "KINDS", "POLICIES",
     "Cache", "CachedModel", "Catalog", "Clash", "ContextSettings", "FileRecorder", "Flag", "JudgeChoice",
-    "ModelAlias", "ModelSpec", "PluginInfo", "Plugins", "Registration", "RunConfig", "RunPlan", "RunState", "TaskRun",
+    "ModelAlias", "ModelHandle", "ModelSpec", "PluginInfo", "Plugins", "Registration", "RunConfig", "RunPlan", "RunState", "TaskRun",
     "TaskSpec", "UsageCounters",
     "assign", "cache_failures", "check_options", "checked_task_type", "check_references", "default_cache_path", "describe_kind", "dry_run",
     "execute", "flag_of", "generate_task", "judge_task", "load_catalog", "load_plugins", "load_spec", "load_task",

@@ -14,7 +14,7 @@ import yaml
 
 from lceval.engine import _context_policy as context_policy
 from lceval.engine._catalog import Catalog
-from lceval.engine._model_spec import ModelSpec, resolve_judge_model, resolve_model
+from lceval.engine._model_spec import ModelHandle, ModelSpec, resolve_judge_model, resolve_model
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._run_config import RunConfig
 from lceval.engine._selection import ContextSelection, select_work
@@ -108,10 +108,13 @@ def checked_task_type(spec: TaskSpec, config: RunConfig, plugins: Plugins) -> An
 
 def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: Plugins, data_home: Path,
               recorder: FileRecorder, selection: ContextSelection | None = None,
-              facts: dict[str, dict[str, Any]] | None = None) -> list[Conversation]:
-    """The spec's conversations; what the task type records per context goes into `facts`."""
+              facts: dict[str, dict[str, Any]] | None = None, model: ModelHandle | None = None,
+              sources: list[dict[str, Any]] | None = None) -> list[Conversation]:
+    """The spec's conversations; what the task type records per context goes into `facts`,
+    where its data came from into `sources`; `model` lends its tokenizer when asked."""
     select = selection if selection is not None else ContextSelection(None)
     collected = facts if facts is not None else {}
+    read_from = sources if sources is not None else []
 
     def record_facts(context_id: str, values: dict[str, Any]) -> None:
         collected.setdefault(str(context_id), {}).update(values)
@@ -119,7 +122,10 @@ def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: P
     ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home,
                       splits=config.splits or spec.splits, limit=config.limit, record_file=recorder,
                       retrievers=dict(plugins.retrievers), seed=config.seeds[0], select_context=select,
-                      record_facts=record_facts, limit_per_context=config.limit_per_context)
+                      record_facts=record_facts, limit_per_context=config.limit_per_context,
+                      model_tokenizer=model.tokenizer if model is not None else (lambda: None),
+                      context_length=spec.context.max_tokens,
+                      record_source=lambda source: read_from.append(dict(source)))
     try:
         conversations = task_type.load(ctx)
     except UserError as exc:
@@ -215,11 +221,14 @@ class Work:
     shard: dict[str, Any] | None
     facts: dict[str, dict[str, dict[str, Any]]]
     recorder: FileRecorder
+    #: per task, where its data came from beyond its files (TaskContext.record_source)
+    sources: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-def load_work(plan: RunPlan, plugins: Plugins, data_home: Path) -> Work:
+def load_work(plan: RunPlan, plugins: Plugins, data_home: Path, model: ModelHandle | None = None) -> Work:
     """The plan's specs (context-length variants included), their conversations, and the
-    share --contexts and --shard keep: what `execute` and `lceval run --dry-run` ask."""
+    share --contexts and --shard keep: what `execute` and `lceval run --dry-run` ask. `model`
+    (the run's model, built on first use) lends its tokenizer to task types that ask."""
     config = plan.config
     variants = [(variant, plan.task_types[s.name]) for s in plan.specs
                 for variant in context_policy.context_length_variants(s, config.context_lengths)]
@@ -227,12 +236,15 @@ def load_work(plan: RunPlan, plugins: Plugins, data_home: Path) -> Work:
     recorder = FileRecorder()
     selection = ContextSelection(config.contexts)
     facts: dict[str, dict[str, dict[str, Any]]] = {spec.name: {} for spec in specs}
-    loaded = [(spec, load_task(spec, task_type, config, plugins, data_home, recorder, selection, facts[spec.name]))
+    sources: dict[str, list[dict[str, Any]]] = {spec.name: [] for spec in specs}
+    loaded = [(spec, load_task(spec, task_type, config, plugins, data_home, recorder, selection, facts[spec.name],
+                               model, sources[spec.name]))
               for spec, task_type in variants]
     loaded, shard = select_work(loaded, selection, config.shard, config.limit, config.splits)
     for spec, conversations in loaded:  # facts only of the contexts this run (or shard) answers
         kept = {conv.context_id for conv in conversations}
         facts[spec.name] = {cid: f for cid, f in facts[spec.name].items() if cid in kept}
-    return Work(loaded=loaded, shard=shard, facts=facts, recorder=recorder)
+    return Work(loaded=loaded, shard=shard, facts=facts, recorder=recorder,
+                sources={name: found for name, found in sources.items() if found})
 
 

@@ -13,7 +13,7 @@ from tqdm import tqdm
 from lceval.engine import _context_policy as context_policy
 from lceval.engine import _scheduler as scheduler
 from lceval.engine._cache import Cache, CachedModel, messages_payload
-from lceval.engine._model_spec import ModelSpec, open_backend, open_judge_model
+from lceval.engine._model_spec import ModelHandle, ModelSpec, open_judge_model
 from lceval.engine._plan import RunPlan, load_work, make_judge
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._run_config import RunConfig
@@ -32,6 +32,8 @@ class TaskRun:
     files_read: dict[str, str]
     #: what the task type recorded per context (TaskContext.record_facts), for the manifest
     context_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: where the data came from beyond its files (TaskContext.record_source), for the manifest
+    sources: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -56,7 +58,7 @@ class RunState:
     @property
     def model_text(self) -> str:
         """The model as the user named it for this run (an alias stays an alias)."""
-        return self.config.models[0] if len(self.config.models) == 1 else self.model_spec.text
+        return self.config.models[0]
 
 
 def check_tasks(config: RunConfig, plugins: Plugins, catalog: Catalog) -> None:
@@ -154,18 +156,21 @@ def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, Cont
 
 def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache, data_home: Path) -> RunState:
     """Run every task of the plan for one of its models; the caller writes the outputs."""
-    config = plan.config
-    # data first: a missing dataset or a bad option is reported before any model is loaded
-    work = load_work(plan, plugins, data_home)
-    loaded, shard, facts, recorder = work.loaded, work.shard, work.facts, work.recorder
-    judge_model = open_judge_model(plan.judge_model, cache)
+    config = replace(plan.config, models=[model_spec.text])  # this run's model, as the user named it
+    handle = ModelHandle(model_spec)
+    judge_model = None
     try:
+        # data first: a missing dataset or a bad option is reported before any model is loaded
+        # (unless a task type builds its contexts with the model's tokenizer)
+        work = load_work(plan, plugins, data_home, handle)
+        judge_model = open_judge_model(plan.judge_model, cache)
         # a judge that cannot be built (no --judge-model, bad option) fails before the
         # system model is loaded, not after it
         first_judges = {spec.name: make_judge(spec, plan.judge, plugins, judge_model, config.seeds[0])
-                        for spec, _ in loaded}
-        backend = open_backend(model_spec)
+                        for spec, _ in work.loaded}
+        backend = handle.backend()
     except BaseException:
+        handle.close()
         if judge_model is not None:
             judge_model.backend.close()
         raise
@@ -173,7 +178,7 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
     runs: list[TaskRun] = []
     try:
         backend.check_seeds(list(config.seeds))  # e.g. a replay of one run refuses several seeds
-        for spec, conversations in loaded:
+        for spec, conversations in work.loaded:
             samples: list[Sample] = []
             judge_identity: dict[str, Any] = {}
             for seed in config.seeds:
@@ -183,14 +188,15 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
                 answered = generate_task(spec, conversations, model, seed, config.progress)
                 samples.extend(judge_task(spec, answered, judge, seed))
             runs.append(TaskRun(spec=spec, samples=samples, judge_identity=judge_identity,
-                                files_read=dict(recorder.files), context_facts=facts[spec.name]))
+                                files_read=dict(work.recorder.files), context_facts=work.facts[spec.name],
+                                sources=work.sources.get(spec.name, [])))
     finally:
         model_stats = backend.stats()
         judge_stats = judge_model.backend.stats() if judge_model is not None else None
-        backend.close()
+        handle.close()
         if judge_model is not None:
             judge_model.backend.close()
     return RunState(config=config, model_spec=model_spec, model_identity=model.identity, tasks=runs,
                     usage=model.usage.as_dict(),
                     judge_usage=judge_model.usage.as_dict() if judge_model else None,
-                    model_backend_stats=model_stats, judge_backend_stats=judge_stats, shard=shard)
+                    model_backend_stats=model_stats, judge_backend_stats=judge_stats, shard=work.shard)

@@ -211,7 +211,8 @@ def merge_runs(runs: list[FinishedRun], catalog: Catalog, command: list[str]) ->
         spec = TaskSpec(name=name, path=Path(entry.get("spec_path", first.path)), data=first.task_spec(name), lines={})
         facts = {cid: f for r in runs for cid, f in ((r.manifest.get("context_facts") or {}).get(name) or {}).items()}
         tasks.append(TaskRun(spec=spec, samples=merged_samples(runs, head["plan"], name, seeds),
-                             judge_identity=result["judge"], files_read=files, context_facts=facts))
+                             judge_identity=result["judge"], files_read=files, context_facts=facts,
+                             sources=list((first.manifest.get("data_sources") or {}).get(name) or [])))
     seconds = [(r.manifest.get("usage") or {}).get("seconds") for r in runs]
     merged_from = {
         "count": head["count"],

@@ -104,6 +104,7 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
         "plugin_clashes": [c.as_dict() for c in plugins.clashes],
         "data_files": files,
         "context_facts": {t.spec.name: t.context_facts for t in state.tasks if t.context_facts},
+        **({"data_sources": sources} if (sources := {t.spec.name: t.sources for t in state.tasks if t.sources}) else {}),
         "git_commit": _git_commit(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

@@ -96,7 +96,8 @@ def rescore_run(run: FinishedRun, judge: str, judge_model: str | None, plugins: 
             samples, identity = rejudge_samples(run.task_samples(name), spec, choice, plugins, cached_judge, run)
             tasks.append(TaskRun(spec=spec, samples=samples, judge_identity=identity,
                                  files_read=dict(run.manifest.get("data_files") or {}),
-                                 context_facts=dict((run.manifest.get("context_facts") or {}).get(name) or {})))
+                                 context_facts=dict((run.manifest.get("context_facts") or {}).get(name) or {}),
+                                 sources=list((run.manifest.get("data_sources") or {}).get(name) or [])))
     finally:
         if cached_judge is not None:
             cached_judge.backend.close()
