@@ -20,6 +20,7 @@ from lceval import __version__
 from lceval.io import atomic_directory
 from lceval.engine import Plugins
 from lceval.engine import RunState
+from lceval.results._curves import length_curves
 from lceval.results._scoring import score_task
 from lceval.io import load_schema
 
@@ -44,6 +45,10 @@ def build_results(state: RunState, run_id: str) -> dict[str, Any]:
     for task in state.tasks:
         results["tasks"][task.spec.name] = score_task(task.samples, task.spec.data, task.judge_identity,
                                                       seed=state.config.seeds[0])
+    curves = length_curves(results["tasks"], {t.spec.name: t.samples for t in state.tasks},
+                           {t.spec.name: t.spec.data for t in state.tasks}, seed=state.config.seeds[0])
+    if curves:  # a --context-lengths sweep
+        results["length_curves"] = curves
     jsonschema.validate(results, load_schema("results.schema.json"))
     return results
 
@@ -161,8 +166,36 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 
 def format_table(results: dict[str, Any], markdown: bool = False) -> str:
-    """One line per task and group: mean, 95% CI, n, and what was cut or failed."""
-    rows = table_rows(results)
+    """One line per task and group: mean, 95% CI, n, and what was cut or failed; then, for a
+    `--context-lengths` sweep, the score at each length and the effective length."""
+    table = _render(table_rows(results), markdown)
+    curves = results.get("length_curves")
+    return table + ("\n\n" + _render(curve_rows(curves), markdown) if curves else "")
+
+
+def curve_rows(curves: dict[str, Any]) -> list[tuple[str, ...]]:
+    """A row per swept task (and their mean): the score at each length, the effective length."""
+    labels: list[str] = []
+    for curve in curves.values():
+        for point in curve["points"]:
+            if point["label"] not in labels:
+                labels.append(point["label"])
+    rows = [("task", *labels, "effective length")]
+    for name, curve in curves.items():
+        at = {p["label"]: p["value"] for p in curve["points"]}
+        eff = curve.get("effective_length")
+        threshold = curve.get("threshold")
+        said = ("n/a: no threshold" if threshold is None else
+                f"{_tokens(eff)} (>= {threshold:g})" if eff is not None else f"none (< {threshold:g} at the shortest)")
+        rows.append((name if name != "mean" else "mean of tasks", *(_fmt(at.get(lab)) for lab in labels), said))
+    return rows
+
+
+def _tokens(n: int) -> str:
+    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
+
+
+def _render(rows: list[tuple[str, ...]], markdown: bool) -> str:
     if markdown:
         return "\n".join(["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
                          + ["| " + " | ".join(r) + " |" for r in rows[1:]])
