@@ -16,8 +16,8 @@ calls too).
   `parse_context_lengths`, `tokens_label`, `removed_span`, `parse_contexts`, `parse_shard`.
 """
 
-from lceval.engine._cache import (Cache, CachedModel, UsageCounters, cache_failures, default_cache_path,
-                                  messages_payload, request_key)
+from lceval.engine._cache import Cache, cache_failures, default_cache_path
+from lceval.engine._cached_model import CachedModel, UsageCounters, messages_payload, request_key
 from lceval.engine._catalog import Catalog, ModelAlias, load_catalog
 from lceval.engine._context_policy import POLICIES, parse_context_lengths, removed_span, tokens_label
 from lceval.engine._dry_run import dry_run

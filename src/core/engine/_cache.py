@@ -1,30 +1,39 @@
 """The request cache: what makes an interrupted run resumable and a repeated run free.
 
 sqlite in WAL mode, one row per finished request, committed as soon as the answer exists.
-Keys are sha256 of the canonical request (model identity, messages, sampling parameters);
-anything that looks like a secret is dropped from the identity before hashing.
+Keys are sha256 of the canonical request (see `_cached_model.request_key`).
+
+Several processes may share one cache file (two runs started together, shards on one
+machine, a judge and a run): creating or upgrading the database waits for the others instead
+of failing, and a request is *claimed* before it is sent (a lease row, renewed while the
+request runs), so two runs of the same work never pay for the same request twice: the second
+waits for the first's answer. A lease whose holder died (its process is gone, or it stopped
+renewing) is taken over, so nothing waits for ever.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import stat
 import threading
 import time
+import uuid
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator, Literal
 
-from lceval.engine._dispatch import Dispatcher
 from lceval.errors import UserError
-from lceval.io import canonical_hash
-from lceval.interfaces import ModelBackend
-from lceval.types import Generation, GenerationRequest, Message
 
-SECRET_MARKERS = ("key", "token", "secret", "password", "authorization")
+#: how long a claim holds without being renewed; its holder renews it every RENEW_S
+LEASE_S = 30.0
+RENEW_S = 5.0
+#: how often a process waiting for another's answer looks again
+WAIT_POLL_S = 0.2
+#: how long opening waits for other processes creating or upgrading the same database
+OPEN_WAIT_S = 120.0
 
 
 def default_cache_path() -> Path:
@@ -38,39 +47,16 @@ def default_cache_path() -> Path:
     return Path(platformdirs.user_cache_dir("lceval")) / "cache.sqlite"
 
 
-def strip_secrets(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: strip_secrets(v)
-            for k, v in value.items()
-            if not any(m in k.lower() for m in SECRET_MARKERS)
-        }
-    if isinstance(value, (list, tuple)):
-        return [strip_secrets(v) for v in value]
-    return value
-
-
-def messages_payload(messages: Iterable[Message]) -> list[dict[str, str]]:
-    return [{"role": m.role, "content": m.content} for m in messages]
-
-
-def request_key(identity: dict[str, Any], request: GenerationRequest) -> str:
-    params = request.params.as_dict()
-    if params["temperature"] == 0:
-        # greedy decoding ignores the seed: several --seed values share one answer
-        params.pop("seed")
-    return canonical_hash(
-        {
-            "kind": "generate",
-            "model": strip_secrets(identity),
-            "messages": messages_payload(request.messages),
-            "params": params,
-        }
-    )
-
-
 SQLITE_MAGIC = b"SQLite format 3\x00"
 COLUMNS = ["key", "kind", "value", "created"]
+
+
+def _locked(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED: another process holds the lock for now."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes keep them in the low byte)
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
 
 
 def _fresh_cache_hint(path: Path) -> str:
@@ -146,6 +132,8 @@ def check_cache_path(path: Path) -> None:
         finally:
             probe.close()
     except sqlite3.Error as exc:
+        if _locked(exc):  # another process is creating or writing it: a live database
+            return
         raise _refuse(path, f"an unreadable SQLite database ({exc})") from None
     if tables and columns != COLUMNS:
         raise _refuse(path, f"an SQLite database but not an lceval cache (its tables: {', '.join(tables)})")
@@ -163,26 +151,63 @@ def cache_failures(path: Path) -> Iterator[None]:
                         "cache with --cache NEW_FILE (or LCEVAL_CACHE=NEW_FILE).") from None
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+Claim = Literal["claimed", "answered", "held"]
+
+
 class Cache:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         existed = self.path.exists()
         check_cache_path(self.path)
         self._lock = threading.Lock()
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._host, self._pid = socket.gethostname(), os.getpid()
+        self._held: set[str] = set()
+        self._renewer: threading.Thread | None = None
+        self._closed = threading.Event()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=60)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
-                " value TEXT NOT NULL, created REAL NOT NULL)"
-            )
-            self._db.commit()
+            self._initialise()
         except (OSError, sqlite3.Error) as exc:
             why = getattr(exc, "strerror", None) or str(exc)
             raise (_refuse(self.path, f"cannot open the cache: {why}") if existed
                    else _cannot_create(self.path, why)) from None
+
+    def _initialise(self) -> None:
+        """WAL mode and the tables, waiting while another process does the same: switching to
+        WAL and creating tables need a lock sqlite's busy handler does not always wait for
+        (it reports "database is locked" at once to avoid a deadlock), so we wait ourselves."""
+        deadline = time.monotonic() + OPEN_WAIT_S
+        delay = 0.01
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, kind TEXT NOT NULL,"
+                                 " value TEXT NOT NULL, created REAL NOT NULL)")
+                self._db.execute("CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, holder TEXT NOT NULL,"
+                                 " host TEXT NOT NULL, pid INTEGER NOT NULL, expires REAL NOT NULL)")
+                self._db.commit()
+                return
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.rollback()
+                if not _locked(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -190,146 +215,95 @@ class Cache:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, kind: str, value: dict[str, Any]) -> None:
+        """Store an answer (and let go of its claim, in the same transaction)."""
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO entries (key, kind, value, created) VALUES (?, ?, ?, ?)",
                 (key, kind, json.dumps(value, ensure_ascii=False), time.time()),
             )
+            self._db.execute("DELETE FROM leases WHERE key = ? AND holder = ?", (key, self.holder))
             self._db.commit()
+            self._held.discard(key)
+
+    # -- claims: one process pays for a request, the others wait for its answer ----------
+
+    def claim(self, key: str) -> Claim:
+        """"claimed" (this process sends the request), "answered" (it is in the cache now) or
+        "held" (another live process is asking it: wait with `wait`)."""
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if self._db.execute("SELECT 1 FROM entries WHERE key = ?", (key,)).fetchone():
+                    self._db.commit()
+                    return "answered"
+                row = self._db.execute("SELECT holder, host, pid, expires FROM leases WHERE key = ?",
+                                       (key,)).fetchone()
+                if row is not None and row[0] != self.holder and not self._dead(row[1], row[2], row[3], now):
+                    self._db.commit()
+                    return "held"
+                self._db.execute("INSERT OR REPLACE INTO leases (key, holder, host, pid, expires)"
+                                 " VALUES (?, ?, ?, ?, ?)", (key, self.holder, self._host, self._pid, now + LEASE_S))
+                self._db.commit()
+            except BaseException:
+                self._db.rollback()
+                raise
+            self._held.add(key)
+        self._start_renewing()
+        return "claimed"
+
+    def release(self, key: str) -> None:
+        """Give a claim up without an answer (the backend failed): another may ask it."""
+        with self._lock:
+            self._db.execute("DELETE FROM leases WHERE key = ? AND holder = ?", (key, self.holder))
+            self._db.commit()
+            self._held.discard(key)
+
+    def wait(self, key: str) -> dict[str, Any] | None:
+        """Wait until another process's claimed request is answered (its answer) or its claim
+        ends without one (None: claim it again)."""
+        while True:
+            answer = self.get(key)
+            if answer is not None:
+                return answer
+            with self._lock:
+                row = self._db.execute("SELECT host, pid, expires FROM leases WHERE key = ?", (key,)).fetchone()
+            if row is None or self._dead(row[0], row[1], row[2], time.time()):
+                return self.get(key)
+            time.sleep(WAIT_POLL_S)
+
+    def _dead(self, host: str, pid: int, expires: float, now: float) -> bool:
+        """A claim whose holder stopped renewing it, or whose process on this machine is gone."""
+        return expires < now or (host == self._host and pid != self._pid and not _alive(pid))
+
+    def _start_renewing(self) -> None:
+        with self._lock:
+            if self._renewer is not None:
+                return
+            self._renewer = threading.Thread(target=self._renew, daemon=True, name="lceval-cache-leases")
+        self._renewer.start()
+
+    def _renew(self) -> None:
+        while not self._closed.wait(RENEW_S):
+            with self._lock:
+                if not self._held or self._closed.is_set():
+                    continue
+                try:
+                    self._db.execute("UPDATE leases SET expires = ? WHERE holder = ?",
+                                     (time.time() + LEASE_S, self.holder))
+                    self._db.commit()
+                except sqlite3.Error:
+                    if self._db.in_transaction:
+                        self._db.rollback()
 
     def close(self) -> None:
+        self._closed.set()
         with self._lock:
+            try:
+                if self._held:  # claims of requests this process will not finish
+                    self._db.execute("DELETE FROM leases WHERE holder = ?", (self.holder,))
+                    self._db.commit()
+            except sqlite3.Error:
+                pass
+            self._held.clear()
             self._db.close()
-
-
-@dataclass
-class UsageCounters:
-    """What one model cost a run. Updated from several threads when the backend takes
-    requests concurrently (`CachedModel` holds the lock)."""
-
-    requests: int = 0
-    cache_hits: int = 0
-    generated: int = 0
-    prompt_tokens: int = 0
-    #: tokens the backend really prefilled; None as soon as one generated request's prefill is
-    #: unknown (a server that reports no cached tokens): the sum of a subset is not the total
-    prefilled_tokens: int | None = 0
-    #: generated requests whose prefill the backend could not tell
-    prefill_unknown: int = 0
-    completion_tokens: int = 0
-    #: wall-clock seconds with at least one request at the backend (concurrent requests
-    #: counted once): what the generation took
-    seconds: float = 0.0
-    #: the sum of every request's own latency (exceeds `seconds` when requests overlap)
-    request_seconds: float = 0.0
-    #: the most requests the backend had at once
-    peak_in_flight: int = 0
-    #: requests the backend gave up on (finish_reason "error"): not cached, asked again next run
-    failed: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def add(self, gen: Generation) -> None:
-        self.request_seconds += gen.seconds
-        if gen.finish_reason == "error":
-            self.failed += 1
-            return
-        self.generated += 1
-        self.prompt_tokens += gen.prompt_tokens
-        self.completion_tokens += gen.completion_tokens
-        if gen.prefilled_tokens is None:
-            self.prefill_unknown += 1
-            self.prefilled_tokens = None
-        elif self.prefilled_tokens is not None:
-            self.prefilled_tokens += gen.prefilled_tokens
-
-
-class CachedModel:
-    """A backend seen through the cache. The runner and model-calling judges both use it,
-    so a judge's calls are cached and counted exactly like the system's.
-
-    Thread-safe: the scheduler calls `call` from as many threads as the backend takes
-    requests at once; every answer is stored the moment it exists, so an interrupt loses
-    only the requests still in flight."""
-
-    def __init__(self, backend: ModelBackend, cache: Cache, spec: str) -> None:
-        self.backend = backend
-        self.cache = cache
-        self.spec = spec
-        self.usage = UsageCounters()
-        self._identity = strip_secrets(backend.identity())
-        self._lock = threading.Lock()
-        self._busy = 0
-        self._busy_since = 0.0
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        return self._identity
-
-    @property
-    def slots(self) -> int:
-        """Requests the backend takes at once (its declared `max_in_flight`)."""
-        return max(1, int(getattr(self.backend, "max_in_flight", 1) or 1))
-
-    def key(self, request: GenerationRequest) -> str:
-        return request_key(self._identity, request)
-
-    def lookup(self, request: GenerationRequest) -> Generation | None:
-        """The cached answer to `request`, or None (counted either way)."""
-        hit = self.cache.get(self.key(request))
-        with self._lock:
-            self.usage.requests += 1
-            if hit is not None:
-                self.usage.cache_hits += 1
-        if hit is None:
-            return None
-        return Generation(**{**hit, "request_id": request.request_id, "cached": True})
-
-    def call(self, requests: list[GenerationRequest]) -> list[Generation]:
-        """Ask the backend (no cache lookup) and store each answer at once. A request the
-        backend gave up on (finish_reason "error", an API past its retries) is no answer:
-        never stored, so the same command run again asks it again."""
-        with self._lock:
-            if self._busy == 0:
-                self._busy_since = time.perf_counter()
-            self._busy += len(requests)
-            self.usage.peak_in_flight = max(self.usage.peak_in_flight, self._busy)
-        try:
-            outs = self.backend.generate(requests)
-        finally:
-            with self._lock:
-                self._busy -= len(requests)
-                if self._busy == 0:
-                    self.usage.seconds += time.perf_counter() - self._busy_since
-        if len(outs) != len(requests):
-            raise RuntimeError(f"backend returned {len(outs)} answers for {len(requests)} requests")
-        for req, gen in zip(requests, outs):
-            if gen.finish_reason != "error":
-                record = asdict(gen)
-                record.pop("cached", None)
-                self.cache.put(self.key(req), "generate", record)
-            with self._lock:
-                self.usage.add(gen)
-        return outs
-
-    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        """Answers in the order asked: cached ones at once, the rest from the backend with as
-        many in flight as it takes (`max_in_flight`), or in chunks of `batch_size`."""
-        results: list[Generation | None] = [self.lookup(req) for req in requests]
-        misses = [i for i, r in enumerate(results) if r is None]
-        slots = self.slots
-        size = 1 if slots > 1 else max(1, int(self.backend.batch_size))
-        chunks = [misses[start:start + size] for start in range(0, len(misses), size)]
-        pool = Dispatcher(self.call, slots)
-        for chunk in chunks:
-            if pool.free() == 0:
-                done, outs = pool.next()
-                for i, gen in zip(done, outs):
-                    results[i] = gen
-            pool.submit(chunk, [requests[i] for i in chunk])
-        while pool.in_flight:
-            done, outs = pool.next()
-            for i, gen in zip(done, outs):
-                results[i] = gen
-        return [r for r in results if r is not None]

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from lceval.engine._cache import Cache, CachedModel, default_cache_path
+from lceval.engine._cache import Cache, default_cache_path
+from lceval.engine._cached_model import CachedModel
 from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._plugin_host import Plugins, describe_kind, load_plugins
 from lceval.errors import UserError

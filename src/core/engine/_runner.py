@@ -12,7 +12,8 @@ from tqdm import tqdm
 
 from lceval.engine import _context_policy as context_policy
 from lceval.engine import _scheduler as scheduler
-from lceval.engine._cache import Cache, CachedModel, messages_payload
+from lceval.engine._cache import Cache
+from lceval.engine._cached_model import CachedModel, messages_payload
 from lceval.engine._model_spec import ModelHandle, ModelSpec, open_judge_model
 from lceval.engine._plan import RunPlan, load_work, make_judge
 from lceval.engine._plugin_host import Plugins

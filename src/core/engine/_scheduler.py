@@ -33,7 +33,7 @@ from lceval.interfaces import PrefixCache
 from lceval.types import ContextCut, Conversation, Generation, GenerationRequest
 
 if TYPE_CHECKING:
-    from lceval.engine._cache import CachedModel
+    from lceval.engine._cached_model import CachedModel
 
 #: Characters per token when the backend has no tokenizer: only sizes the cache's occupancy
 #: (a transcript's tokens come from the context policy whenever it could count them).

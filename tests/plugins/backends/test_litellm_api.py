@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from lceval.engine._cache import Cache, CachedModel
+from lceval.engine import Cache, CachedModel
 from lceval.errors import UserError
 from lceval.types import GenerationParams, GenerationRequest, Message
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from lceval.engine._cache import Cache, CachedModel
+from lceval.engine import Cache, CachedModel
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, ModelBackend
 from lceval.judging import RETRY_SEED_STRIDE

@@ -28,7 +28,7 @@ import pytest
 
 from lceval.engine import _context_policy as ctxpolicy
 from lceval.engine import _scheduler as scheduler
-from lceval.engine._cache import Cache, CachedModel
+from lceval.engine import Cache, CachedModel
 from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.engine._scheduler import ConversationState
 from lceval.types import (ContextCut, Conversation, Generation, GenerationParams, GenerationRequest, Message,
