@@ -10,11 +10,9 @@ paired interval, every meeting's score against its effective WER, and paper 001'
 
 from __future__ import annotations
 
-from lceval.report import svgplot
 from lceval.errors import UserError
 from lceval.interfaces import ReportContext, ReportFigure
-from lceval.report import figure
-from lceval.report import Point, Series
+from lceval.report import Point, Series, charts, figure
 
 from .report import LevelRow, NoiseReport, noise_report_of_runs
 
@@ -39,8 +37,9 @@ def _series(rows: list[LevelRow], value: str, low: str, high: str) -> tuple[list
         for cat in cats:
             row = per.get(cat)
             eff = f"effective WER {row.effective_wer:.1%}, " if row and row.effective_wer is not None else ""
-            points.append(Point(cat, getattr(row, value) if row else None, getattr(row, low) if row else None,
-                                getattr(row, high) if row else None, f"{eff}n={row.n}" if row else ""))
+            lo, hi = (getattr(row, low), getattr(row, high)) if row else (None, None)
+            points.append(Point(cat, getattr(row, value) if row else None, lo, hi, f"{eff}n={row.n}" if row else "",
+                                "" if lo is not None else "fewer than 2 meetings"))
         series.append(Series(name, points))
     return cats, series
 
@@ -51,24 +50,26 @@ def noise_panels(ctx: ReportContext) -> list[ReportFigure]:
     except UserError:  # no run with options.noise: nothing to draw
         return []
     out: list[ReportFigure] = []
+    colors = charts.palette(ctx.labels)
     cats, series = _series(report.rows, "score", "ci_low", "ci_high")
-    out.append(figure(svgplot.category_chart(cats, series, style="dots", y_label="score", label="score by WER"),
+    out.append(figure(charts.intervals(cats, series, style="line", y_title="score", x_title="target WER",
+                                       colors=colors, description="score by target word error rate, per model"),
                       "Score by target word error rate",
-                      "Mean score at each noise level (0% = the clean transcript); whiskers: 95% intervals "
+                      "Mean score at each noise level (0% = the clean transcript); band: 95% intervals "
                       "resampling meetings. Hover a point for the effective WER.", SECTION))
     noisy = [r for r in report.rows if r.drop is not None]
     if noisy:
         cats, series = _series(noisy, "drop", "drop_ci_low", "drop_ci_high")
-        out.append(figure(svgplot.category_chart(cats, series, style="dots", y_label="clean − noisy",
-                                                 label="drop from clean"),
+        out.append(figure(charts.intervals(cats, series, style="dots", y_title="clean − noisy", x_title="target WER",
+                                           colors=colors, description="drop from the clean score, per model"),
                           "Drop from the clean score",
                           "Clean minus noisy score over the same questions and seeds; whiskers: paired 95% "
                           "intervals resampling meetings (as `lceval compare`).", SECTION))
     points = [(p.effective_wer * 100, p.score) for r in report.rows for p in r.points
               if p.effective_wer is not None and p.score is not None]
     if points:
-        out.append(figure(svgplot.scatter(points, x_label="effective WER (%)", y_label="meeting score",
-                                          label="meetings", diagonal=False),
+        out.append(figure(charts.scatter(points, x_title="effective WER (%)", y_title="meeting score", diagonal=False,
+                                         description="each meeting's score against its effective WER"),
                           "Each meeting's score against its effective WER",
                           "One point per meeting, level and model: the mean score of its questions.", SECTION))
     if report.table5:
@@ -76,8 +77,10 @@ def noise_panels(ctx: ReportContext) -> list[ReportFigure]:
                     None if r.effective_min is None else r.effective_min * 100,
                     None if r.effective_max is None else r.effective_max * 100, f"{r.meetings} meetings")
               for r in report.table5]
-        out.append(figure(svgplot.category_chart([p.category for p in t5], [Series("effective WER", t5)],
-                                                 y_label="effective WER (%)", y_min=0, label="Table 5"),
+        out.append(figure(charts.intervals([p.category for p in t5], [Series("effective WER", t5)], style="dots",
+                                           y_title="effective WER (%)", x_title="target WER",
+                                           series_title="measure", interval_title="lowest and highest meeting",
+                                           description="target against effective WER"),
                           "Target vs effective word error rate (Table 5)",
                           "Effective WER measured with jiwer against the clean transcript, averaged over the "
                           "meetings; whiskers: the lowest and highest meeting.", SECTION))

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lceval.report import svgplot
 from lceval.errors import UserError
 from lceval.interfaces import ReportContext, ReportFigure
-from lceval.report import figure, metric_point
-from lceval.report import Series
+from lceval.report import Series, charts, figure, metric_point
 from lceval.results import run_model_name
 
 from .scoring import position_sensitivity
@@ -78,22 +76,27 @@ def _settings_order(settings: list[str]) -> list[str]:
     return sorted(settings, key=key)
 
 
-def _chart(cats: list[str], by_setting: dict[str, dict[str, dict[str, Any]]], metric: str,
-           y_label: str) -> svgplot.Plot:
+def _chart(cats: list[str], by_setting: dict[str, dict[str, dict[str, Any]]], metric: str, y_label: str,
+           colors: dict[str, str], x_title: str) -> Any:
+    """Grouped bars with whiskers on SummHay's 0-100 scale, one colour per model (the page's)."""
     labels = list(dict.fromkeys(lab for per in by_setting.values() for lab in per))
-    series = [Series(lab, [metric_point((by_setting[c].get(lab) or {}).get(metric), c) for c in cats])
+    series = [Series(lab, [metric_point((by_setting[c].get(lab) or {}).get(metric), c, unit="topic") for c in cats])
               for lab in labels]
-    return svgplot.category_chart(cats, series, y_label=y_label, y_min=0, y_max=100, label=y_label)
+    return charts.intervals(cats, series, y_title=y_label, x_title=x_title, y_domain=(0, 100), colors=colors,
+                            description=f"SummHay {y_label} by {x_title}, per model")
 
 
 def summhay_panels(ctx: ReportContext) -> list[ReportFigure]:
     found = _collect(ctx)
+    # the colour each model has elsewhere on the page (a series is named by the model, or by
+    # the run's label when one model has two runs of a setting)
+    colors = {**charts.palette([run_model_name(r) for r in ctx.runs]), **charts.palette(ctx.labels)}
     out: list[ReportFigure] = []
     retrieval = found["retrieval"]
     if retrieval:
         cats = _settings_order(list(retrieval))
         for metric, name in METRICS:
-            out.append(figure(_chart(cats, retrieval, metric, name),
+            out.append(figure(_chart(cats, retrieval, metric, name, colors, "retriever @ budget (tokens)"),
                               f"{name} by retriever and budget",
                               "Full context and each retriever at its token budget (paper 002, Table 2); "
                               "whiskers: 95% intervals resampling topics.", SECTION))
@@ -110,5 +113,6 @@ def summhay_panels(ctx: ReportContext) -> list[ReportFigure]:
                    "at the Top or Bottom (§5.4, Table 3).")
         if notes:
             caption += " Position sensitivity max(|R−T|, |R−B|): " + "; ".join(notes) + "."
-        out.append(figure(_chart(cats, position, "score", "Joint"), "Position sensitivity", caption, SECTION))
+        out.append(figure(_chart(cats, position, "score", "Joint", colors, "document order"), "Position sensitivity",
+                          caption, SECTION))
     return out

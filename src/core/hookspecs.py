@@ -134,8 +134,11 @@ def register_report_panels(register):
     (e.g. SummHay's retrievers and budgets, which live in its spec options).
 
     ``register(name: str, panel: lceval.interfaces.ReportPanel)``: ``panel(ctx:
-    ReportContext)`` returns a list of ``ReportFigure`` (draw them with ``lceval.svgplot``),
-    empty when the runs hold nothing it draws. The engine already draws every group,
+    ReportContext)`` returns a list of ``ReportFigure``, each a Vega-Lite chart spec (draw
+    with ``lceval.report.charts``, whose builders give hover details, legend filtering and
+    the model colours of the rest of the page, or with ``altair``; wrap with
+    ``lceval.report.figure(chart, title, caption, section)``), empty when the runs hold
+    nothing it draws. The engine already draws every group,
     metric and breakdown of results.json, rankings and judge agreement; a panel that
     raises is shown as a failed panel, the rest of the report is unaffected.
     """

@@ -352,15 +352,17 @@ class Command(ABC):
 
 @dataclass
 class ReportFigure:
-    """One figure of the HTML report: an inline SVG (draw it with `lceval.svgplot`), its
-    title and caption. `section` is the heading it goes under (a task name, "SummHay");
-    `marks` is how many data marks it drew (`svgplot.Plot.marks`), checked in a browser."""
+    """One figure of the HTML report: a Vega-Lite chart spec (the dict `altair`'s
+    `Chart.to_dict()` gives; build it with `lceval.report.charts` or altair, and wrap it with
+    `lceval.report.figure`), its title and caption. `section` is the heading it goes under (a
+    task name, "SummHay"); `points` is how many data values it plots: a figure with none is
+    named as having no value instead of drawn, and a browser test checks the rest rendered."""
 
     title: str
-    svg: str
+    spec: dict[str, Any]
     caption: str = ""
     section: str = ""
-    marks: int = 0
+    points: int = 0
 
 
 @dataclass

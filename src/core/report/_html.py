@@ -1,16 +1,18 @@
 """`lceval report --format html`: one self-contained HTML file (no network, no CDN, no
-external font) with the results tables and their intervals, the plots, and a browser of
-every sample.
+external font) that answers "which model, where does it break, why": an overview of every
+model on every task first, then a section per task (the console's table, the length curve,
+the figures, the breakdowns), plugin panels, rankings, judge agreement, a browser of every
+sample, and the runs.
 
-Everything is inline: the SVG figures (`report_figures`, plugin panels), the stylesheet and
-the script (`report/assets/`), and the samples as JSON the script filters and shows. The
-page is built from run directories, `lceval rank` directories and, for judge agreement,
-recorded-score files: it knows no benchmark.
+Everything is inline: the stylesheet and script (`report/assets/`), the charts as Vega-Lite
+specs with Vega's JavaScript from the installed `vl-convert-python` (`_charts`), and the
+samples as JSON the script filters and shows. The page is built from run directories,
+`lceval rank` directories and, for judge agreement, recorded-score files: it knows no
+benchmark.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,14 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from lceval import __version__
-from lceval.io import write_text_atomic
-from lceval.engine import removed_span
 from lceval.errors import UserError
 from lceval.interfaces import ReportContext, ReportFigure
-from lceval.results import FinishedRun, load_run
-from lceval.io import read_json_object
-from lceval.results import primary_score
-from lceval.results import run_model_name
+from lceval.io import read_json_object, write_text_atomic
+from lceval.report._overview import table
+from lceval.report._samples import json_script, sample_data
+from lceval.results import FinishedRun, load_run, run_model_name
 
 
 @dataclass
@@ -56,7 +56,8 @@ def load_inputs(paths: list[Path]) -> ReportInputs:
 def run_labels(runs: list[FinishedRun]) -> list[str]:
     """What rows and legends call each run: the model's short name (`GPT-4` for a replayed
     file), so one model's runs of several tasks share it; where two runs of one task would
-    share it, the full model spec if their models differ, else the run id is added."""
+    share it, the full model spec if their models differ, else the run id is added, and a
+    number where even that is the same (two runs started in the same second)."""
     short = [run_model_name(r) for r in runs]
     labels = list(short)
     for i, run in enumerate(runs):
@@ -65,141 +66,15 @@ def run_labels(runs: list[FinishedRun]) -> list[str]:
         if clash:
             same_model = all(runs[j].model == run.model for j in clash)
             labels[i] = f"{labels[i]} ({run.run_id})" if same_model else run.model
-    return labels
-
-
-# -- tables -------------------------------------------------------------------------------
-
-def _num(v: Any, digits: int = 2) -> str:
-    return "–" if v is None else f"{v:.{digits}f}"
-
-
-def interval_cell(block: dict[str, Any] | None, digits: int = 2) -> str:
-    """A table cell for a results.json summary: the value, its interval and n (what it has)."""
-    if not block or block.get("value") is None:
-        return '<td class="num" data-sort="">–</td>'
-    spread = block.get("spread") or {}
-    ci = ""
-    if spread.get("ci_low") is not None:
-        ci = f'<span class="ci">[{_num(spread["ci_low"], digits)}, {_num(spread["ci_high"], digits)}]</span>'
-    n = f'<span class="n">n={block["n"]}</span>' if block.get("n") is not None else ""
-    return f'<td class="num" data-sort="{block["value"]:.6g}">{_num(block["value"], digits)}{ci}{n}</td>'
-
-
-
-def _table(head: list[str], rows: list[str], cls: str = "results") -> str:
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    return f'<table class="{cls} sortable"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-
-
-def task_table(task: str, runs: list[FinishedRun], names: list[str]) -> str:
-    """Models x groups with intervals, the mean of groups, seeds, further metrics, tests and
-    what was cut or not scored."""
-    idx = [i for i, r in enumerate(runs) if task in (r.results.get("tasks") or {})]
-    tasks = [runs[i].results["tasks"][task] for i in idx]
-    groups: list[str] = []
-    metrics: list[str] = []
-    tests: list[str] = []
-    for t in tasks:
-        score = t["metrics"].get("score") or {}
-        groups += [g for g in (score.get("groups") or {}) if g not in groups]
-        metrics += [m for m in t["metrics"] if m != "score" and m not in metrics]
-        tests += [x for x in (score.get("tests") or {}) if x not in tests]
-    head = ["model", *groups, "mean of groups" if groups else "score", "seeds (mean ± sd)", *metrics,
-            *[f"{x} p" for x in tests], "truncated", "skipped", "not scored"]
-    rows = []
-    for i, t in zip(idx, tasks):
-        score = t["metrics"].get("score") or {}
-        cells = [f"<td>{escape(names[i])}</td>"]
-        cells += [interval_cell((score.get("groups") or {}).get(g)) for g in groups]
-        cells.append(interval_cell({"value": score.get("mean_of_groups")} if groups else score))
-        seeds = score.get("across_seeds")
-        cells.append(f'<td class="num">{_num(seeds["mean"])} ± {_num(seeds["std"])}</td>'
-                     if seeds and seeds.get("mean") is not None else '<td class="num">–</td>')
-        for m in metrics:
-            block = t["metrics"].get(m) or {}
-            cells.append(interval_cell({"value": block.get("mean_of_groups"), "n": block.get("n")} if block.get("groups")
-                               else block))
-        for x in tests:
-            res = (score.get("tests") or {}).get(x) or {}
-            p = res.get("p_value")
-            cells.append(f'<td class="num" data-sort="{p if p is not None else ""}">{_num(p, 3)}'
-                         f'<span class="n">{res.get("n_a", "?")}/{res.get("n_b", "?")}</span></td>')
-        acc = t.get("accounting") or {}
-        not_scored = sum(int(acc.get(k, 0) or 0) for k in ("judge_parse_failures", "judge_missing", "unanswered"))
-        cells += [f'<td class="num">{acc.get("truncated_share", 0):.0%}</td>',
-                  f'<td class="num">{acc.get("skipped_share", 0):.0%}</td>', f'<td class="num">{not_scored}</td>']
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return _table(head, rows)
-
-
-def breakdown_table(task: str, runs: list[FinishedRun], names: list[str], fieldname: str) -> str:
-    """One breakdown field: a row per model and group (pooled without groups)."""
-    idx = [i for i, r in enumerate(runs) if task in (r.results.get("tasks") or {})]
-    entries: list[tuple[str, dict[str, Any]]] = []
-    for i in idx:
-        score = runs[i].results["tasks"][task]["metrics"].get("score") or {}
-        groups = score.get("groups") or {}
-        for g, block in groups.items() if groups else [("all", score)]:
-            part = (block.get("breakdowns") or {}).get(fieldname)
-            if part:
-                entries.append((f"{names[i]}|{g}", part))
-    values: list[str] = []
-    for _, part in entries:
-        values += [v for v in part if v not in values]
-    rows = []
-    for key, part in entries:
-        label, group = key.rsplit("|", 1)
-        rows.append(f"<tr><td>{escape(label)}</td><td>{escape(group)}</td>"
-                    + "".join(interval_cell(part.get(v)) for v in values) + "</tr>")
-    return _table(["model", "group", *values], rows) if rows else ""
-
-
-# -- samples ------------------------------------------------------------------------------
-
-def _cut(sample: Any) -> dict[str, Any]:
-    cut = sample.context_cut
-    out: dict[str, Any] = {"policy": cut.policy, "action": cut.action, "original": cut.original_tokens,
-                           "kept": cut.kept_tokens}
-    if cut.action == "truncated" and cut.original_tokens is not None and cut.kept_tokens is not None:
-        out["removed"] = list(removed_span(cut.policy, cut.original_tokens, cut.kept_tokens))
-    return out
-
-
-def sample_rows(runs: list[FinishedRun], names: list[str]) -> list[dict[str, Any]]:
-    """What the sample browser shows of every sample (and filters on)."""
-    rows = []
+    seen: dict[str, set[str]] = {}
     for i, run in enumerate(runs):
-        sections: dict[str, dict[str, Any]] = {}
-        for s in run.samples:
-            if s.task not in sections:
-                try:
-                    sections[s.task] = run.task_spec(s.task).get("report") or {}
-                except UserError:
-                    sections[s.task] = {}
-            group_by, cluster_by = sections[s.task].get("group_by"), sections[s.task].get("cluster_by")
-            j = s.judgments[0] if s.judgments else None
-            status = "unanswered" if s.response is None else (j.parse_status if j else "not judged")
-            rows.append({
-                "task": s.task, "model": names[i], "run": run.run_id,
-                "group": str(s.metadata.get(group_by, "")) if group_by else "",
-                "cluster": str(s.metadata.get(cluster_by, s.conv_id)) if cluster_by else s.conv_id,
-                "item": s.item_id, "seed": s.seed, "turn": s.turn_index, "question": s.question,
-                "reference": s.reference, "response": s.response, "score": primary_score(s), "status": status,
-                "judge": j.judge if j else None, "raw": j.raw if j else None, "attempts": j.attempts if j else None,
-                "details": {k: v for k, v in (j.details if j else {}).items() if k != "subitems"},
-                "cut": _cut(s), "metadata": s.metadata,
-                "tokens": {"prompt": s.prompt_tokens, "prefilled": s.prefilled_tokens,
-                           "completion": s.completion_tokens},
-                "extras": {k: v for k, v in s.generation_extras.items() if k != "replay_file_sha256"},
-            })
-    return rows
-
-
-def _json_script(element_id: str, data: Any) -> str:
-    """JSON inside <script>, every `<` written as \\u003c: no text can close the element."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    return f'<script type="application/json" id="{element_id}">{text}</script>'
+        tasks = set(run.results.get("tasks") or {})
+        base, n = labels[i], 1
+        while tasks & seen.get(labels[i], set()):
+            n += 1
+            labels[i] = f"{base} #{n}"
+        seen.setdefault(labels[i], set()).update(tasks)
+    return labels
 
 
 # -- page ---------------------------------------------------------------------------------
@@ -208,15 +83,21 @@ def asset(name: str) -> str:
     return resources.files("lceval").joinpath("report", "assets", name).read_text(encoding="utf-8")
 
 
-def figures_html(figures: list[ReportFigure]) -> str:
-    """The figures in a grid; one with no data mark (every value missing) is named, not drawn."""
+def figures_html(figures: list[ReportFigure], specs: list[dict[str, Any]]) -> str:
+    """The figures in an even grid, each a placeholder the script draws its spec into (the
+    spec is appended to `specs`, inlined once as JSON); a figure that plots no value (every
+    value missing) is named, not drawn."""
     parts = []
-    empty = [f.title for f in figures if f.marks == 0]
+    empty = [f.title for f in figures if f.points == 0]
     for f in figures:
-        if f.marks == 0:
+        if f.points == 0:
             continue
-        parts.append(f'<figure class="fig" data-marks="{f.marks}"><figcaption><b>{escape(f.title)}</b>'
-                     f'{" " + escape(f.caption) if f.caption else ""}</figcaption>{f.svg}</figure>')
+        n = len(specs)
+        specs.append(f.spec)
+        parts.append(f'<figure class="fig" data-points="{f.points}" aria-labelledby="fig-{n}-t">'
+                     f'<figcaption><b id="fig-{n}-t">{escape(f.title)}</b>'
+                     f'{"<span>" + escape(f.caption) + "</span>" if f.caption else ""}</figcaption>'
+                     f'<div class="chart" data-chart="{n}" role="img" aria-label="{escape(f.title)}"></div></figure>')
     note = f'<p class="desc">No value to plot: {escape("; ".join(empty))}.</p>' if empty else ""
     return (f'<div class="figs">{"".join(parts)}</div>' if parts else "") + note
 
@@ -229,91 +110,120 @@ def plugin_figures(ctx: ReportContext, plugins: Any) -> tuple[list[ReportFigure]
     for name, panel in sorted(plugins.report_panels.items()):
         try:
             figures.extend(panel(ctx))
+        except UserError:
+            raise  # altair or vl-convert missing: the whole report needs them
         except Exception as exc:  # a plugin's bug: say which, keep the rest of the report
             failures.append(f"report panel '{name}' failed: {type(exc).__name__}: {exc}")
             print(f"lceval: warning: {failures[-1]}", file=sys.stderr)
     return figures, failures
 
 
-def page(title: str, body: str, *, subtitle: str = "") -> str:
-    """The HTML document around `body`, with the report's stylesheet and script inline."""
+def page(title: str, body: str, *, subtitle: str = "", nav: list[tuple[str, str]] | None = None,
+         charts: list[dict[str, Any]] | None = None) -> str:
+    """The HTML document around `body`: the stylesheet and script inline, a skip link and the
+    section links, and, when the page has charts, their specs and Vega's JavaScript (from the
+    installed vl-convert-python), so the file opens with no network."""
     sub = f'<p class="sub">{subtitle}</p>' if subtitle else ""
+    links = "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in nav or [])
+    nav_html = f'<nav aria-label="sections">{links}</nav>' if links else ""
+    vega = ""
+    if charts:
+        from lceval.report._charts import vega_bundle
+
+        vega = json_script("lceval-charts", charts) + f"<script>{vega_bundle()}</script>"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{escape(title)}</title><style>{asset('report.css')}</style></head>"
-            f"<body><header><h1>{escape(title)}</h1>{sub}</header><main>{body}</main>"
-            f"<script>{asset('report.js')}</script></body></html>")
+            f'<body><a class="skip" href="#main">Skip to the report</a><header><h1>{escape(title)}</h1>{sub}</header>'
+            f'{nav_html}<main id="main">{body}</main>{vega}<script>{asset("report.js")}</script></body></html>')
 
 
-def _runs_table(runs: list[FinishedRun], labels: list[str]) -> str:
-    rows = []
-    for run, label in zip(runs, labels):
-        tasks = run.results.get("tasks") or {}
-        judges = sorted({str((t.get("judge") or {}).get("judge", "?")) for t in tasks.values()})
-        rows.append(f"<tr><td>{escape(label)}</td><td><code>{escape(run.model)}</code></td>"
-                    f"<td>{escape(', '.join(tasks))}</td><td>{escape(', '.join(judges))}</td>"
-                    f"<td>{escape(', '.join(map(str, run.results.get('seeds') or [])))}</td>"
-                    f"<td>{len(run.samples)}</td><td><code>{escape(run.run_id)}</code></td></tr>")
-    return _table(["label", "model", "tasks", "judge", "seeds", "samples", "run"], rows, cls="runs")
+def _section(anchor_id: str, title: str, inner: str) -> str:
+    return f'<section id="{anchor_id}" aria-labelledby="{anchor_id}-h"><h2 id="{anchor_id}-h">{escape(title)}</h2>{inner}</section>'
 
 
-def _section(anchor: str, title: str, inner: str) -> str:
-    return f'<section id="{anchor}"><h2>{escape(title)}</h2>{inner}</section>'
+def _details(summary: str, inner: str) -> str:
+    return f"<details><summary>{escape(summary)}</summary>{inner}</details>" if inner else ""
+
+
+def task_section(ctx: ReportContext, task: str, figures: list[ReportFigure], specs: list[dict[str, Any]]) -> str:
+    """One task: its description, the console's table, its length curve (a sweep), the
+    figures, then the breakdown tables and each swept length's own table, folded."""
+    from lceval.report._overview import (breakdown_tables, curve_table, pooled_tests_table, task_table,
+                                         variant_tasks)
+
+    entry = next(((r.results.get("tasks") or {}).get(t) for r in ctx.runs for t in [task, *variant_tasks(ctx, task)]
+                  if t in (r.results.get("tasks") or {})), {}) or {}
+    inner = f'<p class="desc">{escape(entry.get("description", ""))}</p>'
+    if any(task in (r.results.get("tasks") or {}) for r in ctx.runs):
+        inner += task_table(task, ctx)
+    inner += curve_table(task, ctx)
+    inner += figures_html(figures, specs)
+    if any(task in (r.results.get("tasks") or {}) for r in ctx.runs):
+        inner += _details("Breakdown tables", breakdown_tables(task, ctx))
+        inner += _details("Tests pooled over the groups", pooled_tests_table(task, ctx))
+    variants = variant_tasks(ctx, task)
+    if variants:
+        inner += _details("Each context length's results",
+                          "".join(f"<h3>{escape(v)}</h3>" + task_table(v, ctx) + breakdown_tables(v, ctx)
+                                  for v in variants))
+    return inner
 
 
 def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval report",
                  agreement: tuple[dict[str, Any], dict[str, list[tuple[float, float]]]] | None = None,
                  preface: list[tuple[str, str, str]] | None = None) -> str:
-    """The page; `preface` sections (anchor, title, inner HTML) come first (a leaderboard
+    """The page: the overview first, a section per task (its table, length curve, figures and
+    folded breakdown tables), plugin panels, rankings, judge agreement, the sample browser and
+    the runs. `preface` sections (anchor, title, inner HTML) come before all (a leaderboard
     puts a submission's verification there)."""
-    from lceval.report._figures import (agreement_figures, breakdown_fields, ranking_figures, task_figures,
-                                        task_order)
+    from lceval.report._charts import palette
+    from lceval.report._figures import (agreement_figures, curve_figures, depth_figures, overview_figures,
+                                        ranking_figures, task_figures, task_order)
+    from lceval.report._overview import anchor, model_order, overview, runs_table
 
     runs = inputs.runs
     labels = run_labels(runs)
-    names = labels
     ctx = ReportContext(runs=runs, labels=labels, rankings=inputs.rankings)
+    colors = palette(labels)
+    specs: list[dict[str, Any]] = []
     sections: list[tuple[str, str, str]] = list(preface or [])
+    tasks = task_order(ctx)
+    anchors = {t: anchor("task", t) for t in tasks}
     if runs:
-        sections.append(("runs", "Runs", _runs_table(runs, labels)))
-    for n, task in enumerate(task_order(ctx)):
-        first = next(r for r in runs if task in (r.results.get("tasks") or {}))
-        desc = first.results["tasks"][task].get("description", "")
-        inner = f'<p class="desc">{escape(desc)}</p>' + task_table(task, runs, names)
-        inner += figures_html(task_figures(ctx, task))
-        for fieldname in breakdown_fields(ctx, task):
-            table = breakdown_table(task, runs, names, fieldname)
-            if table:
-                inner += f"<h4>{escape(task)}: score by {escape(fieldname)}</h4>{table}"
-        sections.append((f"task-{n}", task, inner))
+        forest = figures_html(overview_figures(ctx, model_order(ctx)), specs)
+        sections.append(("overview", "Overview", f'<div class="overview-row">{overview(ctx, anchors)}{forest}</div>'))
     panels, failures = plugin_figures(ctx, plugins)
+    extra = curve_figures(ctx, colors) + depth_figures(ctx)
+    for task in tasks:
+        figs = [f for f in extra if f.section == task] + task_figures(ctx, task, colors)
+        sections.append((anchors[task], task, task_section(ctx, task, figs, specs)))
     by_section: dict[str, list[ReportFigure]] = {}
-    for fig in panels:
+    for fig in panels + [f for f in extra if f.section not in anchors]:
         by_section.setdefault(fig.section or "More", []).append(fig)
-    for n, (name, figs) in enumerate(by_section.items()):
-        sections.append((f"panel-{n}", name, figures_html(figs)))
+    for name, figs in by_section.items():
+        sections.append((anchor("panel", name), name, figures_html(figs, specs)))
     if failures:
         sections.append(("panel-failures", "Panels that failed",
                          "<ul>" + "".join(f'<li class="warn">{escape(f)}</li>' for f in failures) + "</ul>"))
     if inputs.rankings:
-        sections.append(("rankings", "Rankings (lceval rank)", figures_html(ranking_figures(ctx))))
+        sections.append(("rankings", "Rankings (lceval rank)", figures_html(ranking_figures(ctx), specs)))
     if agreement is not None:
         rep, points = agreement
         sections.append(("agreement", "Judges and people", _agreement_table(rep)
-                         + figures_html(agreement_figures(rep, points))))
+                         + figures_html(agreement_figures(rep, points), specs)))
     if runs:
-        rows = sample_rows(runs, names)
-        specs = [r.task_spec(t).get("report") or {} for r in runs for t in (r.results.get("tasks") or {})]
-        data = {"samples": rows,
-                "group_fields": list(dict.fromkeys(x["group_by"] for x in specs if x.get("group_by"))),
-                "cluster_fields": list(dict.fromkeys(x["cluster_by"] for x in specs if x.get("cluster_by")))}
-        sections.append(("samples", "Samples", _json_script("lceval-samples", data)
-                         + '<div id="sample-browser" class="browser"></div>'))
-    nav = "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t, _ in sections)
-    body = f'<nav>{nav}</nav>' + "".join(_section(a, t, inner) for a, t, inner in sections)
+        data = sample_data(runs, labels)
+        sections.append(("samples", "Samples", json_script("lceval-samples", data)
+                         + '<div id="sample-browser" class="browser"><p class="note">The sample browser needs '
+                         "JavaScript.</p></div>"))
+        sections.append(("runs", "Runs", runs_table(ctx)))
+    nav = [(a, t) for a, t, _ in sections]
+    body = "".join(_section(a, t, inner) for a, t, inner in sections)
     subtitle = (f"lceval {escape(__version__)} · {time.strftime('%Y-%m-%d %H:%M')} · {len(runs)} run(s), "
-                f"{len(inputs.rankings)} ranking(s) · 95% intervals resample clusters (meetings, topics)")
-    return page(title, body, subtitle=subtitle)
+                f"{len(inputs.rankings)} ranking(s) · scores with 2 decimals and p-values with 3, as the console "
+                "prints them · 95% intervals resample clusters (meetings, topics)")
+    return page(title, body, subtitle=subtitle, nav=nav, charts=specs)
 
 
 def _agreement_table(rep: dict[str, Any]) -> str:
@@ -322,12 +232,15 @@ def _agreement_table(rep: dict[str, Any]) -> str:
         cells = []
         for name in ("pearson", "spearman", "kendall"):
             c = p["item"][name]
-            ci = f'<span class="ci">[{_num(c["ci_low"], 3)}, {_num(c["ci_high"], 3)}]</span>' if c["ci_low"] is not None else ""
-            cells.append(f'<td class="num">{_num(c["value"], 3)}{ci}</td>')
-        rows.append(f"<tr><td>{escape(p['a'])}</td><td>{escape(p['b'])}</td><td class=\"num\">{p['item']['n']}</td>"
-                    + "".join(cells) + "</tr>")
-    return (f"<p>Items matched by {escape(rep['matched_by'])}; bootstrap intervals resample clusters.</p>"
-            + _table(["A", "B", "n", "Pearson", "Spearman", "Kendall"], rows))
+            ci = (f'<span class="ci">[{c["ci_low"]:.3f}, {c["ci_high"]:.3f}]</span>' if c["ci_low"] is not None
+                  else '<span class="ci">no interval</span>')
+            value = "–" if c["value"] is None else f'{c["value"]:.3f}'
+            cells.append(f'<td class="num">{value}{ci}</td>')
+        rows.append(f"<tr><th scope=\"row\">{escape(p['a'])}</th><td>{escape(p['b'])}</td>"
+                    f"<td class=\"num\">{p['item']['n']}</td>" + "".join(cells) + "</tr>")
+    return (f"<p>Items matched by {escape(rep['matched_by'])}; correlations with three decimals; bootstrap "
+            "intervals resample clusters.</p>" + table(["A", "B", "n", "Pearson", "Spearman", "Kendall"], rows,
+                                                      caption="Agreement between score sources"))
 
 
 def agreement_inputs(runs: list[FinishedRun], sources: list[str], bins_of: str | None, plugins: Any,

@@ -14,7 +14,6 @@ intervals and tests. Nothing here knows a benchmark.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path

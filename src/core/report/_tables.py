@@ -251,16 +251,19 @@ def token_table(runs: list[ReportRun], labels: list[str]) -> Table | None:
     order, cell = _by_row(runs, labels)
     tasks = list(dict.fromkeys(t for r in runs for t in _tasks(r)))
     columns = [Column(t, kind) for t in tasks for kind in ("prompt", "prefilled", "completion")]
-    table = Table("Tokens per model and task", columns, digits=0,
-                  notes=["prefilled: - where the backend did not report what it prefilled (a server "
-                         "without cached-token counts)"])
+    table = Table("Tokens per model and task", columns, digits=0)
+    unreported = False  # a run of the task whose backend could not tell what it prefilled
     for label in order:
         values: list[float | None] = []
         for c in columns:
             run = cell.get((label, c.group))
             tokens = ((_tasks(run).get(c.group) or {}).get("accounting", {}).get("tokens") or {}) if run else {}
             values.append(tokens.get(c.name))
+            unreported |= run is not None and c.name == "prefilled" and tokens.get("prefilled") is None
         table.rows.append((label, values))
+    if unreported:  # said only where such a "-" is printed (issue 19: not under every table)
+        table.notes.append("prefilled: - where the backend did not report what it prefilled (a server "
+                           "without cached-token counts)")
     known = any(v is not None for _, values in table.rows for v in values)
     return table if known else None
 

@@ -236,3 +236,20 @@ def test_context_lengths_flag_parses_budgets(capsys):
             parse_context_lengths(bad)
     assert main(["run", "--tasks", "elitr_qa", "--model", "smollm2", "--context-lengths", "8x"]) == 2
     assert "--context-lengths" in capsys.readouterr().err
+
+
+def test_the_prefilled_footnote_is_printed_only_under_a_table_with_such_a_cell(tiny_home, tmp_path):
+    """Issue 19: the markdown report explained "-" prefilled cells under a table that had none."""
+    run_dir, _, _ = run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path)
+    note = "prefilled: - where the backend did not report what it prefilled"
+    text = commands.report([run_dir], "markdown")
+    tokens = json.loads((run_dir / "results.json").read_text())["tasks"]["elitr_qa"]["accounting"]["tokens"]
+    assert tokens["prefilled"] is not None  # the scripted backend says what it prefilled
+    assert "### Tokens per model and task" in text and note not in text
+    results = json.loads((run_dir / "results.json").read_text())
+    results["tasks"]["elitr_qa"]["accounting"]["tokens"].update(prefilled=None, prefill_unknown=3)
+    (run_dir / "results.json").write_text(json.dumps(results))
+    text = commands.report([run_dir], "markdown")
+    tokens_table = text[text.index("### Tokens per model and task"):]
+    row = next(line for line in tokens_table.splitlines() if line.startswith("| x |"))
+    assert row.split("|")[3].strip() == "-" and note in tokens_table

@@ -1,6 +1,6 @@
-/* lceval report: sortable tables and the sample browser. Plain DOM, no library, no network.
-   Data comes from <script type="application/json" id="lceval-samples">; text is only ever
-   set with textContent, so nothing in a sample can become markup. */
+/* lceval report: the charts (Vega-Lite specs drawn by vega-embed, inlined before this
+   script), sortable tables and the sample browser. No network. Sample text is only ever set
+   with textContent, so nothing in a sample can become markup. */
 (function () {
   "use strict";
 
@@ -11,10 +11,44 @@
     return node;
   }
 
-  /* -- sortable tables: click a header; numbers sort by data-sort, the rest as text -- */
+  /* -- charts: one vegaEmbed per placeholder, in page order; each says when it is drawn -- */
+  function drawCharts() {
+    var source = document.getElementById("lceval-charts");
+    if (!source || typeof window.vegaEmbed !== "function") return;
+    var specs = JSON.parse(source.textContent);
+    var holders = Array.prototype.slice.call(document.querySelectorAll(".chart[data-chart]"));
+    var done = 0;
+    document.body.setAttribute("data-charts", String(holders.length));
+    function finished(holder, ok) {
+      holder.setAttribute("data-rendered", ok ? "ok" : "failed");
+      done += 1;
+      if (done === holders.length) document.body.setAttribute("data-charts-rendered", String(done));
+    }
+    holders.forEach(function (holder) {
+      var spec = specs[+holder.getAttribute("data-chart")];
+      var name = (holder.getAttribute("aria-label") || "chart").replace(/[^A-Za-z0-9_-]+/g, "_").slice(0, 80);
+      window.vegaEmbed(holder, spec, {
+        renderer: "svg", downloadFileName: name, scaleFactor: 2,
+        actions: { export: true, source: false, compiled: false, editor: false },
+        i18n: { SVG_ACTION: "Save as SVG", PNG_ACTION: "Save as PNG" }
+      }).then(function () {
+        var summary = holder.querySelector("details summary");
+        if (summary) summary.setAttribute("aria-label", "Export this chart as SVG or PNG");
+        var svg = holder.querySelector("svg");
+        if (svg && !svg.getAttribute("aria-label")) svg.setAttribute("aria-label", holder.getAttribute("aria-label"));
+        finished(holder, true);
+      }).catch(function (err) {
+        holder.textContent = "This chart could not be drawn: " + err;
+        console.error(err);
+        finished(holder, false);
+      });
+    });
+  }
+
+  /* -- sortable tables: a button in each header; numbers sort by data-sort, the rest as text -- */
   function cellKey(row, col) {
     var cell = row.children[col];
-    if (!cell) return "";
+    if (!cell) return null;
     var raw = cell.getAttribute("data-sort");
     if (raw !== null) return raw === "" ? null : parseFloat(raw);
     var text = cell.textContent.trim();
@@ -39,190 +73,282 @@
     rows.forEach(function (r) { body.appendChild(r); });
   }
 
-  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
-    if (!table.tHead) return;
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
-      th.addEventListener("click", function () { sortTable(table, col, th); });
+  function sortableTables() {
+    Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+      if (!table.tHead) return;
+      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
+        var button = el("button", { type: "button", class: "sort" });
+        while (th.firstChild) button.appendChild(th.firstChild);
+        th.appendChild(button);
+        th.addEventListener("click", function () { sortTable(table, col, th); });
+      });
     });
-  });
-
-  /* -- sample browser -- */
-  var holder = document.getElementById("sample-browser");
-  var source = document.getElementById("lceval-samples");
-  if (!holder || !source) return;
-  var data = JSON.parse(source.textContent);
-  var samples = data.samples;
-  var PAGE = 50;
-  var shown = PAGE;
-  var open = {};
-
-  function distinct(key) {
-    var seen = {};
-    samples.forEach(function (s) { seen[s[key]] = true; });
-    return Object.keys(seen).sort(function (a, b) { return a.localeCompare(b, undefined, { numeric: true }); });
   }
 
-  function selectFilter(id, label, key) {
-    var wrap = el("label", {}, label);
-    var sel = el("select", { id: id, "data-key": key });
-    sel.appendChild(el("option", { value: "" }, "all"));
-    distinct(key).forEach(function (v) { sel.appendChild(el("option", { value: v }, v === "" ? "(none)" : v)); });
-    wrap.appendChild(sel);
-    return wrap;
-  }
-
-  function inputFilter(id, label, type, placeholder) {
-    var wrap = el("label", {}, label);
-    var input = el("input", { id: id, type: type, placeholder: placeholder || "" });
-    if (type === "number") input.setAttribute("step", "any");
-    wrap.appendChild(input);
-    return wrap;
-  }
-
-  var groupLabel = data.group_fields.length ? data.group_fields.join(" / ") : "group";
-  var clusterLabel = data.cluster_fields.length ? data.cluster_fields.join(" / ") : "conversation";
-  var filters = el("div", { class: "filters" });
-  filters.appendChild(selectFilter("f-task", "task", "task"));
-  filters.appendChild(selectFilter("f-model", "model", "model"));
-  filters.appendChild(selectFilter("f-group", groupLabel, "group"));
-  filters.appendChild(selectFilter("f-cluster", clusterLabel, "cluster"));
-  filters.appendChild(selectFilter("f-status", "judgment", "status"));
-  filters.appendChild(inputFilter("f-min", "score ≥", "number"));
-  filters.appendChild(inputFilter("f-max", "score ≤", "number"));
-  filters.appendChild(inputFilter("f-text", "text contains", "search", "question, answer, id…"));
-  var sortWrap = el("label", {}, "sort");
-  var sortSel = el("select", { id: "f-sort" });
-  [["", "as run"], ["score-asc", "score ↑"], ["score-desc", "score ↓"], ["item", "item id"]].forEach(function (o) {
-    sortSel.appendChild(el("option", { value: o[0] }, o[1]));
+  /* -- printing: folded tables print open -- */
+  window.addEventListener("beforeprint", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("details"), function (d) { d.open = true; });
   });
-  sortWrap.appendChild(sortSel);
-  filters.appendChild(sortWrap);
-  holder.appendChild(filters);
-  var count = el("p", { id: "sample-count" });
-  holder.appendChild(count);
-  var table = el("table", { id: "sample-table", class: "samples" });
-  var head = el("tr");
-  ["task", "model", groupLabel, clusterLabel, "item", "seed", "score", "judgment", "context"].forEach(function (h) {
-    head.appendChild(el("th", {}, h));
-  });
-  var thead = el("thead");
-  thead.appendChild(head);
-  table.appendChild(thead);
-  var tbody = el("tbody");
-  table.appendChild(tbody);
-  holder.appendChild(table);
-  var more = el("button", { id: "sample-more", type: "button" }, "show more");
-  holder.appendChild(more);
 
-  function value(id) { return document.getElementById(id).value; }
-
-  function matching() {
-    var f = { task: value("f-task"), model: value("f-model"), group: value("f-group"),
-              cluster: value("f-cluster"), status: value("f-status") };
-    var lo = value("f-min"), hi = value("f-max"), text = value("f-text").toLowerCase();
-    var loN = lo === "" ? null : parseFloat(lo), hiN = hi === "" ? null : parseFloat(hi);
-    var out = [];
+  /* -- the sample browser -- */
+  function sampleBrowser() {
+    var holder = document.getElementById("sample-browser");
+    var source = document.getElementById("lceval-samples");
+    if (!holder || !source) return;
+    var data = JSON.parse(source.textContent);
+    var samples = data.samples, items = data.items, models = data.models;
+    var PAGE = 50, shown = PAGE, open = {}, compareWith = {};
+    var byKey = {};
     samples.forEach(function (s, i) {
-      for (var k in f) { if (f[k] !== "" && String(s[k]) !== f[k]) return; }
-      if ((loN !== null || hiN !== null) && (s.score === null || s.score === undefined)) return;
-      if (loN !== null && s.score < loN) return;
-      if (hiN !== null && s.score > hiN) return;
-      if (text) {
-        var hay = [s.item, s.question, s.response, s.reference, s.raw].join("\n").toLowerCase();
-        if (hay.indexOf(text) < 0) return;
+      s.modelName = models[s.model];
+      s.key = [s.task, s.id, s.seed, s.turn].join("\u0000");
+      s.cutKind = s.cut.action === "none" ? "whole" : s.cut.action;
+      (byKey[s.key] = byKey[s.key] || []).push(i);
+    });
+    while (holder.firstChild) holder.removeChild(holder.firstChild);
+
+    function distinct(get) {
+      var seen = {};
+      samples.forEach(function (s) { seen[get(s)] = true; });
+      return Object.keys(seen).sort(function (a, b) { return a.localeCompare(b, undefined, { numeric: true }); });
+    }
+
+    function selectFilter(id, label, get, names) {
+      var wrap = el("label", { for: id }, label);
+      var sel = el("select", { id: id });
+      sel.appendChild(el("option", { value: "" }, "all"));
+      distinct(get).forEach(function (v) {
+        sel.appendChild(el("option", { value: v }, v === "" ? "(none)" : (names && names[v]) || v));
+      });
+      var box = el("div", { class: "filter" });
+      box.appendChild(wrap);
+      box.appendChild(sel);
+      return { box: box, get: get, id: id };
+    }
+
+    function inputFilter(id, label, type, placeholder) {
+      var box = el("div", { class: "filter" });
+      box.appendChild(el("label", { for: id }, label));
+      var input = el("input", { id: id, type: type, placeholder: placeholder || "" });
+      if (type === "number") input.setAttribute("step", "any");
+      box.appendChild(input);
+      return box;
+    }
+
+    var groupLabel = data.group_fields.length ? data.group_fields.join(" / ") : "group";
+    var clusterLabel = data.cluster_fields.length ? data.cluster_fields.join(" / ") : "conversation";
+    var selects = [
+      selectFilter("f-task", "task", function (s) { return s.task; }),
+      selectFilter("f-model", "model", function (s) { return s.modelName; }),
+      selectFilter("f-group", groupLabel, function (s) { return s.group; }),
+      selectFilter("f-cluster", clusterLabel, function (s) { return s.cluster; }),
+      selectFilter("f-status", "judge parse status", function (s) { return s.status; }),
+      selectFilter("f-cut", "context", function (s) { return s.cutKind; },
+                   { whole: "whole context", truncated: "truncated", skipped: "skipped", recorded: "recorded" })
+    ];
+    var filters = el("form", { class: "filters", role: "search", "aria-label": "filter the samples" });
+    filters.addEventListener("submit", function (e) { e.preventDefault(); });
+    selects.forEach(function (f) { filters.appendChild(f.box); });
+    filters.appendChild(inputFilter("f-min", "score ≥", "number"));
+    filters.appendChild(inputFilter("f-max", "score ≤", "number"));
+    filters.appendChild(inputFilter("f-text", "text contains", "search", "question, answer, id…"));
+    var sortBox = el("div", { class: "filter" });
+    sortBox.appendChild(el("label", { for: "f-sort" }, "sort"));
+    var sortSel = el("select", { id: "f-sort" });
+    [["", "as run"], ["score-asc", "score ↑"], ["score-desc", "score ↓"], ["item", "item id"]].forEach(function (o) {
+      sortSel.appendChild(el("option", { value: o[0] }, o[1]));
+    });
+    sortBox.appendChild(sortSel);
+    filters.appendChild(sortBox);
+    holder.appendChild(filters);
+    var count = el("p", { id: "sample-count", role: "status" });
+    holder.appendChild(count);
+    var wrap = el("div", { class: "scroll" });
+    var table = el("table", { id: "sample-table", class: "samples" });
+    var head = el("tr");
+    ["task", "model", groupLabel, "item", "question", "score", "judgment", "context"].forEach(function (h) {
+      head.appendChild(el("th", { scope: "col" }, h));
+    });
+    var thead = el("thead");
+    thead.appendChild(head);
+    table.appendChild(thead);
+    var tbody = el("tbody");
+    table.appendChild(tbody);
+    wrap.appendChild(table);
+    holder.appendChild(wrap);
+    var more = el("button", { id: "sample-more", type: "button" }, "show 50 more");
+    holder.appendChild(more);
+
+    function value(id) { return document.getElementById(id).value; }
+
+    function matching() {
+      var lo = value("f-min"), hi = value("f-max"), text = value("f-text").toLowerCase();
+      var loN = lo === "" ? null : parseFloat(lo), hiN = hi === "" ? null : parseFloat(hi);
+      var wanted = selects.map(function (f) { return value(f.id); });
+      var out = [];
+      samples.forEach(function (s, i) {
+        for (var k = 0; k < selects.length; k++) {
+          if (wanted[k] !== "" && String(selects[k].get(s)) !== wanted[k]) return;
+        }
+        if ((loN !== null || hiN !== null) && (s.score === null || s.score === undefined)) return;
+        if (loN !== null && s.score < loN) return;
+        if (hiN !== null && s.score > hiN) return;
+        if (text) {
+          var it = items[s.item];
+          var hay = [s.id, it.question, s.response, it.reference, s.raw].join("\n").toLowerCase();
+          if (hay.indexOf(text) < 0) return;
+        }
+        out.push(i);
+      });
+      var sort = value("f-sort");
+      if (sort === "score-asc" || sort === "score-desc") {
+        var sign = sort === "score-asc" ? 1 : -1;
+        out.sort(function (a, b) {
+          var x = samples[a].score, y = samples[b].score;
+          if (x === null && y === null) return a - b;
+          if (x === null) return 1;
+          if (y === null) return -1;
+          return sign * (x - y) || a - b;
+        });
+      } else if (sort === "item") {
+        out.sort(function (a, b) {
+          return String(samples[a].id).localeCompare(String(samples[b].id), undefined, { numeric: true }) || a - b;
+        });
       }
-      out.push(i);
-    });
-    var sort = value("f-sort");
-    if (sort === "score-asc" || sort === "score-desc") {
-      var sign = sort === "score-asc" ? 1 : -1;
-      out.sort(function (a, b) {
-        var x = samples[a].score, y = samples[b].score;
-        if (x === null) return 1;
-        if (y === null) return -1;
-        return sign * (x - y) || a - b;
-      });
-    } else if (sort === "item") {
-      out.sort(function (a, b) { return samples[a].item.localeCompare(samples[b].item, undefined, { numeric: true }) || a - b; });
+      return out;
     }
-    return out;
-  }
 
-  function fmtScore(v) { return v === null || v === undefined ? "–" : (Math.round(v * 1000) / 1000).toString(); }
+    function fmtScore(v) { return v === null || v === undefined ? "–" : (Math.round(v * 100) / 100).toFixed(2); }
 
-  function cutText(c) {
-    if (c.action === "none") return c.original === null ? "whole context" : "whole context (" + c.original + " tokens)";
-    if (c.action === "skipped") return "skipped: did not fit";
-    return "cut " + c.policy.replace("truncate-", "") + ": kept " + c.kept + " of " + c.original;
-  }
-
-  function block(parent, title, text, pre) {
-    parent.appendChild(el("h5", {}, title));
-    parent.appendChild(el(pre === false ? "p" : "pre", {}, text === null || text === undefined || text === "" ? "–" : text));
-  }
-
-  function detail(s) {
-    var td = el("td", { colspan: "9", class: "detail" });
-    block(td, "question", s.question);
-    block(td, "reference", s.reference);
-    block(td, "answer", s.response === null ? "(no answer: " + s.status + ")" : s.response);
-    td.appendChild(el("h5", {}, "judgment"));
-    var verdict = (s.judge || "no judge") + ": score " + fmtScore(s.score) + ", " + s.status +
-      (s.attempts && s.attempts > 1 ? ", " + s.attempts + " attempts" : "");
-    td.appendChild(el("p", { class: s.status === "ok" ? "ok" : "warn" }, verdict));
-    block(td, "judge's raw output", s.raw);
-    if (Object.keys(s.details || {}).length) block(td, "judge details", JSON.stringify(s.details, null, 1));
-    td.appendChild(el("h5", {}, "context"));
-    var c = s.cut;
-    td.appendChild(el("p", {}, cutText(c) + (c.removed ? "; removed tokens " + c.removed[0] + "–" + c.removed[1] : "")));
-    if (c.removed && c.original) {
-      var bar = el("div", { class: "cutbar", title: "blue: kept, hatched: removed" });
-      var parts = [[0, c.removed[0], "kept"], [c.removed[0], c.removed[1], "removed"], [c.removed[1], c.original, "kept"]];
-      parts.forEach(function (p) {
-        if (p[1] > p[0]) bar.appendChild(el("span", { class: p[2], style: "width:" + (100 * (p[1] - p[0]) / c.original) + "%" }));
-      });
-      td.appendChild(bar);
+    function cutText(c) {
+      if (c.action === "none") return c.original === null ? "whole context" : "whole context (" + c.original + " tokens)";
+      if (c.action === "skipped") return "skipped: did not fit";
+      if (c.action === "recorded") return "recorded answer";
+      return "cut " + String(c.policy).replace("truncate-", "") + ": kept " + c.kept + " of " + c.original;
     }
-    block(td, "metadata and tokens", JSON.stringify({ metadata: s.metadata, tokens: s.tokens, run: s.run, turn: s.turn }, null, 1));
-    if (Object.keys(s.extras || {}).length) block(td, "generation extras", JSON.stringify(s.extras, null, 1));
-    var tr = el("tr", { class: "sample-detail" });
-    tr.appendChild(td);
-    return tr;
+
+    function textBlock(parent, title, text, cls) {
+      var box = el("div", { class: "block " + (cls || "") });
+      box.appendChild(el("h4", {}, title));
+      box.appendChild(el("pre", {}, text === null || text === undefined || text === "" ? "–" : text));
+      parent.appendChild(box);
+      return box;
+    }
+
+    function answerCard(s) {
+      var card = el("div", { class: "answer-card" });
+      card.appendChild(el("h4", {}, s.modelName + " · score " + fmtScore(s.score)));
+      var verdict = (s.judge || "no judge") + ": " + s.status + (s.attempts ? ", " + s.attempts + " attempts" : "");
+      card.appendChild(el("p", { class: s.status === "ok" ? "ok" : "warn" }, verdict));
+      textBlock(card, "answer", s.response === null ? "(no answer: " + s.status + ")" : s.response);
+      textBlock(card, "judge output (feedback and score)", s.raw);
+      if (s.details) textBlock(card, "judge details", JSON.stringify(s.details, null, 1));
+      return card;
+    }
+
+    function cutBlock(parent, c) {
+      var box = el("div", { class: "block" });
+      box.appendChild(el("h4", {}, "context cut"));
+      box.appendChild(el("p", {}, cutText(c) + (c.removed ? "; removed tokens " + c.removed[0] + "–" + c.removed[1] : "")));
+      if (c.removed && c.original) {
+        var bar = el("div", { class: "cutbar", role: "img",
+          "aria-label": "kept tokens 0–" + c.removed[0] + " and " + c.removed[1] + "–" + c.original + " of " + c.original });
+        [[0, c.removed[0], "kept"], [c.removed[0], c.removed[1], "removed"], [c.removed[1], c.original, "kept"]].forEach(function (p) {
+          if (p[1] > p[0]) bar.appendChild(el("span", { class: p[2], style: "width:" + (100 * (p[1] - p[0]) / c.original) + "%" }));
+        });
+        box.appendChild(bar);
+        box.appendChild(el("p", { class: "legend" }, "blue: kept · hatched: removed (position in the original context)"));
+      }
+      parent.appendChild(box);
+    }
+
+    function detail(i) {
+      var s = samples[i], it = items[s.item];
+      var td = el("td", { colspan: "8", class: "detail" });
+      var grid = el("div", { class: "detail-grid" });
+      textBlock(grid, "question", it.question, "wide");
+      textBlock(grid, "reference", it.reference, "wide");
+      var answers = el("div", { class: "answers" });
+      answers.appendChild(answerCard(s));
+      var others = byKey[s.key].filter(function (j) { return j !== i; });
+      if (others.length) {
+        var pick = compareWith[i] !== undefined ? compareWith[i] : others[0];
+        var side = el("div", { class: "compare" });
+        var id = "cmp-" + i;
+        side.appendChild(el("label", { for: id }, "compare with"));
+        var sel = el("select", { id: id, class: "compare-select" });
+        others.forEach(function (j) {
+          var opt = el("option", { value: String(j) }, samples[j].modelName + " (" + fmtScore(samples[j].score) + ")");
+          if (j === pick) opt.selected = true;
+          sel.appendChild(opt);
+        });
+        sel.addEventListener("change", function () { compareWith[i] = +sel.value; render(); });
+        side.appendChild(sel);
+        side.appendChild(answerCard(samples[pick]));
+        answers.appendChild(side);
+      }
+      grid.appendChild(answers);
+      cutBlock(grid, s.cut);
+      var t = s.tokens;
+      textBlock(grid, "metadata, tokens and run", JSON.stringify({
+        metadata: it.metadata, tokens: { prompt: t[0], prefilled: t[1], completion: t[2] }, run: s.run,
+        seed: s.seed, turn: s.turn, extras: s.extras }, null, 1));
+      td.appendChild(grid);
+      var tr = el("tr", { class: "sample-detail" });
+      tr.appendChild(td);
+      return tr;
+    }
+
+    function render() {
+      var idx = matching();
+      count.textContent = idx.length + " of " + samples.length + " samples match" +
+        (idx.length > shown ? " (showing " + shown + ")" : "");
+      count.setAttribute("data-matching", String(idx.length));
+      while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
+      idx.slice(0, shown).forEach(function (i) {
+        var s = samples[i], it = items[s.item];
+        var tr = el("tr", { class: "sample-row status-" + s.status + (open[i] ? " open" : ""), "data-index": String(i) });
+        tr.appendChild(el("td", {}, s.task));
+        tr.appendChild(el("td", {}, s.modelName));
+        tr.appendChild(el("td", {}, s.group));
+        var idCell = el("td");
+        var button = el("button", { type: "button", class: "open-sample", "aria-expanded": open[i] ? "true" : "false" }, s.id);
+        idCell.appendChild(button);
+        tr.appendChild(idCell);
+        var q = it.question || "";
+        tr.appendChild(el("td", { class: "question" }, q.length > 90 ? q.slice(0, 88) + "…" : q));
+        tr.appendChild(el("td", { class: "num" }, fmtScore(s.score)));
+        tr.appendChild(el("td", { class: "status" }, s.status));
+        tr.appendChild(el("td", {}, cutText(s.cut)));
+        tr.addEventListener("click", function (e) {
+          if (e.target.closest && e.target.closest("tr.sample-detail")) return;
+          open[i] = !open[i];
+          render();
+        });
+        tbody.appendChild(tr);
+        if (open[i]) tbody.appendChild(detail(i));
+      });
+      more.style.display = idx.length > shown ? "" : "none";
+    }
+
+    /* Re-render only when a filter really changed: a text box also fires "change" when it
+       loses focus, which happens on the mousedown of a click on a row; re-rendering then
+       would replace the row under the pointer and swallow the click. */
+    var lastKey = null;
+    function filtersChanged() {
+      var key = Array.prototype.map.call(filters.querySelectorAll("select, input"), function (x) { return x.value; }).join("\u0000");
+      if (key === lastKey) return;
+      lastKey = key;
+      shown = PAGE;
+      render();
+    }
+    filters.addEventListener("input", filtersChanged);
+    filters.addEventListener("change", filtersChanged);
+    more.addEventListener("click", function () { shown += PAGE; render(); });
+    filtersChanged();
   }
 
-  function render() {
-    var idx = matching();
-    count.textContent = idx.length + " of " + samples.length + " samples match" +
-      (idx.length > shown ? " (showing " + shown + ")" : "");
-    count.setAttribute("data-matching", String(idx.length));
-    while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
-    idx.slice(0, shown).forEach(function (i) {
-      var s = samples[i];
-      var tr = el("tr", { class: "sample-row status-" + s.status + (open[i] ? " open" : ""), "data-index": String(i) });
-      [s.task, s.model, s.group, s.cluster, s.item, s.seed].forEach(function (v) { tr.appendChild(el("td", {}, v)); });
-      tr.appendChild(el("td", { class: "num" }, fmtScore(s.score)));
-      tr.appendChild(el("td", { class: "status" }, s.status));
-      tr.appendChild(el("td", {}, cutText(s.cut)));
-      tr.addEventListener("click", function () { open[i] = !open[i]; render(); });
-      tbody.appendChild(tr);
-      if (open[i]) tbody.appendChild(detail(s));
-    });
-    more.style.display = idx.length > shown ? "" : "none";
-  }
-
-  /* Re-render only when a filter really changed: a text box also fires "change" when it
-     loses focus, which happens on the mousedown of a click on a row; re-rendering then would
-     replace the row under the pointer and swallow the click. */
-  var lastKey = null;
-  function filtersChanged() {
-    var key = Array.prototype.map.call(filters.querySelectorAll("select, input"), function (x) { return x.value; }).join("\u0000");
-    if (key === lastKey) return;
-    lastKey = key;
-    shown = PAGE;
-    render();
-  }
-  filters.addEventListener("input", filtersChanged);
-  filters.addEventListener("change", filtersChanged);
-  more.addEventListener("click", function () { shown += PAGE; render(); });
-  filtersChanged();
+  sortableTables();
+  sampleBrowser();
+  drawCharts();
 })();
