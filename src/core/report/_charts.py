@@ -186,11 +186,13 @@ def intervals(categories: Sequence[str], series: Sequence[Series], *, y_title: s
     offset = {"xOffset": alt.XOffset("series:N", sort=names)} if style in ("bars", "dots") and len(names) > 1 else {}
     whisker = base.mark_rule(strokeWidth=1.6, color="#222").encode(
         x=x, y=alt.Y("low:Q", title=y_title), y2="high:Q", opacity=fade, tooltip=tip, **offset)
+    # whiskers and bands only where some value has an interval (an empty extent is Vega's warning)
+    spread = any(r["low"] is not None and r["high"] is not None for r in rows)
     if style == "bars":
         layers = [base.mark_bar().encode(x=x, y=y, color=color, opacity=fade, tooltip=tip, **offset).add_params(pick),
-                  whisker]
+                  *([whisker] if spread else [])]
     elif style == "dots":
-        layers = [whisker.encode(color=color),
+        layers = [*([whisker.encode(color=color)] if spread else []),
                   base.mark_point(filled=True, size=70).encode(x=x, y=y, color=color, opacity=fade, tooltip=tip,
                                                                **offset).add_params(pick)]
     elif style == "line":
@@ -198,7 +200,7 @@ def intervals(categories: Sequence[str], series: Sequence[Series], *, y_title: s
                                                   opacity=alt.condition(pick, alt.value(0.2), alt.value(0.03)))
         line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=60)).encode(
             x=x, y=y, color=color, opacity=fade, tooltip=tip).add_params(pick)
-        layers = [band, line]
+        layers = [band, line] if spread else [line]
     else:
         raise ValueError(f"unknown chart style {style!r}")
     if threshold is not None:
@@ -221,10 +223,11 @@ def ranked_intervals(rows: Sequence[tuple[str, float | None, float | None, float
     base = alt.Chart(_points(alt, data))
     y = alt.Y("system:N", sort=order, title=None, axis=alt.Axis(labelLimit=220))
     tip = [alt.Tooltip("system:N"), alt.Tooltip("shown:N", title=x_title), alt.Tooltip("interval:N", title="interval")]
-    layers = [base.mark_rule(strokeWidth=1.6, color="#222").encode(y=y, x=alt.X("low:Q", title=x_title,
-                                                                            scale=alt.Scale(zero=False)),
-                                                                   x2="high:Q", tooltip=tip),
-              base.mark_point(filled=True, size=70, color=PALETTE[0]).encode(y=y, x="value:Q", tooltip=tip)]
+    x = alt.X("value:Q", title=x_title, scale=alt.Scale(zero=False))
+    layers = [base.mark_point(filled=True, size=70, color=PALETTE[0]).encode(y=y, x=x, tooltip=tip)]
+    if any(d["low"] is not None and d["high"] is not None for d in data):
+        layers.insert(0, base.mark_rule(strokeWidth=1.6, color="#222").encode(
+            y=y, x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False)), x2="high:Q", tooltip=tip))
     if reference is not None:
         layers.append(alt.Chart(alt.Data(values=[{"ref": reference}])).mark_rule(strokeDash=[5, 4], color="#555")
                       .encode(x="ref:Q"))
@@ -248,10 +251,13 @@ def forest(systems: Sequence[str], series: Sequence[Series], *, x_title: str, se
     fade = alt.condition(pick, alt.value(1.0), alt.value(0.12))
     tip = _tooltip(alt, x_title, "model", series_title, "95% interval")
     base = alt.Chart(_points(alt, rows))
-    layers = [base.mark_rule(strokeWidth=1.6).encode(y=y, x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False)),
-                                                     x2="high:Q", color=color, opacity=fade, tooltip=tip, **offset),
-              base.mark_point(filled=True, size=60).encode(y=y, x="value:Q", color=color, opacity=fade, tooltip=tip,
-                                                           **offset).add_params(pick)]
+    layers = [base.mark_point(filled=True, size=60).encode(
+        y=y, x=alt.X("value:Q", title=x_title, scale=alt.Scale(zero=False)), color=color, opacity=fade, tooltip=tip,
+        **offset).add_params(pick)]
+    if any(r["low"] is not None and r["high"] is not None for r in rows):
+        layers.insert(0, base.mark_rule(strokeWidth=1.6).encode(
+            y=y, x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False)), x2="high:Q", color=color,
+            opacity=fade, tooltip=tip, **offset))
     return alt.layer(*layers).properties(width="container", height=max(120, (14 + 8 * len(names)) * len(systems)),
                                          description=description or f"{x_title} per model")
 

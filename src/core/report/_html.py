@@ -97,7 +97,7 @@ def figures_html(figures: list[ReportFigure], specs: list[dict[str, Any]]) -> st
         parts.append(f'<figure class="fig" data-points="{f.points}" aria-labelledby="fig-{n}-t">'
                      f'<figcaption><b id="fig-{n}-t">{escape(f.title)}</b>'
                      f'{"<span>" + escape(f.caption) + "</span>" if f.caption else ""}</figcaption>'
-                     f'<div class="chart" data-chart="{n}" role="img" aria-label="{escape(f.title)}"></div></figure>')
+                     f'<div class="chart" data-chart="{n}" data-title="{escape(f.title)}"></div></figure>')
     note = f'<p class="desc">No value to plot: {escape("; ".join(empty))}.</p>' if empty else ""
     return (f'<div class="figs">{"".join(parts)}</div>' if parts else "") + note
 

@@ -26,7 +26,7 @@
     }
     holders.forEach(function (holder) {
       var spec = specs[+holder.getAttribute("data-chart")];
-      var name = (holder.getAttribute("aria-label") || "chart").replace(/[^A-Za-z0-9_-]+/g, "_").slice(0, 80);
+      var name = (holder.getAttribute("data-title") || "chart").replace(/[^A-Za-z0-9_-]+/g, "_").slice(0, 80);
       window.vegaEmbed(holder, spec, {
         renderer: "svg", downloadFileName: name, scaleFactor: 2,
         actions: { export: true, source: false, compiled: false, editor: false },
@@ -35,7 +35,7 @@
         var summary = holder.querySelector("details summary");
         if (summary) summary.setAttribute("aria-label", "Export this chart as SVG or PNG");
         var svg = holder.querySelector("svg");
-        if (svg && !svg.getAttribute("aria-label")) svg.setAttribute("aria-label", holder.getAttribute("aria-label"));
+        if (svg && !svg.getAttribute("aria-label")) svg.setAttribute("aria-label", holder.getAttribute("data-title"));
         finished(holder, true);
       }).catch(function (err) {
         holder.textContent = "This chart could not be drawn: " + err;
