@@ -11,8 +11,9 @@ handed to the command.
 
 from __future__ import annotations
 
+import logging
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from lceval.errors import UserError
 
@@ -85,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = with_default_command(argv, built.commands)
         args = built.parser.parse_args(argv)
         _plugin_flags(args.plugin_flags)  # every -p value, also one that is neither no: nor override:
+        _configure_logging(args)
         return args.handler(args, Invocation(plugins=plugins, disabled=disabled, argv=argv))
     except UserError as exc:
         print(f"lceval: error: {exc.render()}", file=sys.stderr)
@@ -101,6 +103,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         print("lceval: internal error (exit 1). Please report it with the traceback above.", file=sys.stderr)
         return 1
+
+
+class _TqdmHandler(logging.Handler):
+    """Log lines on stderr that do not break a progress bar being drawn there."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm import tqdm
+
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:  # noqa: BLE001 - logging must never take a run down
+            self.handleError(record)
+
+
+def _configure_logging(args: Any) -> None:
+    """The `lceval` logger's level from -v / --log-level (anywhere on the line): warning by
+    default, info with -v (a run's phases), debug with -vv (every request)."""
+    verbose = getattr(args, "verbose", 0) + getattr(args, "verbose_top", 0)
+    named = getattr(args, "log_level", None) or getattr(args, "log_level_top", None)
+    level = getattr(logging, named.upper()) if named else \
+        logging.DEBUG if verbose >= 2 else logging.INFO if verbose == 1 else logging.WARNING
+    logger = logging.getLogger("lceval")
+    logger.setLevel(level)
+    if not any(isinstance(h, _TqdmHandler) for h in logger.handlers):
+        handler = _TqdmHandler()
+        handler.setFormatter(logging.Formatter("lceval: %(message)s"))
+        logger.addHandler(handler)
+    logger.propagate = False
 
 
 def _early_plugin_flags(argv: list[str]) -> list[str]:

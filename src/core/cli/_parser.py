@@ -35,6 +35,17 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(*flag.names, dest=dest, required=flag.required, help=flag.help, **kind)
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _verbosity(parser: argparse.ArgumentParser, suffix: str = "") -> None:
+    """-v / --log-level, on the top-level parser and on every command (so they may come anywhere)."""
+    parser.add_argument("-v", "--verbose", dest=f"verbose{suffix}", action="count", default=0,
+                        help="say more: -v the phases of a run, -vv every request (and the engines' own logs)")
+    parser.add_argument("--log-level", dest=f"log_level{suffix}", choices=LOG_LEVELS, default=None,
+                        help="the lceval logger's level (default warning; -v is info, -vv debug)")
+
+
 def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     p = argparse.ArgumentParser(
         prog="lceval", usage=USAGE,
@@ -45,11 +56,13 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
                    help="no:NAME disables the plugin NAME, like pytest's -p no:NAME; override:NAME lets its "
                    "names win over the built-ins' (a clash is otherwise won by the built-in); repeatable, "
                    "anywhere on the command line")
+    _verbosity(p, "_top")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", prog="lceval")
 
     def command(name: str, handler: Any, **kw: Any) -> argparse.ArgumentParser:
         parser = sub.add_parser(name, **kw)
         parser.set_defaults(handler=handler)
+        _verbosity(parser)
         return parser
 
     add_run_flags(command("run", handlers.run, help="generate, judge and score (the default command)"))
@@ -73,14 +86,17 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     dsub = d.add_subparsers(dest="data_command", required=True)
     f = dsub.add_parser("fetch", help="download (or copy with --from) a dataset into the data home")
     f.set_defaults(handler=handlers.data_fetch)
+    _verbosity(f)
     f.add_argument("name")
     f.add_argument("--from", dest="source", help="local folder holding the published archives, or a URL prefix")
     f.add_argument("--data-home")
     dl = dsub.add_parser("list", help="datasets known to the installed plugins")
     dl.set_defaults(handler=handlers.data_list)
+    _verbosity(dl)
     dl.add_argument("--data-home")
     dp = dsub.add_parser("paths", help="where the data home and the request cache are, and why")
     dp.set_defaults(handler=handlers.data_paths)
+    _verbosity(dp)
     dp.add_argument("--data-home")
     dp.add_argument("--cache")
 

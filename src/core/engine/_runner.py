@@ -6,23 +6,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-from tqdm import tqdm
+from typing import Any, Callable
 
 from lceval.engine import _context_policy as context_policy
 from lceval.engine import _scheduler as scheduler
 from lceval.engine._cache import Cache
 from lceval.engine._cached_model import CachedModel, messages_payload
+from lceval.engine._judging import JudgingPool
 from lceval.engine._model_spec import ModelHandle, ModelSpec, open_judge_model
 from lceval.engine._plan import RunPlan, load_work, make_judge
 from lceval.engine._plugin_host import Plugins
+from lceval.engine._progress import RunProgress, TaskProgress
 from lceval.engine._run_config import RunConfig
 from lceval.engine._scheduler import ConversationState
 from lceval.engine._spec import TaskSpec
 from lceval.interfaces import Judge
 from lceval.io import canonical_hash
-from lceval.types import ContextCut, Conversation, GenerationRequest, JudgeInput, Sample
+from lceval.types import ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Sample
 
 
 @dataclass
@@ -62,26 +62,24 @@ class RunState:
         return self.config.models[0]
 
 
-def check_tasks(config: RunConfig, plugins: Plugins, catalog: Catalog) -> None:
-    """Everything about the command that can be checked without reading data or opening the
-    cache: tasks, specs, overrides, the model string."""
-    check_config(config)
-    for spec in catalog.resolve_tasks(config.tasks):
-        checked_task_type(apply_overrides(spec, config), config, plugins)
-    backend_factory(parse_model_spec(config.model, catalog), plugins)
-    judge_model_spec(config.judge_model, catalog, plugins)
+Answered = list[tuple[Conversation, int, Any, ContextCut, str]]
 
 
-def generate_task(spec: TaskSpec, conversations: list[Conversation], model: CachedModel,
-                  seed: int, progress: bool) -> list[tuple[Conversation, int, Any, ContextCut, str]]:
-    """Answer every turn; returns (conversation, turn index, generation|None, cut, prompt hash)."""
+def generate_task(spec: TaskSpec, conversations: list[Conversation], model: CachedModel, seed: int,
+                  progress: TaskProgress | bool | None = None,
+                  on_answer: Callable[[Conversation, int, Generation], None] | None = None) -> Answered:
+    """Answer every turn; returns (conversation, turn index, generation|None, cut, prompt hash).
+    `on_answer(conversation, turn index, generation)` hears of each answer as it arrives (the
+    run hands it to the judge at once); `progress` shows the work (True: a bar of its own)."""
     params = spec.generation_params(seed)
     window = model.backend.context_window
     fitted = context_policy.fit_all(conversations, model.backend, spec.context.policy, params.max_new_tokens,
-                               spec.context.reserve(params.max_new_tokens), max_tokens=spec.context.max_tokens)
+                                    spec.context.reserve(params.max_new_tokens), max_tokens=spec.context.max_tokens)
     states = [ConversationState(conv=conv, context=text, cut=cut) for conv, text, cut in fitted]
-    total = sum(len(c.turns) for c in conversations)
-    bar = tqdm(total=total, desc=spec.name, unit="q", disable=not progress or None, leave=False)
+    if not isinstance(progress, TaskProgress):
+        progress = RunProgress(bool(progress)).task(
+            spec.name, sum(len(c.turns) for c in conversations),
+            {g.key: g.tokens for g in scheduler.make_groups(list(states))}, params.max_new_tokens)
 
     def build(st: ConversationState) -> GenerationRequest | None:
         """The request of the state's next turn; None leaves the rest of it unasked."""
@@ -100,15 +98,20 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
         return GenerationRequest(request_id=turn.item_id, messages=messages, params=params, hints=hints)
 
     def answered(st: ConversationState, request: GenerationRequest, gen: Any) -> None:
+        turn = st.next_turn
         st.record(gen, canonical_hash(messages_payload(request.messages)))
-        bar.update(1)  # per answer, as it arrives (cached ones too)
+        progress.answer(st.conv.context_id, gen)  # per answer, as it arrives (cached ones too)
+        if on_answer is not None:
+            on_answer(st.conv, turn, gen)
 
     def skipped(st: ConversationState) -> None:
-        bar.update(len(st.conv.turns) - st.next_turn)
+        progress.skipped(len(st.conv.turns) - st.next_turn)
 
-    out: list[tuple[Conversation, int, Any, ContextCut, str]] = []
+    out: Answered = []
     try:
-        scheduler.run(states, model, build, answered, skipped)
+        progress.resumed(_cached_answers(states, build, model))
+        scheduler.run(states, model, build, answered, skipped,
+                      on_start=lambda st, request: progress.request_started(st.conv.context_id))
         for st in states:
             for i in range(len(st.conv.turns)):
                 gen = st.generations[i] if i < len(st.generations) else None
@@ -116,27 +119,57 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
                 cut = st.cut if gen is not None else replace(st.cut, action="skipped")
                 out.append((st.conv, i, gen, cut, st.prompt_hashes[i] if i < len(st.prompt_hashes) else ""))
     finally:
-        bar.close()
+        progress.close()
     return out
 
 
-def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, ContextCut, str]],
-               judge: Judge, seed: int) -> list[Sample]:
-    # a request the backend gave up on (API errors past the retries) is no answer: it is
-    # counted as a generation failure and never judged
-    answered = [(conv, i, None if gen is not None and gen.finish_reason == "error" else gen, cut, h,
-                 gen.extras if gen is not None and gen.finish_reason == "error" else None)
-                for conv, i, gen, cut, h in answered]
-    inputs: list[JudgeInput] = []
-    for conv, i, gen, _, _, _ in answered:
-        if gen is not None:
-            turn = conv.turns[i]
-            inputs.append(JudgeInput(item_id=turn.item_id, question=turn.question, response=gen.text,
-                                     reference=turn.reference, metadata={**conv.metadata, **turn.metadata},
-                                     generation_extras=dict(gen.extras)))
+def _cached_answers(states: list[ConversationState], build: Callable[[ConversationState], GenerationRequest | None],
+                    model: CachedModel) -> int:
+    """How many of the turns the cache already answers (a conversation is followed as long as
+    its turns are there: a later turn's prompt holds the earlier answers), so a resumed run
+    says so before it starts; nothing is counted as a request."""
+    found = 0
+    for st in states:
+        probe = ConversationState(conv=st.conv, context=st.context, cut=st.cut)
+        while not probe.done and probe.next_turn < len(probe.conv.turns):
+            request = build(probe)
+            record = model.cache.get(model.key(request)) if request is not None else None
+            if record is None:
+                break
+            probe.record(Generation(**{**record, "request_id": request.request_id}), "")
+            found += 1
+    return found
+
+
+def judge_inputs(answered: Answered) -> list[JudgeInput]:
+    """What the judge is asked about each answer (a failed generation is no answer)."""
+    return [_judge_input(conv, i, gen) for conv, i, gen, _, _ in answered
+            if gen is not None and gen.finish_reason != "error"]
+
+
+def _judge_input(conv: Conversation, i: int, gen: Generation) -> JudgeInput:
+    turn = conv.turns[i]
+    return JudgeInput(item_id=turn.item_id, question=turn.question, response=gen.text, reference=turn.reference,
+                      metadata={**conv.metadata, **turn.metadata}, generation_extras=dict(gen.extras))
+
+
+def judge_task(spec: TaskSpec, answered: Answered, judge: Judge, seed: int) -> list[Sample]:
+    """Judge every answer at once and write the samples (what a run does while it generates,
+    done after the fact)."""
+    inputs = judge_inputs(answered)
     verdicts = {j.item_id: j for j in judge.judge(inputs)} if inputs else {}
+    return samples_of(spec, answered, verdicts, seed)
+
+
+def samples_of(spec: TaskSpec, answered: Answered, verdicts: dict[str, Judgment], seed: int) -> list[Sample]:
+    """The samples of one task and seed, in the conversations' order."""
     samples = []
-    for conv, i, gen, cut, prompt_hash, failure in answered:
+    for conv, i, gen, cut, prompt_hash in answered:
+        # a request the backend gave up on (API errors past the retries) is no answer: it is
+        # counted as a generation failure and never judged
+        failure = gen.extras if gen is not None and gen.finish_reason == "error" else None
+        if failure is not None:
+            gen = None
         turn = conv.turns[i]
         samples.append(Sample(
             task=spec.name, item_id=turn.item_id, conv_id=conv.conv_id, turn_index=i, seed=seed,
@@ -155,20 +188,26 @@ def judge_task(spec: TaskSpec, answered: list[tuple[Conversation, int, Any, Cont
     return samples
 
 
-def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache, data_home: Path) -> RunState:
-    """Run every task of the plan for one of its models; the caller writes the outputs."""
+def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache, data_home: Path,
+            progress: RunProgress | None = None) -> RunState:
+    """Run every task of the plan for one of its models; the caller writes the outputs. Each
+    answer is judged as soon as it exists, beside the generation of the next ones."""
     config = replace(plan.config, models=[model_spec.text])  # this run's model, as the user named it
+    progress = progress or RunProgress(config.progress)
     handle = ModelHandle(model_spec)
     judge_model = None
     try:
         # data first: a missing dataset or a bad option is reported before any model is loaded
         # (unless a task type builds its contexts with the model's tokenizer)
+        progress.phase(f"reading the data of {len(plan.specs)} task(s)")
         work = load_work(plan, plugins, data_home, handle)
         judge_model = open_judge_model(plan.judge_model, cache)
         # a judge that cannot be built (no --judge-model, bad option) fails before the
         # system model is loaded, not after it
         first_judges = {spec.name: make_judge(spec, plan.judge, plugins, judge_model, config.seeds[0])
                         for spec, _ in work.loaded}
+        if not handle.built:
+            progress.phase(f"loading model {model_spec.text}")
         backend = handle.backend()
     except BaseException:
         handle.close()
@@ -176,19 +215,35 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
             judge_model.backend.close()
         raise
     model = CachedModel(backend, cache, model_spec.canonical)
+    judge_slots = judge_model.slots if judge_model is not None else 1
     runs: list[TaskRun] = []
     try:
         backend.check_seeds(list(config.seeds))  # e.g. a replay of one run refuses several seeds
+        pool = JudgingPool()
+        progress.judging = True
+        asked: list[tuple[TaskSpec, int, Judge, Answered, dict[str, Judgment]]] = []
         for spec, conversations in work.loaded:
-            samples: list[Sample] = []
-            judge_identity: dict[str, Any] = {}
             for seed in config.seeds:
                 judge = (first_judges[spec.name] if seed == config.seeds[0]
                          else make_judge(spec, plan.judge, plugins, judge_model, seed))
-                judge_identity = judge.identity()
-                answered = generate_task(spec, conversations, model, seed, config.progress)
-                samples.extend(judge_task(spec, answered, judge, seed))
-            runs.append(TaskRun(spec=spec, samples=samples, judge_identity=judge_identity,
+                shown = progress.task(f"{spec.name}" + (f" seed {seed}" if len(config.seeds) > 1 else ""),
+                                      sum(len(c.turns) for c in conversations),
+                                      _contexts(spec, conversations), spec.max_new_tokens)
+                verdicts = pool.add_judge(judge, judge_slots, on_judged=shown.judged_some)
+
+                def to_judge(conv: Conversation, i: int, gen: Generation, judge: Judge = judge) -> None:
+                    if gen is not None and gen.finish_reason != "error":
+                        pool.submit(judge, _judge_input(conv, i, gen))
+
+                answered = generate_task(spec, conversations, model, seed, shown, on_answer=to_judge)
+                asked.append((spec, seed, judge, answered, verdicts))
+        if pool.pending and not pool.wait(timeout=0.5):  # say so only when the judge is slow
+            progress.phase(f"judging: {pool.pending} answers still with the judge")
+        pool.wait()
+        for spec, _ in work.loaded:
+            mine = [entry for entry in asked if entry[0] is spec]
+            samples = [s for _, seed, _, answered, verdicts in mine for s in samples_of(spec, answered, verdicts, seed)]
+            runs.append(TaskRun(spec=spec, samples=samples, judge_identity=mine[-1][2].identity(),
                                 files_read=dict(work.recorder.files), context_facts=work.facts[spec.name],
                                 sources=work.sources.get(spec.name, [])))
     finally:
@@ -201,3 +256,15 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
                     usage=model.usage.as_dict(),
                     judge_usage=judge_model.usage.as_dict() if judge_model else None,
                     model_backend_stats=model_stats, judge_backend_stats=judge_stats, shard=work.shard)
+
+
+def _contexts(spec: TaskSpec, conversations: list[Conversation]) -> dict[str, int]:
+    """Each context's size, for the progress display: the model's tokens when its tokenizer
+    is at hand (the context policy measured them already for a windowed model), else an
+    estimate from the characters."""
+    sizes: dict[str, int] = {}
+    for conv in conversations:
+        if conv.context_id not in sizes:
+            sizes[conv.context_id] = scheduler.context_tokens(ConversationState(
+                conv=conv, context=conv.context, cut=ContextCut(spec.context.policy, None, None)))
+    return sizes

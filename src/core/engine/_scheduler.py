@@ -247,11 +247,13 @@ class _Out:
 def run(states: list[ConversationState], model: "CachedModel",
         build: Callable[[ConversationState], GenerationRequest | None],
         on_answer: Callable[[ConversationState, GenerationRequest, Generation], None],
-        on_skip: Callable[[ConversationState], None] = lambda st: None) -> Planner:
+        on_skip: Callable[[ConversationState], None] = lambda st: None,
+        on_start: Callable[[ConversationState, GenerationRequest], None] = lambda st, request: None) -> Planner:
     """Ask every turn of `states`. `build(state)` makes the request of the state's next turn
     (None: leave the rest unasked); `on_answer` records an answer (called in this thread, in
-    the order answers arrive; each is in the request cache already). Returns the planner
-    (its peaks are what the tests and benchmarks look at)."""
+    the order answers arrive; each is in the request cache already); `on_start` hears of each
+    request sent to the backend. Returns the planner (its peaks are what the tests and
+    benchmarks look at)."""
     backend = model.backend
     slots = model.slots
     batch = 1 if slots > 1 else max(1, int(backend.batch_size))
@@ -279,6 +281,7 @@ def run(states: list[ConversationState], model: "CachedModel",
                 on_answer(st, request, hit)
                 continue
             planner.start(group, st, cost)
+            on_start(st, request)
             chunk.append(_Out(group, st, request, cost))
         if chunk:
             pool.submit(chunk, [out.request for out in chunk])

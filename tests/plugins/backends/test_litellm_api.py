@@ -52,6 +52,9 @@ class FakeOpenAI:
         self.cached_tokens: int | None = None
         self.lock = threading.Lock()
         self.hang_s, self.hold_s, self.long_s = hang_s, hold_s, long_s
+        #: the assistant's text for an item (the last user message)
+        self.reply: Any = lambda item: f"answer to {item}"
+        self.arrivals: list[float] = []  # time.monotonic() of each request's arrival
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -77,6 +80,7 @@ class FakeOpenAI:
         body = json.loads(h.rfile.read(int(h.headers["Content-Length"])))
         item = body["messages"][-1]["content"]
         with self.lock:
+            self.arrivals.append(time.monotonic())
             self.hits[item] = self.hits.get(item, 0) + 1
             self.bodies.append(body)
             self.auth.append(h.headers.get("Authorization"))
@@ -102,7 +106,7 @@ class FakeOpenAI:
             return
         ok = {"id": "x", "object": "chat.completion", "created": 1, "model": body["model"],
               "choices": [{"index": 0, "finish_reason": "stop",
-                           "message": {"role": "assistant", "content": f"answer to {item}"}}],
+                           "message": {"role": "assistant", "content": self.reply(item)}}],
               "usage": {"prompt_tokens": self.PROMPT_TOKENS, "completion_tokens": self.COMPLETION_TOKENS,
                         "total_tokens": self.PROMPT_TOKENS + self.COMPLETION_TOKENS}}
         if self.cached_tokens is not None:

@@ -348,7 +348,8 @@ def test_parse_failures_are_counted_and_excluded_from_means(tiny_home, tmp_path)
     assert retried["attempts"] == 2 and retried["score"] == 4.0
     # 7 first attempts, 2 second, 1 third; every judge call went through the cache and was counted
     assert len(judge_model.calls) == 10 and state.judge_usage["generated"] == 10
-    assert judge_model.batches == 3  # one batch per attempt round
+    # answers are judged as they arrive (tests/unit/engine/test_judging_while_generating.py), so
+    # the rounds of one judge call are batched, not every answer's first attempt together
     assert task["judge"]["judge"] == "rubric" and task["judge"]["judge_model"] == {"scheme": "scripted-judge"}
 
 

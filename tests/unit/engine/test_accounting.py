@@ -72,7 +72,7 @@ def test_seconds_are_wall_time_not_the_sum_of_overlapping_requests(tiny_home: Pa
 
 
 def test_progress_advances_once_per_answer(tiny_home: Path, tmp_path: Path, monkeypatch) -> None:
-    from lceval.engine import _runner
+    from lceval.engine import _progress as _runner
 
     updates: list[int] = []
 
