@@ -117,7 +117,7 @@ def model_order(ctx: ReportContext) -> list[str]:
         for task, entry in (run.results.get("tasks") or {}).items():
             if not is_variant(entry):
                 heads.setdefault(task, {})[label] = headline((entry.get("metrics") or {}).get("score"))
-    ranks = [_ranks(values) for values in heads.values()]
+    ranks = [_ranks(values) for values in heads.values() if sum(v is not None for v in values.values()) >= 2]
     mean = {lab: sum(r) / len(r) for lab in labels if (r := [rk[lab] for rk in ranks if lab in rk])}
     return sorted(labels, key=lambda lab: (mean.get(lab, float("inf")), labels.index(lab)))
 
@@ -145,8 +145,10 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
         for name, curve in (run.results.get("length_curves") or {}).items():
             swept += [name] if name not in swept else []
             curves[(label, name)] = curve
+    # a rank (and a best) only where two models or more have the task: one model alone is no contest
     ranks = {t: _ranks({lab: headline(cells[(lab, t)][1]) if (lab, t) in cells else None for lab in labels})
              for t in tasks}
+    ranks = {t: r if len(r) >= 2 else {} for t, r in ranks.items()}
     mean_rank = {lab: sum(r) / len(r) for lab in labels if (r := [ranks[t][lab] for t in tasks if lab in ranks[t]])}
     order = model_order(ctx)
     head = ["model"]
@@ -161,7 +163,7 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
         for t in tasks:
             link = f"#{anchors[t]}"
             if (lab, t) not in cells:
-                tds += ['<td class="num" data-sort="">–<span class="ci-inline">not run</span></td>'] * (len(groups[t]) + 1)
+                tds += ['<td class="num" data-sort="">– <span class="ci-inline">not run</span></td>'] * (len(groups[t]) + 1)
                 continue
             entry, score = cells[(lab, t)]
             unit = unit_of(entry.get("cluster_by"))
@@ -180,9 +182,10 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
             best = rank == 1
             ci = "" if groups[t] else " " + _ci_inline(score, unit)
             badge = ' <span class="best-badge">best</span>' if best else ""
+            ranked = f' <span class="rank">rank {rank}/{len(ranks[t])}</span>' if rank else ""
             tds.append(f'<td class="num head{" best" if best else ""}" data-sort="{value:.6g}" data-task="{escape(t)}" '
                        f'title="n={score.get("n")}"><a href="{link}"><b>{fmt(value)}</b></a>{ci}'
-                       f' <span class="rank">rank {rank}/{len(ranks[t])}</span>{badge}</td>')
+                       f'{ranked}{badge}</td>')
         for s in swept:
             curve = curves.get((lab, s))
             tds.append(f'<td class="num">{escape(_effective(curve)) if curve else "–"}</td>')
