@@ -6,15 +6,31 @@ Every metric scores on 0-100 (the percent the benchmarks' own tables print) and 
 acceptable answers of an item from `metadata["references"]` (a list of strings, set by the
 task type: several needles that must all be found, several phrasings of one answer) or, when
 absent, the item's single `reference`.
+
+The metrics (each cites the file of the benchmark code it follows):
+
+- `string_match` (here): RULER's substring match, all or any (`part`) of the references;
+- `exact_match`, `f1`, `rouge_l`, `code_sim`, `classification` (`metrics_text`): SQuAD-style
+  exact match and token F1 as LongBench and InfiniteBench compute them, ROUGE-L with the
+  `rouge-score` package, LongBench's code similarity and few-shot classification score;
+- `choice` (`metrics_choice`): the letter of a multiple-choice answer, extracted with
+  LongBench v2's or InfiniteBench's rules;
+- `numeric`, `word_match` (`metrics_numeric`): InfiniteBench's and LongBench's number
+  extraction (first, last, share of numbers, a sequence) and word-in-answer matches.
+
+A metric judge never fails an item for its format: an answer with nothing to extract scores
+0 with `details["extracted"]` None, as the benchmarks' own scripts count it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Callable
 
 from lceval import hookimpl
 from lceval.interfaces import Judge, JudgeContext
+from lceval.options import check_options
 from lceval.types import JudgeInput, Judgment
 
 #: RULER strips the prediction and turns every control character into a newline
@@ -89,6 +105,66 @@ def make_string_match(ctx: JudgeContext) -> StringMatchJudge:
     return StringMatchJudge(ctx.options["mode"])
 
 
+#: The option every metric takes: LongBench's few-shot tasks (trec, triviaqa, samsum, lsht) score
+#: the first line of the answer only (THUDM/LongBench LongBench/eval.py, `scorer`:
+#: `prediction.lstrip('\n').split('\n')[0]`).
+FIRST_LINE = {"type": "boolean", "default": False,
+              "description": "Score the answer's first line only (LongBench's few-shot tasks: trec, triviaqa, "
+                             "samsum)."}
+
+
+def metric_options(properties: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The typed options schema of a metric: its own options plus `first_line`."""
+    return {"type": "object", "additionalProperties": False,
+            "properties": {**(properties or {}), "first_line": FIRST_LINE}}
+
+
+def first_line(text: str) -> str:
+    """THUDM/LongBench LongBench/eval.py: `prediction.lstrip('\n').split('\n')[0]`."""
+    return text.lstrip("\n").split("\n")[0]
+
+
+class MetricJudge(Judge):
+    """A reference metric: `score(prediction, references, item)` gives a 0-1 value (as the
+    benchmark's own function does) and what explains it; the judge reports it x 100. Options
+    are checked (and defaulted) by the engine against `OPTIONS` before the factory runs."""
+
+    name = "metric"
+    scale = (0.0, 100.0)
+    version = 1
+    OPTIONS: dict[str, Any] = metric_options()
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.options = check_options(self.OPTIONS, options, what=f"judge '{self.name}'",
+                                     field_prefix="judge.options.")
+
+    def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
+        raise NotImplementedError
+
+    def judge(self, items: list[JudgeInput]) -> list[Judgment]:
+        out = []
+        for item in items:
+            prediction = first_line(item.response) if self.options.get("first_line") else item.response
+            value, details = self.score(prediction, references_of(item), item)
+            out.append(Judgment(item_id=item.item_id, judge=self.name, score=100.0 * value,
+                                raw=json.dumps(details, ensure_ascii=False, default=str)[:2000], details=details))
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        return {"judge": self.name, "version": self.version, **self.options}
+
+    @classmethod
+    def factory(cls, ctx: JudgeContext) -> "MetricJudge":
+        return cls(ctx.options)
+
+
 @hookimpl
 def register_judges(register: Callable[..., None]) -> None:
+    from .metrics_choice import ChoiceJudge
+    from .metrics_numeric import NumericJudge, WordMatchJudge
+    from .metrics_text import ClassificationJudge, CodeSimJudge, ExactMatchJudge, F1Judge, RougeLJudge
+
     register("string_match", make_string_match, options_schema=STRING_MATCH_OPTIONS)
+    for cls in (ExactMatchJudge, F1Judge, RougeLJudge, CodeSimJudge, ClassificationJudge, ChoiceJudge,
+                NumericJudge, WordMatchJudge):
+        register(cls.name, cls.factory, options_schema=cls.OPTIONS)

@@ -48,3 +48,131 @@ def test_one_reference_and_control_characters():
 def test_a_bad_mode_is_refused_naming_the_option():
     with pytest.raises(UserError, match="mode"):
         load_plugins().judges["string_match"](JudgeContext(options={"mode": "any"}))
+
+
+# -- the metrics of LongBench, LongBench v2 and InfiniteBench ----------------------------------
+# Each expected value below is what the benchmark's own function returned for that answer
+# (THUDM/LongBench LongBench/metrics.py at 2e00731, its pred.py `extract_answer`; OpenBMB/
+# InfiniteBench src/compute_scores.py at 88b3daa; LongBench run with fuzzywuzzy 0.18.0 without
+# python-Levenshtein, as its requirements install it), x 100.
+
+
+def _score(name, response, references, metadata=None, **options):
+    judge = load_plugins().judges[name](JudgeContext(options=options))
+    (j,) = judge.judge([JudgeInput(item_id="i", question="q", response=response, reference=references[0],
+                                   metadata={"references": references, **(metadata or {})})])
+    assert j.parse_status == "ok"
+    return j.score
+
+
+AUTHORS = [
+    # (judge, options, answer, references, metadata, the authors' score x 100)
+    ("f1", {}, "The answer is Paris, France.", ["Paris"], None, 40.0),
+    ("f1", {}, "an apple a day", ["The apple", "day"], None, 200 / 3),
+    ("f1", {}, "", ["x"], None, 0.0),
+    ("f1", {}, "Oslo", ["Oslo."], None, 100.0),
+    ("f1", {}, "Mr. Smith went to Washington", ["Smith", "John Smith went to Washington D.C."], None, 800 / 11),
+    ("code_sim", {}, "    return x + 1\n", ["    return x + 1"], None, 100.0),
+    ("code_sim", {}, "```python\n# c\nfoo(bar)\n", ["foo(bar, baz)"], None, 76.0),
+    ("code_sim", {}, "", ["a = 1"], None, 0.0),
+    ("code_sim", {}, "", [""], None, 100.0),
+    ("classification", {}, "Location Person", ["Location"], "classes", 50.0),
+    ("classification", {}, "It is a Person question", ["Person"], "classes", 100.0),
+    ("classification", {}, "Numeric Entity Number", ["Entity"], "classes", 50.0),
+    ("numeric", {"mode": "share"}, "There are 12 unique paragraphs, out of 30", ["12"], None, 50.0),
+    ("numeric", {"mode": "share"}, "3 3 4", ["3"], None, 200 / 3),
+    ("numeric", {"mode": "share", "reference_pattern": r"Paragraph (\d+)"}, "It is paragraph 7, not 8",
+     ["Paragraph 7"], None, 50.0),
+    ("numeric", {"mode": "share", "reference_pattern": r"Paragraph (\d+)"}, "Paragraph 2", ["Paragraph 7"], None, 0.0),
+    ("choice", {"style": "longbench_v2"}, "**The correct answer is B**", ["B"], None, 100.0),
+    ("choice", {"style": "longbench_v2"}, "The correct answer is (B)", ["B"], None, 100.0),
+    ("choice", {"style": "longbench_v2"}, "the correct answer is (B)", ["B"], None, 0.0),
+    ("choice", {"style": "longbench_v2"}, "I think (B).", ["B"], None, 0.0),
+    ("choice", {"style": "infinitebench"}, "Bob", ["Bob"], "options", 100.0),
+    ("choice", {"style": "infinitebench"}, "I pick option is Bob", ["Bob"], "options", 100.0),
+    ("choice", {"style": "infinitebench"}, "well, B is right", ["Bob"], "options", 100.0),
+    ("choice", {"style": "infinitebench"}, "C. Cy", ["Bob"], "options", 0.0),
+    ("choice", {"style": "infinitebench"}, "answer: C", ["Bob"], "options", 0.0),
+    ("choice", {"style": "infinitebench_code_debug"}, "answer is: bar_fn", ["bar_fn"], "functions", 100.0),
+    ("choice", {"style": "infinitebench_code_debug"}, "correct option is: B", ["bar_fn"], "functions", 100.0),
+    ("choice", {"style": "infinitebench_code_debug"}, "Option B", ["bar_fn"], "functions", 0.0),
+    ("numeric", {"mode": "first_int"}, "The pass key is 71432.", ["71432"], None, 100.0),
+    ("numeric", {"mode": "first_int"}, "key: 7143 2", ["71432"], None, 0.0),
+    ("numeric", {"mode": "first_number"}, "98.5 is it", ["98.5"], None, 100.0),
+    ("numeric", {"mode": "first_number"}, "12 then 98", ["98"], None, 0.0),
+    ("numeric", {"mode": "last_int"}, "It returns `-3`", ["-3"], None, 100.0),
+    ("numeric", {"mode": "last_int"}, "maybe 4 or 5", ["4"], None, 0.0),
+    ("numeric", {"mode": "sequence"}, "[1, 4, 8, 5]", ["[[1, 4, 8, 6]]"], None, 75.0),
+    ("numeric", {"mode": "sequence"}, "1 4 9", ["[1, 4, 8]"], None, 200 / 3),
+    ("word_match", {}, 'value: "abc-123"', ["abc-123"], None, 100.0),
+    ("word_match", {}, "abc-1234", ["abc-123"], None, 0.0),
+    ("word_match", {"upper": True}, "It is Hamlet.", ["HAMLET"], None, 100.0),
+    ("word_match", {"upper": True}, "Horatio", ["HAMLET"], None, 0.0),
+]
+METADATA = {None: {}, "classes": {"all_classes": ["Location", "Person", "Entity", "Numeric Entity", "Description"]},
+            "options": {"choices": ["Al", "Bob", "Cy", "Di"]}, "functions": {"choices": ["foo", "bar_fn", "baz", "qux"]}}
+
+
+@pytest.mark.parametrize("name,options,answer,references,metadata,expected", AUTHORS)
+def test_each_metric_gives_the_benchmarks_own_score(name, options, answer, references, metadata, expected):
+    assert _score(name, answer, references, METADATA[metadata], **options) == pytest.approx(expected)
+
+
+def test_exact_match_normalises_as_squad():
+    assert _score("exact_match", "The Eiffel Tower!", ["eiffel tower"]) == 100.0
+    assert _score("exact_match", "The Eiffel Tower!", ["eiffel tower"], normalize="lower") == 0.0
+    assert _score("exact_match", " Paris ", ["paris"], normalize="lower") == 100.0
+    assert _score("exact_match", "Paris", ["paris"], normalize="none") == 0.0
+    assert _score("exact_match", "in Rome", ["Paris", "Rome", "in rome"]) == 100.0  # any reference
+
+
+def _lcs_f(candidate: str, reference: str) -> float:
+    """ROUGE-L F1 written out: rouge-score's tokens (lower case, runs of [a-z0-9]), the
+    longest common subsequence, F = 2PR / (P + R)."""
+    import re as regex
+
+    c = regex.sub(r"[^a-z0-9]+", " ", candidate.lower()).split()
+    r = regex.sub(r"[^a-z0-9]+", " ", reference.lower()).split()
+    table = [[0] * (len(r) + 1) for _ in range(len(c) + 1)]
+    for i in range(len(c)):
+        for j in range(len(r)):
+            table[i + 1][j + 1] = table[i][j] + 1 if c[i] == r[j] else max(table[i][j + 1], table[i + 1][j])
+    lcs = table[-1][-1]
+    return 0.0 if lcs == 0 else 2 * (lcs / len(c)) * (lcs / len(r)) / ((lcs / len(c)) + (lcs / len(r)))
+
+
+def test_rouge_l_is_the_longest_common_subsequence_and_takes_the_best_reference():
+    answer = "The board elected Joan Ferrer as chair and raised the water tariff."
+    refs = ["Joan Ferrer became chair; the tariff rose to 1.42 euros.", "The cooperative elected a new chair."]
+    expected = max(_lcs_f(answer, r) for r in refs)
+    assert _score("rouge_l", answer, refs) == pytest.approx(100 * expected)
+    summary = "Joan Ferrer chairs the board.\nThe tariff rose."
+    reference = "The tariff rose.\nJoan Ferrer chairs the board."
+    assert _score("rouge_l", summary, [reference], variant="rougeLsum") == pytest.approx(100.0)  # sentence-level
+    assert _score("rouge_l", summary, [reference]) < 100.0  # one sequence: the order counts
+
+
+def test_first_line_scores_the_answers_first_line_only():
+    assert _score("f1", "\nParis\nand then a long explanation", ["Paris"], first_line=True) == 100.0
+    assert _score("f1", "\nParis\nand then a long explanation", ["Paris"]) < 100.0
+
+
+@pytest.mark.parametrize("name,options,field", [
+    ("f1", {"first_line": "maybe"}, "judge.options.first_line"),
+    ("numeric", {"mode": "median"}, "judge.options.mode"),
+    ("rouge_l", {"use_stemmer": 3}, "judge.options.use_stemmer"),
+    ("choice", {"style": "longbench_v2", "letters": "ABCD"}, "judge.options.letters"),
+    ("numeric", {"mode": "share", "reference_pattern": "Paragraph \\d+"}, "judge.options.reference_pattern"),
+])
+def test_a_metric_option_of_the_wrong_type_or_value_is_refused_naming_it(name, options, field):
+    with pytest.raises(UserError) as err:
+        load_plugins().judges[name](JudgeContext(options=options))
+    assert err.value.field == field
+
+
+def test_identity_names_every_option_that_changes_a_score():
+    judge = load_plugins().judges["numeric"](JudgeContext(options={"mode": "share"}))
+    assert judge.identity() == {"judge": "numeric", "version": 1, "mode": "share", "reference_pattern": None,
+                                "first_line": False}
+    (j,) = judge.judge([JudgeInput(item_id="i", question="q", response="no number", reference="3")])
+    assert j.score == 0.0 and j.details == {"extracted": None}  # nothing to extract is wrong, not a failure

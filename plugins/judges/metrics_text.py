@@ -1,0 +1,187 @@
+"""Text-overlap metrics, each exactly as the benchmark code it cites computes it for one
+answer (the task's score is their mean, x 100), with several acceptable answers scored
+against the best of them as LongBench's `scorer` and InfiniteBench's `qa_f1_score` do.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import string
+from collections import Counter
+from typing import Any
+
+from lceval.errors import UserError
+from lceval.types import JudgeInput
+
+from .metrics import MetricJudge, metric_options
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(s: str) -> str:
+    """SQuAD v1.1's normalisation, as THUDM/LongBench LongBench/metrics.py `normalize_answer`
+    and OpenBMB/InfiniteBench src/compute_scores.py `normalize_answer` copy it: lower case,
+    no punctuation, no articles (a, an, the), white space collapsed."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCTUATION)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def token_f1(prediction: list[str], ground_truth: list[str]) -> float:
+    """THUDM/LongBench LongBench/metrics.py `f1_score` (InfiniteBench's `f1_score` alike)."""
+    common = Counter(prediction) & Counter(ground_truth)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0.0
+    precision = 1.0 * num_same / len(prediction)
+    recall = 1.0 * num_same / len(ground_truth)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def qa_f1_score(prediction: str, ground_truth: str) -> float:
+    """THUDM/LongBench LongBench/metrics.py `qa_f1_score`: token F1 after `normalize_answer`."""
+    return token_f1(normalize_answer(prediction).split(), normalize_answer(ground_truth).split())
+
+
+class ExactMatchJudge(MetricJudge):
+    """1 when the answer equals one of the references: after SQuAD's normalisation
+    (`normalize: squad`, the `normalize_answer` of LongBench/InfiniteBench's metrics, which
+    SQuAD v1.1's `exact_match_score` compares), after stripping and lower-casing (`lower`), or
+    as is (`none`)."""
+
+    name = "exact_match"
+    OPTIONS = metric_options({
+        "normalize": {"enum": ["squad", "lower", "none"], "default": "squad",
+                      "description": "squad: lower case, no punctuation or articles (SQuAD v1.1); lower: strip "
+                                     "and lower case; none: the text as it is."},
+    })
+
+    def _norm(self, text: str) -> str:
+        mode = self.options["normalize"]
+        return normalize_answer(text) if mode == "squad" else text.strip().lower() if mode == "lower" else text
+
+    def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
+        pred = self._norm(prediction)
+        hit = next((r for r in references if self._norm(r) == pred), None)
+        return (1.0 if hit is not None else 0.0), {"matched": hit}
+
+
+class F1Judge(MetricJudge):
+    """Token F1 with SQuAD-style normalisation, the best over the references: THUDM/LongBench
+    LongBench/metrics.py `qa_f1_score` with the max over ground truths of LongBench/eval.py
+    `scorer`; OpenBMB/InfiniteBench src/compute_scores.py `qa_f1_score` is the same."""
+
+    name = "f1"
+    OPTIONS = metric_options()
+
+    def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
+        scores = [qa_f1_score(prediction, r) for r in references]
+        best = max(range(len(scores)), key=lambda i: scores[i])
+        return scores[best], {"best_reference": best}
+
+
+class RougeLJudge(MetricJudge):
+    """ROUGE-L F-measure with Google's `rouge-score` package, the best over the references.
+    `variant: rougeLsum` (newline-split summary-level LCS) with `use_stemmer: false` is
+    OpenBMB/InfiniteBench src/compute_scores.py `get_score_one_longbook_sum_eng` (HF
+    `evaluate`'s rouge, which calls rouge-score with these defaults). THUDM/LongBench
+    LongBench/metrics.py `rouge_score` uses the `rouge` package's rouge-l instead: its numbers
+    differ slightly from `rougeL` here (tokenisation), so LongBench's ROUGE tasks are not
+    digit-for-digit the paper's."""
+
+    name = "rouge_l"
+    OPTIONS = metric_options({
+        "variant": {"enum": ["rougeL", "rougeLsum"], "default": "rougeL",
+                    "description": "rougeL: one LCS over the whole text; rougeLsum: summary-level, sentences "
+                                   "split at newlines (InfiniteBench's summaries)."},
+        "use_stemmer": {"type": "boolean", "default": False, "description": "Porter-stem words before matching."},
+    })
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        super().__init__(options)
+        try:
+            from rouge_score import rouge_scorer
+        except ImportError:
+            raise UserError("the rouge_l judge needs the rouge-score package", field="--judge",
+                            hint="pip install 'lceval[documents]'") from None
+        self._scorer = rouge_scorer.RougeScorer([self.options["variant"]], use_stemmer=self.options["use_stemmer"])
+
+    def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
+        variant = self.options["variant"]
+        scores = [self._scorer.score(r, prediction)[variant].fmeasure for r in references]
+        best = max(range(len(scores)), key=lambda i: scores[i])
+        return scores[best], {"best_reference": best}
+
+
+def fuzz_ratio(s1: str, s2: str) -> int:
+    """`fuzzywuzzy.fuzz.ratio` as LongBench installs it (fuzzywuzzy without
+    python-Levenshtein: difflib's SequenceMatcher): equal texts 100, an empty one 0, else
+    round(100 x ratio)."""
+    if s1 == s2:
+        return 100
+    if not s1 or not s2:
+        return 0
+    return int(round(100 * difflib.SequenceMatcher(None, s1, s2).ratio()))
+
+
+def code_sim_score(prediction: str, ground_truth: str) -> float:
+    """THUDM/LongBench LongBench/metrics.py `code_sim_score`: the first answer line that is no
+    comment or code fence, compared with the reference line by fuzzy ratio."""
+    all_lines = prediction.lstrip("\n").split("\n")
+    prediction = ""
+    for line in all_lines:
+        if ("`" not in line) and ("#" not in line) and ("//" not in line):
+            prediction = line
+            break
+    return fuzz_ratio(prediction, ground_truth) / 100
+
+
+class CodeSimJudge(MetricJudge):
+    """LongBench's code completion score (lcc, repobench-p): THUDM/LongBench
+    LongBench/metrics.py `code_sim_score`, the best over the references."""
+
+    name = "code_sim"
+    OPTIONS = metric_options()
+
+    def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
+        return max(code_sim_score(prediction, r) for r in references), {}
+
+
+def classification_score(prediction: str, ground_truth: str, all_classes: list[str]) -> float:
+    """THUDM/LongBench LongBench/metrics.py `classification_score`, line for line (its
+    removal from the list it iterates included, which skips the element after a removed one)."""
+    em_match_list = []
+    for class_name in all_classes:
+        if class_name in prediction:
+            em_match_list.append(class_name)
+    for match_term in em_match_list:
+        if match_term in ground_truth and match_term != ground_truth:
+            em_match_list.remove(match_term)
+    if ground_truth in em_match_list:
+        return 1.0 / len(em_match_list)
+    return 0.0
+
+
+class ClassificationJudge(MetricJudge):
+    """LongBench's few-shot classification score (trec): the classes named in the answer;
+    1/k when the right one is among k named. The classes are a metadata field of the item
+    (`classes_field`, LongBench's `all_classes`)."""
+
+    name = "classification"
+    OPTIONS = metric_options({
+        "classes_field": {"type": "string", "minLength": 1, "default": "all_classes",
+                          "description": "The metadata field holding the list of class names."},
+    })
+
+    def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
+        classes = item.metadata.get(self.options["classes_field"])
+        if not isinstance(classes, (list, tuple)) or not classes:
+            raise UserError(f"item {item.item_id} has no list of classes in its metadata field "
+                            f"'{self.options['classes_field']}'", field="judge.options.classes_field",
+                            hint="Copy the classes into the metadata (documents: fields.metadata).")
+        named = [c for c in classes if c in prediction]
+        return max(classification_score(prediction, r, [str(c) for c in classes]) for r in references), \
+            {"named": named}
