@@ -1,0 +1,250 @@
+"""From a dataset's rows to documents and their questions, as the spec's `fields` say.
+
+A row is either one question (LongBench: `context`, `input`, `answers`) or one document
+carrying a list of question records (`fields.questions`, as ELITR-Bench's own files do).
+Questions over the same document - the same `document_key` fields, by default the same
+context text - become one `Document`, whose text is kept once however many rows repeat
+it, so they share a prefix (one prefill) and a cluster (intervals resample documents).
+
+Every value is checked where it is read; a bad one is a `UserError` naming the data, the
+row (its position and id) and the spec option whose field it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from lceval.errors import UserError
+from lceval.io import quote
+
+from .templates import Template
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#: metadata keys the task type sets itself; a `fields.metadata` entry may not take them
+RESERVED = ("split", "document_id", "question_id", "references", "choices", "answer_letter", "step")
+#: rows are read from the Arrow table this many at a time (only the columns the spec uses)
+BATCH = 256
+SCALARS = (str, int, float, bool, type(None))
+
+
+@dataclass
+class Question:
+    qid: str
+    question: str
+    answers: list[str]
+    values: dict[str, Any]  # what the prompt templates see (the document left out)
+    metadata: dict[str, Any]
+    where: str  # "data row 3 (id 'x')", for messages
+
+
+@dataclass
+class Document:
+    key: str
+    context: str
+    questions: list[Question] = field(default_factory=list)
+
+
+class RowReader:
+    """Reads rows into documents; remembers what it needs across rows (the answer's shape,
+    the ids already used, the documents already built)."""
+
+    def __init__(self, fields: dict[str, Any], label: str, document_template: Template) -> None:
+        self.fields = fields
+        self.label = label
+        self.document_template = document_template
+        self.answer_shape: tuple[str, str] | None = None  # ("list" | "text", where first seen)
+        self.ids: dict[str, str] = {}
+
+    # -- errors ---------------------------------------------------------------------------
+
+    def error(self, message: str, option: str, hint: str | None = None) -> UserError:
+        return UserError(message, field=f"options.fields.{option}", hint=hint)
+
+    # -- one row ------------------------------------------------------------------------------
+
+    def context_of(self, row: dict[str, Any], where: str) -> str:
+        f = self.fields
+        if f["documents"]:
+            items = row.get(f["documents"])
+            if not isinstance(items, list):
+                raise self.error(f"{where}: field {quote(f['documents'])} must be a list of documents, got "
+                                 f"{quote(items)}", "documents")
+            rendered = [self.document_template.render({"document": d, "index": i}, f"{where}, document {i}")
+                        for i, d in enumerate(items, start=1)]
+            text = f["document_separator"].join(rendered)
+            option = "documents"
+        else:
+            text = row.get(f["context"])
+            option = "context"
+            if not isinstance(text, str):
+                raise self.error(f"{where}: field {quote(f['context'])} must be text, got {quote(text)}", "context")
+        if f["strip_context"]:
+            text = text.strip()
+        if not text.strip():
+            raise self.error(f"{where}: the context is empty ({len(text)} characters): a question about nothing "
+                             "would score guesses", option, hint="Remove the row, or fix the field.")
+        return text
+
+    def key_of(self, row: dict[str, Any], context: str, where: str) -> str:
+        names = self.fields["document_key"]
+        if not names:
+            return hashlib.sha256(context.encode("utf-8")).hexdigest()[:16]
+        names = [names] if isinstance(names, str) else names
+        parts = []
+        for name in names:
+            value = row.get(name)
+            if not isinstance(value, (str, int)) or isinstance(value, bool) or value == "":
+                raise self.error(f"{where}: document key field {quote(name)} must be a non-empty text or integer, "
+                                 f"got {quote(value)}", "document_key")
+            parts.append(str(value))
+        return "/".join(parts)
+
+    def question_records(self, row: dict[str, Any], where: str) -> list[dict[str, Any]]:
+        name = self.fields["questions"]
+        if not name:
+            return [{}]
+        records = row.get(name)
+        if not isinstance(records, list) or not records:
+            raise self.error(f"{where}: field {quote(name)} must be a non-empty list of question records, got "
+                             f"{quote(records)}", "questions")
+        for i, rec in enumerate(records):
+            if not isinstance(rec, dict):
+                raise self.error(f"{where}: question {i} of {quote(name)} must be a record (a mapping), got "
+                                 f"{quote(rec)}", "questions")
+        return records
+
+    def answers_of(self, value: Any, where: str) -> list[str]:
+        shape = "list" if isinstance(value, (list, tuple)) else "text"
+        if self.answer_shape is None:
+            self.answer_shape = (shape, where)
+        elif self.answer_shape[0] != shape:
+            first_shape, first_where = self.answer_shape
+            raise self.error(f"{where}: the answer is {'a list' if shape == 'list' else 'a single value'} "
+                             f"({quote(value)}) but {first_where} has {'a list' if first_shape == 'list' else 'a single value'}: "
+                             "the answer field must be one or the other in every row", "answer")
+        values = list(value) if shape == "list" else [value]
+        if not values:
+            raise self.error(f"{where}: the answer list is empty (no reference to score against)", "answer")
+        out = []
+        for v in values:
+            if isinstance(v, str):
+                out.append(v)
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.append(str(v))
+            elif isinstance(v, (list, dict)):  # a structured answer (InfiniteBench math_calc's list of values)
+                out.append(json.dumps(v, ensure_ascii=False))
+            else:
+                raise self.error(f"{where}: an answer must be text or a number, got {quote(v)}", "answer")
+        return out
+
+    def choices_of(self, look: Any, where: str) -> list[str] | None:
+        spec = self.fields["choices"]
+        if spec is None:
+            return None
+        if isinstance(spec, str):
+            value = look(spec)
+            if not isinstance(value, list) or not value:
+                raise self.error(f"{where}: choices field {quote(spec)} must be a non-empty list, got {quote(value)}",
+                                 "choices")
+            values = value
+        else:
+            values = [look(name) for name in spec]
+        if len(values) > len(LETTERS):
+            raise self.error(f"{where}: {len(values)} choices, more than letters A-Z", "choices")
+        for v in values:
+            if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+                raise self.error(f"{where}: a choice must be text or a number, got {quote(v)}", "choices")
+        return [str(v) for v in values]
+
+    def letter_of(self, answers: list[str], choices: list[str], where: str) -> str:
+        """The letter of the correct choice: the answer is that letter (LongBench v2: "B") or the
+        text of one of the choices (InfiniteBench: the option itself)."""
+        answer = answers[0]
+        letters = LETTERS[: len(choices)]
+        if re.fullmatch(r"[A-Z]", answer.strip()) and answer.strip() in letters:
+            return answer.strip()
+        if answer in choices:
+            return letters[choices.index(answer)]
+        raise self.error(f"{where}: the answer {quote(answer)} is neither a letter {letters[0]}-{letters[-1]} nor one "
+                         f"of the choices {quote(choices)}", "answer")
+
+    def read(self, index: int, row: dict[str, Any], split: str, needed: set[str]) -> tuple[str, str, list[Question]]:
+        """(document key, context, questions) of one row."""
+        f = self.fields
+        where = f"{self.label} row {index}"
+        context = self.context_of(row, where)
+        key = self.key_of(row, context, where)
+        long_fields = {f["context"], f["documents"], f["questions"], f["answer"]}
+        questions = []
+        for qi, rec in enumerate(self.question_records(row, where)):
+            qwhere = where if not f["questions"] else f"{where}, question {qi}"
+
+            def look(name: str, rec: dict[str, Any] = rec) -> Any:
+                return rec[name] if name in rec else row.get(name)
+
+            raw_id = look(f["id"]) if f["id"] else (qi if f["questions"] else index)
+            if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool) or raw_id == "":
+                raise self.error(f"{qwhere}: id field {quote(f['id'])} must be a non-empty text or integer, "
+                                 f"got {quote(raw_id)}", "id")
+            qid = f"{key}/{raw_id}" if f["questions"] else str(raw_id)
+            qwhere = f"{qwhere} (id {quote(str(raw_id))})"
+            if qid in self.ids:
+                raise self.error(f"{qwhere}: id {quote(qid)} is used twice (first by {self.ids[qid]}); every "
+                                 "question needs its own id", "id")
+            self.ids[qid] = qwhere
+            question = look(f["question"]) if f["question"] else ""
+            if question is None:
+                question = ""
+            if not isinstance(question, str):
+                raise self.error(f"{qwhere}: question field {quote(f['question'])} must be text, got "
+                                 f"{quote(question)}", "question")
+            if f["answer"] not in rec and f["answer"] not in row:
+                raise self.error(f"{qwhere}: no answer field {quote(f['answer'])}", "answer")
+            answers = self.answers_of(look(f["answer"]), qwhere)
+            choices = self.choices_of(look, qwhere)
+            metadata: dict[str, Any] = {"split": split, "document_id": key, "question_id": str(raw_id),
+                                        "references": answers}
+            if choices is not None:
+                metadata["choices"] = choices
+                metadata["answer_letter"] = self.letter_of(answers, choices, qwhere)
+            for name in f["metadata"]:
+                if name in RESERVED:
+                    raise self.error(f"metadata field {quote(name)} is one the task type sets itself "
+                                     f"({', '.join(RESERVED)})", "metadata")
+                value = look(name)
+                if not (isinstance(value, SCALARS)
+                        or (isinstance(value, list) and all(isinstance(v, SCALARS) for v in value))):
+                    raise self.error(f"{qwhere}: metadata field {quote(name)} must be text, a number, a boolean "
+                                     f"or a list of them (a breakdown groups by it), got {quote(value)}", "metadata")
+                metadata[name] = value
+            values = {k: v for k, v in row.items() if k in needed and k not in long_fields}
+            values.update({k: v for k, v in rec.items() if k not in long_fields})
+            values.update(question=question, choices=choices or [], split=split)
+            questions.append(Question(qid=qid, question=question, answers=answers, values=values,
+                                      metadata=metadata, where=qwhere))
+        return key, context, questions
+
+
+def matches(row: dict[str, Any], where: dict[str, Any]) -> bool:
+    """`source.where`: every named field equals its value (or one of its list of values)."""
+    for name, want in where.items():
+        have = row.get(name)
+        if isinstance(want, list):
+            if have not in want:
+                return False
+        elif have != want:
+            return False
+    return True
+
+
+def iter_rows(dataset: Any, columns: list[str]) -> Iterator[dict[str, Any]]:
+    """The rows of `dataset`, only `columns` decoded, a batch at a time."""
+    view = dataset.select_columns(columns) if columns != list(dataset.column_names) else dataset
+    for batch in view.iter(batch_size=BATCH):
+        names = list(batch)
+        for values in zip(*(batch[n] for n in names)):
+            yield dict(zip(names, values))

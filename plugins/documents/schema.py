@@ -1,0 +1,161 @@
+"""The options of a `documents` spec: where the rows come from (`source`), which fields hold
+the document, the question, the answers and what to report by (`fields`), and how each
+question is asked (`prompt`, `mode`, `history`).
+
+Every section is a mapping whose keys each have a default (`section_defaults` fills them),
+so `lceval tasks show NAME` prints the whole resolved spec and a spec says only what
+differs from the defaults.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+#: A field name (a column of the dataset, or a key of a question record).
+_FIELD = {"type": "string", "minLength": 1}
+_FIELD_OR_NULL = {"type": ["string", "null"], "minLength": 1}
+_FIELDS = {"type": "array", "items": _FIELD, "uniqueItems": True}
+
+#: The Jinja2 templates of the prompt: text, rendered in a sandbox.
+_TEMPLATE = {"type": "string"}
+_TEMPLATE_OR_NULL = {"type": ["string", "null"]}
+
+#: The default first-turn prompt: the document, a blank line, the question.
+DEFAULT_USER = "{{ context }}\n\n{{ question }}"
+
+SOURCE: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Where the rows come from: local files, or files of a Hugging Face Hub dataset repository "
+                   "at a pinned revision, read with the `datasets` library's json, parquet or csv builder.",
+    "properties": {
+        "path": {"type": ["string", "null"], "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                 "default": None,
+                 "description": "A Hugging Face Hub dataset repository (owner/name); its `data_files` are fetched "
+                                "at `revision` through the Hub cache. Absent: `data_files` are local files."},
+        "revision": {"type": ["string", "null"], "minLength": 1, "default": None,
+                     "description": "The Hub commit to read (a 40-hex commit pins it; a branch or tag is resolved "
+                                    "to its commit, which the manifest records)."},
+        "data_files": {"anyOf": [{"type": "string", "minLength": 1},
+                                 {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}],
+                       "description": "The file(s) to read (globs allowed for local files). Local paths are "
+                                      "relative to the spec's folder, then the data home ($LCEVAL_DATA). "
+                                      "`zip://INNER::ARCHIVE` reads one file inside an archive."},
+        "builder": {"enum": ["json", "parquet", "csv", None], "default": None,
+                    "description": "The `datasets` builder (default: from the file extension; .jsonl is json)."},
+        "split": {"type": "string", "minLength": 1, "default": "train",
+                  "description": "The split name the rows get (`split` in every sample's metadata)."},
+        "where": {"type": "object", "default": {},
+                  "additionalProperties": {"type": ["string", "number", "boolean", "array"]},
+                  "description": "Keep only rows whose field equals the value (or one of a list of values), "
+                                 "e.g. {dataset: narrativeqa} for one task of a file holding several."},
+    },
+}
+
+FIELDS: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Which fields of a row hold the document, the question, the answers, the choices and the "
+                   "values to report by.",
+    "properties": {
+        "id": {**_FIELD_OR_NULL, "default": None,
+               "description": "The field that identifies a question (default: its position in the split)."},
+        "context": {**_FIELD_OR_NULL, "default": "context",
+                    "description": "The field holding the long document (a string)."},
+        "documents": {**_FIELD_OR_NULL, "default": None,
+                      "description": "Instead of `context`: a field holding a list of documents or speaker "
+                                     "turns, each rendered with `document_template` and joined with "
+                                     "`document_separator` into the context."},
+        "document_template": {**_TEMPLATE, "default": "{{ document }}",
+                              "description": "Jinja2 template of one element of `documents` (`document`: the "
+                                             "element, `index`: its 1-based position)."},
+        "document_separator": {"type": "string", "default": "\n\n",
+                               "description": "Text between two rendered elements of `documents`."},
+        "strip_context": {"type": "boolean", "default": False,
+                          "description": "Strip white space around the context (LongBench v2 does)."},
+        "question": {**_FIELD_OR_NULL, "default": "question",
+                     "description": "The field holding the question or instruction (null: none, e.g. a summary)."},
+        "answer": {**_FIELD, "default": "answer",
+                   "description": "The field holding the reference answer: a string, or a list of acceptable "
+                                  "answers (every sample's metadata `references`)."},
+        "choices": {"anyOf": [_FIELD, {**_FIELDS, "minItems": 2}, {"type": "null"}], "default": None,
+                    "description": "Multiple choice: one field holding the list of choices, or a list of fields "
+                                   "(choice_A, choice_B ...). The answer is a letter or one of the choices."},
+        "questions": {**_FIELD_OR_NULL, "default": None,
+                      "description": "One record per document: the field holding its list of question records; "
+                                     "`id`, `question`, `answer`, `choices` and `metadata` are then looked up in "
+                                     "each question record first, then in the document's row."},
+        "document_key": {"anyOf": [_FIELD, {**_FIELDS, "minItems": 1}, {"type": "null"}], "default": None,
+                         "description": "Field(s) naming the document, so that questions over one document share "
+                                        "a prefix and a cluster (default: the sha256 of the context)."},
+        "metadata": {**_FIELDS, "default": [],
+                     "description": "Fields copied into every sample's metadata, to break results down by "
+                                    "(report.breakdowns) or subset them (lceval report --where)."},
+    },
+}
+
+FOLLOWUP: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "user"],
+    "properties": {
+        "name": {"type": "string", "pattern": r"^[A-Za-z0-9_-]+$",
+                 "description": "The step's name (`step` in the metadata; the item id ends with /NAME)."},
+        "user": {**_TEMPLATE, "description": "Jinja2 template of the follow-up user message."},
+    },
+}
+
+PROMPT: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Jinja2 templates, rendered in a sandbox with each row's fields, `context` (the place of the "
+                   "document: the context policy cuts only the document), `question` and `choices`.",
+    "properties": {
+        "system": {**_TEMPLATE_OR_NULL, "default": None, "description": "The system message (null: none)."},
+        "user": {**_TEMPLATE, "default": DEFAULT_USER,
+                 "description": "The user message of a question; it (or `system`) places {{ context }} once."},
+        "next": {**_TEMPLATE, "default": "{{ question }}",
+                 "description": "Multi-turn: the user message of each later question of a document."},
+        "step": {"type": "string", "pattern": r"^[A-Za-z0-9_-]+$", "default": "answer",
+                 "description": "With followups: the name of the first step (`step` in the metadata)."},
+        "followups": {"type": "array", "items": FOLLOWUP, "default": [],
+                      "description": "Further user turns asked after each question in the same conversation, "
+                                     "the model's own answers kept (e.g. chain of thought, then the answer)."},
+        "max_chars": {"type": "integer", "minimum": 1, "default": 200_000,
+                      "description": "Longest rendered message, the document left out: a template that "
+                                     "renders more is refused."},
+    },
+}
+
+OPTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["source"],
+    "properties": {
+        "source": SOURCE,
+        "fields": {**FIELDS, "default": {}},
+        "prompt": {**PROMPT, "default": {}},
+        "mode": {"enum": ["single-turn", "multi-turn"], "default": "single-turn",
+                 "description": "One conversation per question, or one per document with its questions in order."},
+        "history": {"enum": ["model", "gold"], "default": "model",
+                    "description": "Multi-turn: earlier answers are the model's own, or the references."},
+    },
+}
+
+SECTIONS = {"source": SOURCE, "fields": FIELDS, "prompt": PROMPT}
+
+
+def section_defaults(options: dict[str, Any]) -> dict[str, Any]:
+    """`options` with every key of `source`, `fields` and `prompt` present (the engine fills
+    the top-level defaults only). The input is left as it is."""
+    out = dict(options)
+    for name, schema in SECTIONS.items():
+        given = dict(out.get(name) or {})
+        for key, prop in schema["properties"].items():
+            if key not in given and "default" in prop:
+                given[key] = copy.deepcopy(prop["default"])
+        out[name] = given
+    out.setdefault("mode", "single-turn")
+    out.setdefault("history", "model")
+    return out

@@ -1,0 +1,285 @@
+"""The `documents` task type: a long-document benchmark defined by its YAML spec alone.
+
+The spec's `options` say where the rows are (`source`), which fields hold the document,
+the question, the answer(s), the choices and what to report by (`fields`), and how a
+question is asked (`prompt`: Jinja2 templates in a sandbox; `mode`: one conversation per
+question, or one per document with its questions in order; `followups`: further turns
+such as LongBench v2's chain of thought then answer). The type turns them into
+`Conversation`s whose long text is the document, placed by `{{ context }}`, so the context
+policy cuts the document alone and the engine prefills it once for all its questions.
+
+`check` (run by `lceval validate SPEC`) reads the first rows only: an unknown column is
+named with the columns there are, a template that uses an undefined field fails - before
+any model loads.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any
+
+from lceval.errors import UserError
+from lceval.interfaces import TaskContext, TaskType
+from lceval.io import quote
+from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
+
+from .records import Document, Question, RowReader, iter_rows, matches
+from .schema import OPTIONS_SCHEMA, section_defaults
+from .source import Opened, open_source
+from .templates import CONTEXT_MARKER, PROVIDED, Template, compile_template, first_line_of, unknown_names
+
+#: rows `lceval validate` reads to check a spec against its data
+CHECK_ROWS = 5
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {quote(close[0])}?" if close else ""
+
+
+@dataclass
+class Prompts:
+    """The spec's compiled templates."""
+
+    system: Template | None
+    user: Template
+    next: Template
+    followups: list[tuple[str, Template]]
+    document: Template
+
+    def all(self) -> list[Template]:
+        out = [t for t in (self.system, self.user, self.next, self.document) if t is not None]
+        return out + [t for _, t in self.followups]
+
+
+def compile_prompts(opts: dict[str, Any]) -> Prompts:
+    p, f = opts["prompt"], opts["fields"]
+    limit = p["max_chars"]
+    system = compile_template(p["system"], "options.prompt.system", limit) if p["system"] is not None else None
+    user = compile_template(p["user"], "options.prompt.user", limit)
+    nxt = compile_template(p["next"], "options.prompt.next", limit)
+    followups = [(step["name"], compile_template(step["user"], f"options.prompt.followups.{i}.user", limit))
+                 for i, step in enumerate(p["followups"])]
+    names = [p["step"]] + [name for name, _ in followups]
+    if len(set(names)) != len(names):
+        raise UserError(f"step names must differ (prompt.step and the followups' names: {', '.join(names)})",
+                        field="options.prompt.followups")
+    document = compile_template(f["document_template"], "options.fields.document_template", limit)
+    if not any("context" in t.names for t in (system, user) if t is not None):
+        raise UserError("the prompt never places the document: put {{ context }} once in prompt.user (or "
+                        "prompt.system)", field="options.prompt.user",
+                        hint="LongBench-style {context} (single braces) is plain text to Jinja2: write {{ context }}.")
+    for t in [nxt] + [t for _, t in followups]:
+        if "context" in t.names:
+            raise UserError(f"{t.field} places the document again: it goes once, in the first turn "
+                            "(later turns of the conversation see it already)", field=t.field)
+    return Prompts(system=system, user=user, next=nxt, followups=followups, document=document)
+
+
+class Builder:
+    """One load (or check) of a spec: the source opened, the rows read into documents, the
+    documents turned into conversations."""
+
+    def __init__(self, ctx: TaskContext) -> None:
+        self.ctx = ctx
+        self.opts = section_defaults(ctx.options)
+        self.fields = self.opts["fields"]
+        self.source = self.opts["source"]
+        self.split = self.source["split"]
+        if ctx.splits and list(ctx.splits) != [self.split]:
+            raise UserError(f"this task has one split, {quote(self.split)} (options.source.split), not "
+                            f"{', '.join(quote(s) for s in ctx.splits if s != self.split)}", field="--split")
+        if self.opts["mode"] == "single-turn" and self.opts["history"] == "gold":
+            raise UserError("history: gold puts reference answers in the history of a multi-turn conversation; "
+                            "single-turn conversations have none", field="options.history")
+        self.prompts = compile_prompts(self.opts)
+
+    # -- the columns ----------------------------------------------------------------------
+
+    def _question_fields(self) -> list[tuple[str, str]]:
+        """(option, field name) of every field looked up per question."""
+        f = self.fields
+        out = [("id", f["id"]), ("question", f["question"]), ("answer", f["answer"])]
+        choices = f["choices"]
+        if isinstance(choices, str):
+            out.append(("choices", choices))
+        elif choices:
+            out += [("choices", c) for c in choices]
+        out += [("metadata", m) for m in f["metadata"]]
+        return [(o, n) for o, n in out if n]
+
+    def _document_fields(self) -> list[tuple[str, str]]:
+        f = self.fields
+        out = [("documents", f["documents"])] if f["documents"] else [("context", f["context"])]
+        if f["questions"]:
+            out.append(("questions", f["questions"]))
+        keys = f["document_key"]
+        out += [("document_key", k) for k in ([keys] if isinstance(keys, str) else keys or [])]
+        return out
+
+    def check_columns(self, opened: Opened) -> tuple[set[str], list[str]]:
+        """Every field the spec names exists (in the columns, or in a question record); every
+        name a template uses is a field. Returns (the question records' keys, the columns to read)."""
+        columns = list(opened.dataset.column_names)
+        record_keys: set[str] = set()
+        if self.fields["questions"] and self.fields["questions"] in columns and opened.dataset.num_rows:
+            first = opened.dataset.select_columns([self.fields["questions"]])[0][self.fields["questions"]]
+            if isinstance(first, list):
+                record_keys = {k for rec in first if isinstance(rec, dict) for k in rec}
+
+        def unknown(option: str, name: str, known: list[str]) -> UserError:
+            return UserError(f"no field {quote(name)} in {opened.label} (fields: {', '.join(known)})"
+                             f"{_did_you_mean(name, known)}", field=f"options.fields.{option}")
+
+        for option, name in self._document_fields():
+            if name not in columns:
+                raise unknown(option, name, columns)
+        for option, name in self._question_fields():
+            if name not in columns and name not in record_keys:
+                raise unknown(option, name, columns + sorted(record_keys - set(columns)))
+        for name in self.source["where"]:
+            if name not in columns:
+                raise UserError(f"no field {quote(name)} in {opened.label} (fields: {', '.join(columns)})"
+                                f"{_did_you_mean(name, columns)}", field=f"options.source.where.{name}")
+        available = set(columns) | record_keys
+        doc_templates = [self.prompts.document]
+        prompt_templates = [t for t in self.prompts.all() if t is not self.prompts.document]
+        problems = unknown_names(prompt_templates, available)
+        problems += [(t, n) for t, n in unknown_names(doc_templates, set()) if n not in ("document", "index")]
+        if problems:
+            t, name = problems[0]
+            known = sorted(available | PROVIDED) if t is not self.prompts.document else ["document", "index"]
+            line = first_line_of(t.text, name)
+            raise UserError(f"template {t.field}{f', line {line}' if line else ''}: uses {quote(name)}, which is "
+                            f"no field of {opened.label} (fields: {', '.join(known)}){_did_you_mean(name, known)}",
+                            field=t.field)
+        used = {n for t in prompt_templates for n in t.names}
+        needed = {n for _, n in self._document_fields()} | set(self.source["where"])
+        needed |= {n for _, n in self._question_fields() if n in columns}
+        needed |= used & set(columns)
+        return used, [c for c in columns if c in needed]
+
+    # -- the rows -------------------------------------------------------------------------
+
+    def documents(self, max_rows: int | None = None) -> list[Document]:
+        """The documents of the split with their questions: `--contexts`, `--limit` and
+        `--limit-per-context` applied; reading stops once `--limit` is reached."""
+        ctx = self.ctx
+        opened = open_source(self.source, ctx)
+        used, columns = self.check_columns(opened)
+        reader = RowReader(self.fields, opened.label, self.prompts.document)
+        docs: dict[str, Document] = {}
+        chosen: dict[str, bool] = {}
+        taken = 0
+        read = 0
+        where = self.source["where"]
+        for index, row in enumerate(iter_rows(opened.dataset, columns)):
+            if ctx.limit is not None and taken >= ctx.limit:
+                break
+            if max_rows is not None and read >= max_rows:
+                break
+            if where and not matches(row, where):
+                continue
+            read += 1
+            key, context, questions = reader.read(index, row, self.split, set(columns))
+            if key not in chosen:
+                chosen[key] = ctx.select_context(f"{self.split}/{key}")
+            if not chosen[key]:
+                continue
+            doc = docs.get(key)
+            if doc is None:
+                doc = docs[key] = Document(key=key, context=context)  # the text is kept once per document
+            elif self.fields["document_key"] and context != doc.context:
+                raise UserError(f"{questions[0].where}: document {quote(key)} has a different context than in an "
+                                "earlier row with the same document key", field="options.fields.document_key")
+            for q in questions:
+                if ctx.limit_per_context is not None and len(doc.questions) >= ctx.limit_per_context:
+                    break
+                if ctx.limit is not None and taken >= ctx.limit:
+                    break
+                doc.questions.append(q)
+                taken += 1
+        if not docs and where and max_rows is None:
+            raise UserError(f"no row of {opened.label} matches {quote(where)}", field="options.source.where")
+        return [d for d in docs.values() if d.questions]
+
+    # -- the conversations ---------------------------------------------------------------------
+
+    def _first(self, q: Question) -> tuple[list[Message], str]:
+        """The preamble and first user message of a conversation: the document's place
+        (exactly one) turned into CONTEXT_SLOT."""
+        values = {**q.values, "context": CONTEXT_MARKER}
+        system = self.prompts.system.render(values, q.where) if self.prompts.system else None
+        user = self.prompts.user.render(values, q.where)
+        count = (system or "").count(CONTEXT_MARKER) + user.count(CONTEXT_MARKER)
+        if count != 1:
+            where = "options.prompt.system" if system and CONTEXT_MARKER in system else "options.prompt.user"
+            raise UserError(f"{q.where}: the prompt places the document {count} times; it goes exactly once, as "
+                            "{{ context }} (a filter on it, like {{ context | upper }}, is not allowed: the context "
+                            "policy must be able to cut it)", field=where)
+        if system is not None and CONTEXT_MARKER in system:
+            before, field = system.split(CONTEXT_MARKER, 1)[0], "options.prompt.system"
+        else:
+            before, field = (system or "") + user.split(CONTEXT_MARKER, 1)[0], "options.prompt.user"
+        if CONTEXT_SLOT in before:
+            raise UserError(f"{q.where}: the prompt holds the text {CONTEXT_SLOT} before the document's place, "
+                            "where lceval would put the document instead", field=field,
+                            hint="Move the document before that text, or remove it from the template.")
+        if system is not None:
+            system = system.replace(CONTEXT_MARKER, CONTEXT_SLOT)
+        preamble = [Message("system", system)] if system is not None else []
+        return preamble, user.replace(CONTEXT_MARKER, CONTEXT_SLOT)
+
+    def _turns(self, q: Question, user: str) -> list[Turn]:
+        """The question's turn and its followups' turns."""
+        base = f"{self.split}/{q.qid}"
+        reference = q.answers[0] if len(q.answers) == 1 else " | ".join(q.answers)
+        steps = self.prompts.followups
+        meta = dict(q.metadata)
+        if steps:
+            meta["step"] = self.opts["prompt"]["step"]
+        turns = [Turn(item_id=base, user=user, reference=reference, question=q.question, metadata=meta)]
+        for name, template in steps:
+            text = template.render({**q.values}, q.where)
+            turns.append(Turn(item_id=f"{base}/{name}", user=text, reference=reference, question=q.question,
+                              metadata={**q.metadata, "step": name}))
+        return turns
+
+    def conversations(self, docs: list[Document]) -> list[Conversation]:
+        out: list[Conversation] = []
+        history = self.opts["history"]
+        for doc in docs:
+            cid = f"{self.split}/{doc.key}"
+            meta = {"split": self.split, "document_id": doc.key}
+            if self.opts["mode"] == "single-turn":
+                for q in doc.questions:
+                    preamble, user = self._first(q)
+                    turns = self._turns(q, user)
+                    out.append(Conversation(conv_id=turns[0].item_id, context=doc.context, context_id=cid,
+                                            turns=turns, preamble=preamble, history=history, metadata=meta))
+                continue
+            preamble, user = self._first(doc.questions[0])
+            turns = self._turns(doc.questions[0], user)
+            for q in doc.questions[1:]:
+                turns += self._turns(q, self.prompts.next.render({**q.values}, q.where))
+            out.append(Conversation(conv_id=cid, context=doc.context, context_id=cid, turns=turns,
+                                    preamble=preamble, history=history, metadata=meta))
+        return out
+
+
+class DocumentsTaskType(TaskType):
+    """Any benchmark of documents and questions, from its spec alone."""
+
+    options_schema = OPTIONS_SCHEMA
+    dataset = None
+
+    def load(self, ctx: TaskContext) -> list[Conversation]:
+        builder = Builder(ctx)
+        return builder.conversations(builder.documents())
+
+    def check(self, ctx: TaskContext) -> None:
+        """The spec against its data's first rows: fields, templates (rendered for those rows),
+        answers and choices."""
+        builder = Builder(ctx)
+        builder.conversations(builder.documents(max_rows=CHECK_ROWS))
