@@ -120,7 +120,7 @@ class RowReader:
     def answers_of(self, value: Any, where: str) -> list[str]:
         shape = "list" if isinstance(value, (list, tuple)) else "text"
         if self.answer_shape is None:
-            self.answer_shape = (shape, where)
+            self.answer_shape = (shape, where.removeprefix(f"{self.label} "))
         elif self.answer_shape[0] != shape:
             first_shape, first_where = self.answer_shape
             raise self.error(f"{where}: the answer is {'a list' if shape == 'list' else 'a single value'} "

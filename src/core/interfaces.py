@@ -339,6 +339,13 @@ class Command(ABC):
 
     The engine builds its parser and calls ``run``; a command never prints by itself, so tests
     call ``run`` with a parsed namespace and check the text."""
+    def check(self, ctx: TaskContext) -> None:
+        """Check a spec against its data before any model loads: `lceval validate SPEC` calls
+        it after the options schema passed. Read only what is needed (a dataset's first rows)
+        and raise `UserError` for what would fail the run (a column the spec names that the
+        data lacks, a template using an undefined field). `ctx.limit` is None and nothing read
+        here is recorded. The default checks nothing more."""
+
 
     help: str = ""
 

@@ -122,9 +122,47 @@ def list_plugins(disabled: Sequence[str] = (), name: str | None = None, *, plugi
     return plugin_table(plugins)
 
 
+def _check_against_data(spec: Any, task_type: Any, plugins: Plugins) -> None:
+    """`TaskType.check`: the spec against its data (a dataset's first rows), before any model
+    loads. An error about one of the spec's options (`field="options.x"`, no file) is placed at
+    that option's line of the spec file, as a run would place it."""
+    from lceval.interfaces import TaskContext
+    from lceval.io import data_home, line_of
+
+    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home(), splits=spec.splits, limit=None,
+                      record_file=lambda path: None, retrievers=dict(plugins.retrievers))
+    try:
+        task_type.check(ctx)
+    except UserError as exc:
+        if exc.file or not (exc.field or "").startswith("options."):
+            raise
+        at = tuple(int(p) if p.isdigit() else p for p in exc.field.split("."))
+        raise UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at),
+                        hint=exc.hint) from None
+
+
+def _check_judge_options(spec: Any, plugins: Plugins) -> None:
+    """The spec's `judge.options` against the judge's declared options (a metric option of
+    the wrong type), at their line of the spec, without building the judge (which may need a
+    judge model)."""
+    from lceval.io import line_of
+    from lceval.options import check_options
+
+    choice = spec.judge
+    schema = getattr(plugins.judges.get(choice.name), "options_schema", None)
+    if not schema:
+        return
+    try:
+        check_options(schema, choice.options, what=f"judge '{choice.name}'", field_prefix="judge.options.")
+    except UserError as exc:
+        at = tuple((exc.field or "judge.options").split("."))
+        raise UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at),
+                        hint=exc.hint) from None
+
+
 def validate(paths: list[str], disabled: Sequence[str] = (), *, plugins: Plugins | None = None) -> tuple[str, bool]:
-    """Check spec files (schema, their type's options, that every plugin they name exists) and
-    plugin packages; never runs a model."""
+    """Check spec files (schema, their type's options, that every plugin they name exists, and
+    what the task type checks against its data) and plugin packages; never runs a model."""
     from lceval.cli._plugin_check import check_plugin_package
     from lceval.engine import check_options, check_references, load_spec
 
@@ -137,7 +175,10 @@ def validate(paths: list[str], disabled: Sequence[str] = (), *, plugins: Plugins
                 out.extend(check_plugin_package(path, list(disabled)))
                 continue
             spec = load_spec(path)
-            check_options(spec, check_references(spec, plugins).options_schema, plugins)
+            task_type = check_references(spec, plugins)
+            check_options(spec, task_type.options_schema, plugins)
+            _check_judge_options(spec, plugins)
+            _check_against_data(spec, task_type, plugins)
             out.append(f"ok      {path} (task '{spec.name}', type '{spec.type}')")
         except UserError as exc:
             ok = False
