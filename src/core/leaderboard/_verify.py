@@ -25,6 +25,7 @@ Any difference is a problem: the bundle is rejected with the list (exit code 2).
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import tempfile
@@ -212,16 +213,19 @@ class _RunCheck:
                 datasets.add(dataset)
                 if not self.pinned(dataset):
                     continue
+            read_from: list[dict[str, Any]] = []
             try:
                 with using_data_home(self.home):
                     config = config_of(run)
                     task_type = checked_task_type(spec, config, self.plugins)
-                    conversations = load_task(spec, task_type, config, self.plugins, self.home, recorder)
+                    conversations = load_task(spec, task_type, config, self.plugins, self.home, recorder,
+                                              sources=read_from)
             except UserError as exc:
                 self.problem(f"{name}: cannot load the task from this machine's data: {exc.render()}")
                 continue
             loaded[name] = conversations
             self.items(run, name, conversations)
+            self.revisions(run, name, read_from)
         mine = {dataset_relpath(p, datasets): h for p, h in recorder.files.items()}
         theirs = {(e["dataset"], e["path"]): e["sha256"] for e in data_entries(run)}
         if loaded and len(loaded) == len(run.results.get("tasks") or {}):
@@ -235,6 +239,35 @@ class _RunCheck:
                             f"({', '.join(sorted(datasets))})")
         self.intact(mine)
         return loaded
+
+    def revisions(self, run: FinishedRun, task: str, fresh: list[dict[str, Any]]) -> None:
+        """Every dataset revision the run recorded (manifest `data_sources`, e.g. a Hugging Face
+        dataset's resolved commit) is the one this machine read when it loaded the task again:
+        a branch that moved, or a manifest edited after the run, is a problem."""
+        recorded = [s for s in ((run.manifest.get("data_sources") or {}).get(task) or [])
+                    if isinstance(s, dict) and s.get("revision")]
+        if not recorded:
+            return
+
+        def key(source: dict[str, Any]) -> str:
+            return json.dumps([source.get(k) for k in ("dataset", "name", "split", "data_files")], sort_keys=True,
+                              default=str)
+
+        mine = {key(s): s.get("revision") for s in fresh if isinstance(s, dict)}
+        diffs = []
+        for source in recorded:
+            what = f"{source.get('dataset') or '(dataset)'} {source.get('data_files') or source.get('name') or ''}".strip()
+            got = mine.get(key(source))
+            if got is None:
+                diffs.append(f"{what}: the run recorded revision {source['revision']}, but loading the task here "
+                             "read no such source")
+            elif got != source["revision"]:
+                diffs.append(f"{what}: the run recorded revision {source['revision']}, this machine read {got}")
+        if diffs:
+            self.problems(diffs, f"{task}: data source ")
+        else:
+            self.passed(f"{task}: {len(recorded)} dataset revision(s) as the run recorded them "
+                        f"({', '.join(sorted({str(s['revision'])[:12] for s in recorded}))})")
 
     def pinned(self, dataset: str) -> bool:
         """The local install of `dataset` exists and was made from the archives its plugin pins."""
