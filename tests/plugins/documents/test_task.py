@@ -212,3 +212,25 @@ def test_the_spec_runs_through_the_engine_with_breakdowns_by_document(tmp_path):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["data_sources"]["docs_task"][0]["split"] == "test"
     assert any(p.endswith("notes.jsonl") for p in manifest["data_files"])
+
+
+def test_a_document_repeated_over_many_rows_is_held_once(tmp_path):
+    """1,000 rows of a parquet file, 100 documents of 10 questions each, the rows shuffled:
+    100 texts are held (not 1,000), and each document's questions share its context id."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(0)
+    order = [(d, q) for d in range(100) for q in range(10)]
+    rng.shuffle(order)
+    pq.write_table(pa.table({"_id": [f"r{i}" for i in range(len(order))],
+                             "context": [f"Document {d}. " * 200 for d, _ in order],
+                             "input": [f"Q{q}?" for _, q in order], "answers": [["a"] for _ in order]}),
+                   tmp_path / "rows.parquet")
+    options = {"source": {"data_files": "rows.parquet"}, "fields": {"id": "_id", "question": "input", "answer": "answers"}}
+    convs, _, _ = load(tmp_path / "s.yaml", options)
+    assert len(convs) == 1000
+    assert len({id(c.context) for c in convs}) == 100 == len({c.context_id for c in convs})
+    assert all(sum(1 for c in convs if c.context_id == cid) == 10 for cid in {c.context_id for c in convs[:5]})
