@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend, PrefixCache
+from lceval.interfaces import ModelBackend, PrefixCache, requires
 from lceval.options import check_options
 from lceval.types import Generation, GenerationRequest, Message
 
@@ -485,6 +485,7 @@ class SamplingRecord:
                     "left_to_server_default": {k: sorted(v) for k, v in sorted(self._left.items())}}
 
 
+@requires("litellm", install="pip install 'lceval[api]'")
 def make_litellm(model: str, options: dict[str, str]) -> LiteLLMBackend:
     return LiteLLMBackend(model, options)
 

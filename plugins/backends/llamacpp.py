@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend
+from lceval.interfaces import ModelBackend, requires
 from lceval.options import check_options
 from lceval.tokens import check_fits_window
 from lceval.types import Generation, GenerationRequest, Message
@@ -82,9 +82,9 @@ def _import_llama_cpp() -> Any:
     try:
         import llama_cpp
         import llama_cpp.llama_chat_format  # noqa: F401  (the jinja formatter we mirror)
-    except ImportError as exc:
+    except Exception as exc:  # noqa: BLE001 - a missing or broken build (OSError of its shared library) too
         raise UserError(f"the llamacpp backend needs llama-cpp-python, which cannot be imported "
-                        f"({exc})", field="--model", hint=_INSTALL_HINT) from None
+                        f"({type(exc).__name__}: {exc})", field="--model", hint=_INSTALL_HINT) from None
     return llama_cpp
 
 
@@ -280,6 +280,7 @@ def reusable_prefix(llama: "Llama", tokens: list[int]) -> int:
     return int(differ[0]) if len(differ) else n
 
 
+@requires("llama_cpp", install="pip install 'lceval[llamacpp]'")
 def make_llamacpp(model: str, options: dict[str, str]) -> LlamaCppBackend:
     return LlamaCppBackend(model, options)
 

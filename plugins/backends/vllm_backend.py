@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.hf_tokens import HFTokens, read_chat_template
-from lceval.interfaces import ModelBackend, PrefixCache
+from lceval.interfaces import ModelBackend, PrefixCache, requires
 from lceval.types import Generation, GenerationParams, GenerationRequest
 
 from .hf import folder_sha256
@@ -348,8 +350,11 @@ def _import_vllm() -> Any:
         import vllm
         from vllm.engine.arg_utils import AsyncEngineArgs  # noqa: F401
         from vllm.v1.engine.async_llm import AsyncLLM  # noqa: F401
-    except ImportError as exc:
-        raise UserError(f"the vllm backend needs vLLM, which cannot be imported ({exc})", field="--model",
+    except Exception as exc:  # noqa: BLE001 - vLLM fails to import in many ways (ImportError, a RuntimeError
+        # from a torchvision built for another torch, an OSError from a missing CUDA library): each is
+        # an installation to fix, said with the install line, never a traceback
+        raise UserError(f"the vllm backend needs vLLM, which cannot be imported "
+                        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})", field="--model",
                         hint=_INSTALL_HINT) from None
     return vllm
 
@@ -399,8 +404,11 @@ def drive(make_engine: Callable[[], Any], kwargs: dict[str, Any], backend: VLLMB
 def start_vllm(kwargs: dict[str, Any], backend: VLLMBackend) -> _Driver:
     """Start vLLM's AsyncLLM (what `vllm serve` runs) on a driver loop."""
     options = backend.options
-    if not options.get("verbose", False):
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if not options.get("verbose", False) and not logging.getLogger("lceval").isEnabledFor(logging.INFO):
+        # vLLM and Triton say a lot on every start; a user sees it with -v (or verbose=true)
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
+        warnings.filterwarnings("ignore", module=r"(vllm|triton|torch)(\.|$)")
     if "execute_timeout" in options:
         os.environ["VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"] = str(options["execute_timeout"])
     vllm = _import_vllm()
@@ -430,6 +438,7 @@ def _group(request: GenerationRequest) -> str | None:
     return None if group is None else str(group)
 
 
+@requires("vllm", install="pip install 'lceval[vllm]'")
 def make_vllm(model: str, options: dict[str, Any]) -> VLLMBackend:
     """Checks that need no loading happen now, so a bad spec fails before any work."""
     missing = [m for m in ("vllm", "transformers") if importlib.util.find_spec(m) is None]

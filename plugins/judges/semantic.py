@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import Judge, JudgeContext
+from lceval.interfaces import Judge, JudgeContext, requires
 from lceval.options import NO_OPTIONS, check_options
 from lceval.types import JudgeInput, Judgment
 from lceval_plugins.judges.lexical import NUMBER_WORDS, STOP_WORDS, TOKEN, content_words
@@ -338,6 +338,7 @@ class SemanticJudge(Judge):
                 "weights": [round(w, 6) for w in WEIGHTS], "intercept": round(INTERCEPT, 6)}
 
 
+@requires("sentence_transformers", install="pip install 'lceval[offline-judge]'")
 def make_semantic(ctx: JudgeContext) -> SemanticJudge:
     check_options(NO_OPTIONS, ctx.options, what="judge 'semantic'", field_prefix="judge.options.")
     # fail before any generation, not after an hour of it (find_spec imports nothing heavy)

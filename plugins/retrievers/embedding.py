@@ -15,7 +15,7 @@ from typing import Any
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import Retriever
+from lceval.interfaces import Retriever, requires
 from lceval.options import check_options
 
 from .lexical import ScoringRetriever
@@ -84,6 +84,7 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
 }}
 
 
+@requires("sentence_transformers", install="pip install 'lceval[retrieval]'")
 def make_embedding(options: dict[str, Any]) -> Retriever:
     opts = check_options(OPTIONS, {k: v for k, v in options.items() if k != "seed"},
                          what="retriever 'embedding'", field_prefix="retriever_options.")

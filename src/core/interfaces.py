@@ -14,7 +14,7 @@ from lceval.types import (Conversation, FinishedRun, Generation, GenerationReque
 __all__ = ["Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory", "JudgeModel",
            "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache",
            "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RetrieverFactory", "TaskContext",
-           "TaskType", "recomputable"]
+           "TaskType", "missing_requirements", "recomputable", "requires"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,42 @@ class JudgeModel(Protocol):
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         """Answers in the order asked (cached ones at once, the rest from the backend)."""
         ...
+
+
+def requires(*modules: str, install: str) -> Callable[[Any], Any]:
+    """Mark a factory (a backend's, a judge's ...) whose plugin needs optional packages:
+    `lceval plugins` then shows "not installed: <install>" while one of `modules` cannot be
+    found (looked up, never imported, so the listing stays instant), and the factory should
+    raise a `UserError` with the same hint when it is called without them.
+
+        @requires("vllm", install="pip install 'lceval[vllm]'")
+        def make_vllm(model, options): ...
+    """
+    def mark(factory: Any) -> Any:
+        factory.requirements = (tuple(modules), install)
+        return factory
+    return mark
+
+
+def missing_requirements(factory: Any) -> str | None:
+    """The install hint of a factory marked with `requires` whose packages are not all
+    installed, else None (also through an options check's wrapper)."""
+    import importlib.util
+
+    while factory is not None:
+        marked = getattr(factory, "requirements", None)
+        if marked:
+            modules, install = marked
+            for name in modules:
+                try:
+                    found = importlib.util.find_spec(name) is not None
+                except (ImportError, ValueError):
+                    found = False
+                if not found:
+                    return install
+            return None
+        factory = getattr(factory, "factory", None)
+    return None
 
 
 class Judge(ABC):
@@ -303,6 +339,13 @@ class TaskType(ABC):
     @abstractmethod
     def load(self, ctx: TaskContext) -> list[Conversation]: ...
 
+    def check(self, ctx: TaskContext) -> None:
+        """Check a spec against its data before any model loads: `lceval validate SPEC` calls
+        it after the options schema passed. Read only what is needed (a dataset's first rows)
+        and raise `UserError` for what would fail the run (a column the spec names that the
+        data lacks, a template using an undefined field). `ctx.limit` is None and nothing read
+        here is recorded. The default checks nothing more."""
+
 
 @dataclass
 class DatasetFile:
@@ -339,13 +382,6 @@ class Command(ABC):
 
     The engine builds its parser and calls ``run``; a command never prints by itself, so tests
     call ``run`` with a parsed namespace and check the text."""
-    def check(self, ctx: TaskContext) -> None:
-        """Check a spec against its data before any model loads: `lceval validate SPEC` calls
-        it after the options schema passed. Read only what is needed (a dataset's first rows)
-        and raise `UserError` for what would fail the run (a column the spec names that the
-        data lacks, a template using an undefined field). `ctx.limit` is None and nothing read
-        here is recorded. The default checks nothing more."""
-
 
     help: str = ""
 

@@ -37,7 +37,9 @@ def lceval(site: Path, *args: str) -> subprocess.CompletedProcess:
 def test_plugin_is_listed_with_its_kinds(installed):
     proc = lceval(installed, "plugins")
     line = next(l for l in proc.stdout.splitlines() if l.startswith("example"))
-    assert "judge,model,pairwise-judge" in line and "lceval-example-plugin" in line and "0.1.0" in line and line.endswith("ok")
+    assert "lceval-example-plugin" in line and "0.1.0" in line and line.endswith("ok")
+    detail = lceval(installed, "plugins", "example").stdout
+    assert "backend '" in detail and "judge '" in detail and "pairwise-judge '" in detail
 
 
 def test_lceval_run_uses_the_plugins_model_and_judge(installed, tiny_home, tmp_path):

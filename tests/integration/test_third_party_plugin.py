@@ -80,8 +80,12 @@ def test_listing_shows_the_clashes_and_the_plugin_that_failed(site):
     assert proc.returncode == 0, proc.stderr
     rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.strip()}
     assert rows["demo"].endswith("ok") and "lceval-demo-plugin" in rows["demo"] and "0.3.0" in rows["demo"]
-    assert "judge: demo-graded, lexical (ignored: clash)" in rows["demo"]
-    assert "FAILED: register_retrievers failed: RuntimeError: the retriever index is missing" in rows["demo_broken"]
+    assert "demo-graded, lexical" in rows["demo"]
+    below = proc.stdout.replace("\n  ", " ")
+    assert "clash: judge 'lexical': plugin 'demo' (lceval-demo-plugin 0.3.0) also provides it" in below
+    assert "FAILED" in rows["demo_broken"]
+    assert ("demo_broken: FAILED: register_retrievers failed: RuntimeError: the retriever index is missing"
+            in below)
     assert "demo-half" not in proc.stdout  # registered before the failing hook: dropped with it
     lines = warnings_of(proc)
     assert len(lines) == 2, proc.stderr

@@ -218,8 +218,16 @@ def paths(home: Path | None = None, cache: Path | None = None) -> str:
             return "--data-home" if env == "LCEVAL_DATA" else "--cache"
         return f"${env}" if os.environ.get(env) else f"default (set ${env} to change it)"
 
-    lines = [f"data home: {home or data_home()}  [{origin(home, 'LCEVAL_DATA')}]",
-             f"cache:     {cache or default_cache_path()}  [{origin(cache, 'LCEVAL_CACHE')}]"]
+    data, cache_file = Path(home or data_home()), Path(cache or default_cache_path())
+    installed = sorted(p.name for p in data.iterdir() if (p / "CHECKSUMS.json").is_file()) if data.is_dir() else []
+    data_state = ("does not exist yet: `lceval data fetch NAME` creates it" if not data.exists() else
+                  f"datasets: {', '.join(installed)}" if installed else "exists, no dataset fetched yet")
+    cache_state = (f"exists, {cache_file.stat().st_size / 1e6:.1f} MB" if cache_file.is_file() else
+                   "does not exist yet: the first run creates it")
+    lines = [f"data home: {data}  [{origin(home, 'LCEVAL_DATA')}]",
+             f"           {data_state}",
+             f"cache:     {cache_file}  [{origin(cache, 'LCEVAL_CACHE')}]",
+             f"           {cache_state}"]
     return "\n".join(lines)
 
 

@@ -75,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lceval.cli._parser import build_parser
     from lceval.cli._plugin_listing import plugin_warnings
 
+    if getattr(sys.modules.get("__main__"), "__name__", "") == "__mp_main__":
+        # a worker process an engine started with "spawn" (vLLM) is re-running the script
+        # that called us (a script without `if __name__ == "__main__":`): the command is
+        # the parent's to run, not each worker's
+        return 0
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         argv = _hoist_plugin_flags(argv)

@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from lceval.cli import _handlers as handlers
 from lceval.engine import run_flags
+from lceval.errors import UserError
 
 USAGE = ("%(prog)s [-p no:NAME] COMMAND [options]\n"
          "       %(prog)s [-p no:NAME] --tasks TASKS --model MODEL [run options]")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports a bad flag as lceval reports bad input: one line naming what is
+    wrong and how to see the options, exit 2, instead of the whole usage block first."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message, hint=f"`{self.prog} --help` lists the options.")
 
 
 @dataclass
@@ -47,7 +56,7 @@ def _verbosity(parser: argparse.ArgumentParser, suffix: str = "") -> None:
 
 
 def build_parser(plugin_commands: dict[str, Any]) -> Parser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="lceval", usage=USAGE,
         description="Evaluate long-context language models. Without a COMMAND, "
                     "`lceval --tasks ... --model ...` is `lceval run --tasks ... --model ...` "

@@ -7,11 +7,13 @@ from __future__ import annotations
 import difflib
 import inspect
 import sys
+import textwrap
 from typing import Any
 
 from lceval.errors import UserError
 from lceval.options import describe, options_schema_of, unwrap
 from lceval.engine import BUILTIN_DISTRIBUTION, PluginInfo, Plugins, Registration, describe_kind
+from lceval.interfaces import missing_requirements
 
 #: How a user passes options to each kind, shown above its options table.
 _WHERE_OPTIONS = {
@@ -50,24 +52,58 @@ def _is_builtin(plugins: Plugins, plugin: str) -> bool:
     return info is not None and info.builtin
 
 
-def plugin_table(plugins: Plugins) -> str:
-    rows = [("plugin", "kinds", "provides", "distribution", "version", "status")]
-    for info in sorted(plugins.infos, key=lambda i: i.name):
-        rows.append((info.name, ",".join(info.kinds), _provides(plugins, info), info.distribution, info.version,
-                     _status(info)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows]
-    lines.extend(f"clash: {c.message}" for c in plugins.clashes)
-    lines.extend(f"warning: {info.origin}: {w}" for info in plugins.infos for w in info.warnings)
-    return "\n".join(lines)
+#: the listing fits a terminal of this many columns (`lceval plugins NAME` has the details)
+WIDTH = 100
 
 
-def _status(info: PluginInfo) -> str:
+def _status(info: PluginInfo, plugins: Plugins | None = None) -> str:
     if info.disabled:
         return "disabled"
     if info.error:
         return "FAILED: " + info.error.splitlines()[-1]
+    if plugins is not None:
+        for reg in plugins.registrations:
+            install = missing_requirements(reg.value) if reg.plugin == info.name else None
+            if install:
+                return f"not installed: {install}"
     return "ok (overriding built-ins)" if info.overriding else "ok"
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(0, width - 3)] + "..."
+
+
+def plugin_table(plugins: Plugins) -> str:
+    """One line per plugin, within WIDTH columns: its name, what it provides (names only, cut
+    to fit), the distribution of a plugin that is not built in, and its status (ok, disabled,
+    FAILED with the error below the table, or the install line of an optional package it
+    needs)."""
+    rows = [("plugin", "provides", "from", "status")]
+    for info in sorted(plugins.infos, key=lambda i: i.name):
+        names = list(dict.fromkeys(n for kind, names in sorted(info.provides.items()) if kind != "specs"
+                                   for n in names))
+        status = _status(info, plugins)
+        if status.startswith(("FAILED", "not installed")):  # said whole below the table
+            status = status.split(":")[0] + " (below)"
+        origin = "" if info.builtin else f"{info.distribution} {info.version}"
+        rows.append((info.name, ", ".join(names) or "-", origin, status))
+    name_w = max(len(r[0]) for r in rows)
+    from_w = max(len(r[2]) for r in rows)
+    status_w = min(max(len(r[3]) for r in rows), WIDTH // 2)
+    provides_w = max(12, WIDTH - name_w - from_w - status_w - 6)
+    lines = ["  ".join((r[0].ljust(name_w), _fit(r[1], provides_w).ljust(provides_w), _fit(r[2], from_w).ljust(from_w),
+                        _fit(r[3], status_w))).rstrip() for r in rows]
+    for info in sorted(plugins.infos, key=lambda i: i.name):
+        status = _status(info, plugins)
+        if info.error and not info.disabled:
+            lines.extend(textwrap.wrap(f"{info.name}: FAILED: {info.error}", WIDTH, subsequent_indent="  "))
+        elif status.startswith("not installed"):
+            lines.extend(textwrap.wrap(f"{info.name}: {status}", WIDTH, subsequent_indent="  "))
+    for text in [f"clash: {c.message}" for c in plugins.clashes] + \
+            [f"warning: {info.origin}: {w}" for info in plugins.infos for w in info.warnings]:
+        lines.extend(textwrap.wrap(text, WIDTH, subsequent_indent="  "))
+    lines.append("details, options and install lines: lceval plugins NAME")
+    return "\n".join(lines)
 
 
 def _provides(plugins: Plugins, info: PluginInfo) -> str:
@@ -93,7 +129,7 @@ def describe_plugin(plugins: Plugins, name: str) -> str:
     if info is not None:
         blocks.append(f"plugin '{info.name}': {info.module}, from {info.distribution} {info.version} "
                       f"({'built-in' if info.distribution == BUILTIN_DISTRIBUTION else 'third party'}); "
-                      f"status: {_status(info)}")
+                      f"status: {_status(info, plugins)}")
         blocks.extend(f"  spec folder: {r.value}" for r in plugins.registrations
                       if r.kind == "specs" and r.plugin == info.name)
     blocks.extend(_describe_registration(plugins, reg) for reg in regs)
@@ -106,6 +142,9 @@ def _describe_registration(plugins: Plugins, reg: Registration) -> str:
     if not in_effect:
         head += f" (ignored: '{plugins.owner.get((reg.kind, reg.name))}' provides it)"
     lines = [head]
+    install = missing_requirements(reg.value)
+    if install:
+        lines.append(f"  not installed: {install}")
     doc = _summary(reg.value)
     if doc:
         lines.append(f"  {doc}")
@@ -138,7 +177,8 @@ def _short(text: str, limit: int = 40) -> str:
 
 def _summary(value: Any) -> str:
     """The first paragraph of what documents a registered thing: a dataset's description, a
-    command's help, else its own docstring, else its module's."""
+    command's help; for a factory function, its module's docstring (what the backend or judge
+    is), since the function's own says how it is built; else the class's docstring."""
     for attribute in ("description", "help"):
         text = getattr(value, attribute, None)
         if isinstance(text, str) and text:
@@ -147,5 +187,6 @@ def _summary(value: Any) -> str:
     if not (inspect.isfunction(target) or inspect.isclass(target)):
         target = type(target)
     module = sys.modules.get(getattr(target, "__module__", "") or "")
-    doc = target.__doc__ or (module.__doc__ if module is not None else None) or ""
-    return inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ")
+    module_doc = module.__doc__ if module is not None else None
+    doc = (module_doc or target.__doc__) if inspect.isfunction(target) else (target.__doc__ or module_doc)
+    return inspect.cleandoc(doc or "").split("\n\n")[0].replace("\n", " ")

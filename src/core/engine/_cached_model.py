@@ -74,6 +74,10 @@ class UsageCounters:
     peak_in_flight: int = 0
     #: requests the backend gave up on (finish_reason "error"): not cached, asked again next run
     failed: int = 0
+    #: the prompt and answer tokens of the answers served from the cache: the work this run did
+    #: not redo (a rerun's prompt_tokens is 0 because nothing was sent, not because nothing was asked)
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -135,7 +139,11 @@ class CachedModel:
         return self._hit(request, hit)
 
     def _hit(self, request: GenerationRequest, record: dict[str, Any]) -> Generation:
-        return Generation(**{**record, "request_id": request.request_id, "cached": True})
+        gen = Generation(**{**record, "request_id": request.request_id, "cached": True})
+        with self._lock:
+            self.usage.cached_prompt_tokens += int(gen.prompt_tokens or 0)
+            self.usage.cached_completion_tokens += int(gen.completion_tokens or 0)
+        return gen
 
     def call(self, requests: list[GenerationRequest]) -> list[Generation]:
         """Ask the backend (no cache lookup) and store each answer at once. Each request is

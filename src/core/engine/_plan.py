@@ -6,6 +6,7 @@ variant's conversations, the share `--contexts` and `--shard` keep). A run and
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def plan_run(config: RunConfig, plugins: Plugins, catalog: Catalog) -> RunPlan:
         task_types[spec.name] = checked_task_type(spec, config, plugins)
         specs.append(spec)
     models = [resolve_model(text, catalog, plugins) for text in config.models]
-    judge = resolve_judge_flag(config.judge, catalog) if config.judge else None
+    judge = resolve_judge_flag(config.judge, catalog, plugins) if config.judge else None
     return RunPlan(config=config, specs=specs, task_types=task_types, models=models,
                    judge_model=resolve_judge_model(config.judge_model, catalog, plugins), judge=judge)
 
@@ -188,10 +189,17 @@ def parse_judge_flag(text: str) -> tuple[str, dict[str, Any]]:
     return name, options
 
 
-def resolve_judge_flag(text: str, catalog: Catalog) -> JudgeChoice:
-    """`--judge NAME[,key=value...]` with a preset's options under the flag's."""
+def resolve_judge_flag(text: str, catalog: Catalog, plugins: Plugins) -> JudgeChoice:
+    """`--judge NAME[,key=value...]` with a preset's options under the flag's; an unknown
+    name is refused at once, with the judges and presets there are and the closest one."""
     name, options = parse_judge_flag(text)
     preset = catalog.resolve_judge(name)
+    if preset["name"] not in plugins.judges:
+        judges, presets = sorted(plugins.judges), sorted(catalog.judges)
+        close = difflib.get_close_matches(name, judges + presets, n=1)
+        raise UserError(f"unknown judge '{name}'" + (f"; did you mean '{close[0]}'?" if close else ""),
+                        field="--judge", hint=f"Judges: {', '.join(judges) or 'none'}; presets (a judge with "
+                        f"options): {', '.join(presets) or 'none'}. `lceval plugins NAME` shows a judge's options.")
     return JudgeChoice(name=preset["name"], options={**(preset.get("options") or {}), **options})
 
 

@@ -350,7 +350,7 @@ class _RunCheck:
             return
         spec, config = spec_of(run, task), config_of(run)
         try:
-            choice = resolve_judge_flag(config.judge, self.catalog) if config.judge else None
+            choice = resolve_judge_flag(config.judge, self.catalog, self.plugins) if config.judge else None
             judge = make_judge(spec, choice, self.plugins, None, picks[0].seed)
         except UserError as exc:
             self.out.notes.append(f"{self.tag}: {task}: not re-judged: {exc.message}")

@@ -21,6 +21,7 @@ from lceval.io import atomic_directory
 from lceval.engine import Plugins
 from lceval.engine import RunState
 from lceval.results._curves import length_curves
+from lceval.results._run_dir import model_name
 from lceval.results._scoring import score_task
 from lceval.io import load_schema
 
@@ -28,9 +29,13 @@ RESULTS_SCHEMA_VERSION = 1
 
 
 def run_id_for(state: RunState) -> str:
+    """`<time>_<model>_<task>`: the model as a table names it (`GPT-4` for a replay of ELITR's
+    recorded file, `smollm2` for the alias) and the first task (`+N` more), readable in `ls`."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    model = re.sub(r"[^A-Za-z0-9._-]+", "-", state.model_spec.text)[-40:].strip("-")
-    return f"{stamp}_{model}"
+    bases = list(dict.fromkeys(t.spec.name.split("@")[0] for t in state.tasks))
+    task = (bases[0] + (f"+{len(bases) - 1}" if len(bases) > 1 else "")) if bases else "none"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{model_name(state.model_text)}_{task}").strip("-.")
+    return f"{stamp}_{name[:64]}"
 
 
 def build_results(state: RunState, run_id: str) -> dict[str, Any]:
@@ -104,6 +109,7 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
             "plugins": {i.name: {"distribution": i.distribution, "version": i.version,
                                  "disabled": i.disabled, "error": i.error, "overriding": i.overriding}
                         for i in plugins.infos},
+            "libraries": library_versions(),
         },
         # every name two plugins (or a plugin and the task catalog) gave, who won and why
         "plugin_clashes": [c.as_dict() for c in plugins.clashes],
@@ -113,6 +119,32 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
         "git_commit": _git_commit(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def library_versions() -> dict[str, str]:
+    """The versions of the libraries lceval depends on (its own and its extras': torch,
+    transformers, vllm, llama-cpp-python, litellm, sentence-transformers ...) that this process
+    imported: the engines that produced or judged the answers, so a number can be traced to
+    them."""
+    from importlib import metadata
+
+    wanted = set()
+    for requirement in metadata.requires("lceval") or []:
+        match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+        if match:
+            wanted.add(re.sub(r"[-_.]+", "-", match.group(0)).lower())
+    tops = {name.split(".")[0] for name in list(sys.modules)}
+    out: dict[str, str] = {}
+    for top, dists in metadata.packages_distributions().items():
+        if top not in tops:
+            continue
+        for dist in dists:
+            if re.sub(r"[-_.]+", "-", dist).lower() in wanted:
+                try:
+                    out[dist] = metadata.version(dist)
+                except metadata.PackageNotFoundError:
+                    pass
+    return dict(sorted(out.items()))
 
 
 def sample_record(sample: Any) -> dict[str, Any]:

@@ -83,7 +83,7 @@ def rescore_run(run: FinishedRun, judge: str, judge_model: str | None, plugins: 
     config = config_of(run, judge=judge, judge_model=judge_model, cache_path=cache.path, command=command)
     model_spec = parse_model_spec(str(resolved.get("model_spec") or run.model), catalog)
     jspec = resolve_judge_model(judge_model, catalog, plugins)
-    choice = resolve_judge_flag(judge, catalog)
+    choice = resolve_judge_flag(judge, catalog, plugins)
     task_names = list(run.results.get("tasks") or {})
     if not task_names:
         raise UserError("the run has no tasks to re-judge", file=run.path / "results.json", field="tasks")

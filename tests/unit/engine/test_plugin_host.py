@@ -57,7 +57,9 @@ def test_broken_plugin_is_reported_and_others_work(tmp_path):
     proc = run_cli(tmp_path, "plugins")
     assert proc.returncode == 0, proc.stderr
     lines = {line.split()[0]: line for line in proc.stdout.splitlines() if line.strip()}
-    assert "FAILED" in lines["broken"] and "needs the frobnicator library" in lines["broken"]
+    assert "FAILED" in lines["broken"]  # the error itself below the table, whole
+    assert "needs the frobnicator library" in lines["broken:"] and lines["broken:"].startswith("broken: FAILED:")
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 100
     assert "lceval-broken" in lines["goodone"] and "1.2.3" in lines["goodone"] and lines["goodone"].endswith("ok")
     assert lines["lexical"].endswith("ok")
     tasks = run_cli(tmp_path, "tasks")
@@ -88,6 +90,9 @@ def test_name_conflicts_keep_the_first_and_say_so(tmp_path):
         ("judge", "lexical", "built-in", "lexical", "impostor")
 
 
-def test_listing_shows_kinds_and_versions():
+def test_listing_fits_100_columns_and_the_details_say_kinds_and_versions():
     text = list_plugins([])
-    assert "task-type" in text and "lceval" in text and "0.1.0" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "rubric, prometheus" in text  # what each plugin provides, by name
+    detail = list_plugins([], "llamacpp")
+    assert "backend 'llamacpp'" in detail and "from lceval 0.1.0 (built-in)" in detail
