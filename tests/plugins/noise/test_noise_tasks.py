@@ -173,10 +173,10 @@ def test_html_report_draws_the_noise_curve_through_the_panel_hook(noise_home, tm
                                        "Each meeting's score against its effective WER",
                                        "Target vs effective word error rate (Table 5)"]
     score, drop, meetings, table5 = figs
-    assert score.marks == 3 and ">0%<" in score.svg and ">100%<" in score.svg
-    assert drop.marks == 2  # the noisy levels, each against the clean run
-    assert meetings.marks == 9  # 3 meetings x 3 levels
-    assert table5.marks == 2 and "Effective WER measured with jiwer" in table5.caption
+    assert score.points == 3 and '"0%"' in json.dumps(score.spec) and '"100%"' in json.dumps(score.spec)
+    assert drop.points == 2  # the noisy levels, each against the clean run
+    assert meetings.points == 9  # 3 meetings x 3 levels
+    assert table5.points == 2 and "Effective WER measured with jiwer" in table5.caption
     # runs without noise draw nothing
     clean = load_inputs([other]).runs
     assert panel(ReportContext(clean, run_labels(clean))) == []
