@@ -142,7 +142,9 @@ class Builder:
             if name not in columns:
                 raise UserError(f"no field {quote(name)} in {opened.label} (fields: {', '.join(columns)})"
                                 f"{_did_you_mean(name, columns)}", field=f"options.source.where.{name}")
-        available = set(columns) | record_keys
+        f = self.fields
+        withheld = {f["documents"] or f["context"], f["questions"], f["answer"]} - {None, "context"}
+        available = (set(columns) | record_keys) - withheld
         doc_templates = [self.prompts.document]
         prompt_templates = [t for t in self.prompts.all() if t is not self.prompts.document]
         problems = unknown_names(prompt_templates, available)
@@ -150,10 +152,15 @@ class Builder:
         if problems:
             t, name = problems[0]
             known = sorted(available | PROVIDED) if t is not self.prompts.document else ["document", "index"]
-            line = first_line_of(t.text, name)
-            raise UserError(f"template {t.field}{f', line {line}' if line else ''}: uses {quote(name)}, which is "
-                            f"no field of {opened.label} (fields: {', '.join(known)}){_did_you_mean(name, known)}",
-                            field=t.field)
+            line = f"template {t.field}" + (f", line {n}" if (n := first_line_of(t.text, name)) else "")
+            if name in withheld:
+                why = ("is the document: {{ context }} places it, so that the context policy can cut it"
+                       if name in (f["documents"], f["context"]) else
+                       "is the answer, which a prompt never shows" if name == f["answer"] else
+                       "is the list of questions: each question's fields are available by their names")
+                raise UserError(f"{line}: uses {quote(name)}, which {why}", field=t.field)
+            raise UserError(f"{line}: uses {quote(name)}, which is no field of {opened.label} (fields: "
+                            f"{', '.join(known)}){_did_you_mean(name, known)}", field=t.field)
         used = {n for t in prompt_templates for n in t.names}
         needed = {n for _, n in self._document_fields()} | set(self.source["where"])
         needed |= {n for _, n in self._question_fields() if n in columns}

@@ -80,6 +80,7 @@ def test_an_unknown_column_is_named_with_the_columns_there_are(tmp_path, capsys)
     ("{{ context }} and again {{ context }}", "places the document 2 times"),
     ("{{ context | upper }}", "places the document 0 times"),
     ("Question: {{ question }}", "the prompt never places the document"),
+    ("{{ context }}\n{{ answer }}", "line 2: uses 'answer', which is the answer, which a prompt never shows"),
 ])
 def test_template_errors_name_the_template_line(tmp_path, capsys, template, needle):
     spec = spec_with(tmp_path, prompt={"user": template})
