@@ -32,7 +32,7 @@ from lceval.interfaces import ModelBackend
 from lceval.types import Message
 
 __all__ = ["DEPTHS", "NOISE", "EssaySource", "Fitted", "LineSource", "NoiseSource", "Placed", "Tokens",
-           "assemble", "depth_index", "fit_to_length", "read_essay_texts", "split_sentences"]
+           "Calibration", "assemble", "depth_index", "fit_to_length", "read_essay_texts", "split_sentences"]
 
 #: RULER's noise haystack (niah.py, variable_tracking.py)
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
@@ -226,17 +226,29 @@ class Fitted:
     rounds: int
 
 
+class Calibration:
+    """How far the sum of unit counts missed the measured prompt on the last sample: the
+    miss comes from where units meet and from the chat template, so it repeats from one
+    sample to the next, and the next first guess starts corrected (one count, not two)."""
+
+    def __init__(self) -> None:
+        self.shift = 0
+
+
 def fit_to_length(make: Callable[[int], tuple[Any, int]], target: int, first_budget: int, close: int,
-                  rounds: int = 6) -> Fitted | None:
+                  rounds: int = 6, calibration: Calibration | None = None) -> Fitted | None:
     """Build with a haystack budget, measure the prompt, and correct the budget by the gap
     until the prompt is at most `target` tokens and within `close` of it. `make(budget)`
     returns (the sample, its prompt tokens). Returns the longest sample that fits, or None
     when none does (the caller says why)."""
-    budget = max(first_budget, 0)
+    shift = calibration.shift if calibration is not None else 0
+    budget = max(first_budget + shift, 0)
     best: Fitted | None = None
     tried: set[int] = set()
     for r in range(1, rounds + 1):
         value, n = make(budget)
+        if r == 1 and calibration is not None:
+            calibration.shift = shift + (target - n)
         if n <= target and (best is None or n > best.prompt_tokens):
             best = Fitted(value, n, r)
         gap = target - n

@@ -35,7 +35,7 @@ from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
 from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages
-from .haystack import DEPTHS, LineSource, Tokens, assemble, depth_index, fit_to_length
+from .haystack import DEPTHS, Calibration, LineSource, Tokens, assemble, depth_index, fit_to_length
 from .sources import haystack_source
 from .wordlists import ADJECTIVES, NOUNS
 
@@ -126,6 +126,7 @@ def load_niah(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversa
     kind = o["haystack"]
     source = None if kind == "needle" else haystack_source(ctx, tokens, kind)
     stacks: list[list[Conversation]] = []
+    calibration = Calibration()
     for h, indexes in sample_plan(ctx, budget.label, per):
         rng = rng_for(ctx.seed, "niah", h)
         stack = _draw(rng, o, [depths[i % len(depths)] for i in indexes])
@@ -136,7 +137,7 @@ def load_niah(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversa
                 value=random_value(r, o["type_needle_v"])))
         else:
             src = source
-        stacks.append(_build(ctx, budget, tokens, src, stack, h, indexes, kind))
+        stacks.append(_build(ctx, budget, tokens, src, stack, h, indexes, kind, calibration))
     # deepest needle first: the haystacks of one length are the same text up to their
     # needles, so each prompt shares with the one before it everything above its own
     # needle, which a backend that keeps its last prompt (llama.cpp) does not prefill again
@@ -145,7 +146,7 @@ def load_niah(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversa
 
 
 def _build(ctx: TaskContext, budget: Budget, tokens: Tokens, source: Any, stack: _Haystack, h: int,
-           indexes: list[int], kind: str) -> list[Conversation]:
+           indexes: list[int], kind: str, calibration: Calibration) -> list[Conversation]:
     o = ctx.options
     joiner = source.joiner
     overheads = [tokens.prompt(user_messages(q["user"], "")) for q in stack.queries]
@@ -165,7 +166,7 @@ def _build(ctx: TaskContext, budget: Budget, tokens: Tokens, source: Any, stack:
         placed = assemble(units, inserts, joiner)
         return placed, tokens.prompt(user_messages(stack.queries[longest]["user"], placed.context))
 
-    fitted = fit_to_length(make, budget.prompt_target, first, budget.close)
+    fitted = fit_to_length(make, budget.prompt_target, first, budget.close, calibration=calibration)
     if fitted is None or budget.prompt_target - fitted.prompt_tokens > budget.tolerance:
         raise _too_short(budget, source, first)
     placed = fitted.value

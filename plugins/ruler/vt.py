@@ -23,7 +23,7 @@ from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
 from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages
-from .haystack import DEPTHS, Tokens, Unit, depth_index, fit_to_length
+from .haystack import DEPTHS, Calibration, Tokens, Unit, depth_index, fit_to_length
 from .sources import haystack_source
 
 __all__ = ["VT_ANSWER_PREFIX", "VT_TEMPLATE", "generate_chains", "load_vt"]
@@ -132,6 +132,7 @@ def load_vt(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversati
     source = haystack_source(ctx, tokens, kind)
     icl, icl_hops = _icl_example(ctx, tokens, source)
     out: list[Conversation] = []
+    calibration = Calibration()
     for h, (index,) in sample_plan(ctx, budget.label, 1):
         rng = rng_for(ctx.seed, "vt", index)
         variables, chains = generate_chains(rng, o["num_chains"], o["num_hops"])
@@ -158,7 +159,7 @@ def load_vt(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversati
             context = _hide(units, chains, kind, rng_for(ctx.seed, "vt", index, f"positions/{hay_budget}"))
             return context, tokens.prompt(user_messages(user, context))
 
-        fitted = fit_to_length(make, budget.prompt_target, first, budget.close)
+        fitted = fit_to_length(make, budget.prompt_target, first, budget.close, calibration=calibration)
         if fitted is None or budget.prompt_target - fitted.prompt_tokens > budget.tolerance:
             raise UserError(f"could not build a sample within 1% of {budget.describe()}", field=budget.field)
         question = body.split(CONTEXT_SLOT, 1)[1].strip()
