@@ -76,9 +76,10 @@ class RulerTaskType(TaskType):
     """One RULER task: the options of its script, and the loader that builds its samples."""
 
     def __init__(self, options_schema: dict[str, Any],
-                 loader: Callable[[TaskContext, Budget, Tokens], list[Conversation]]) -> None:
+                 loader: Callable[[TaskContext, Budget, Tokens], list[Conversation]], doc: str) -> None:
         self.options_schema = options_schema
         self._loader = loader
+        self.description = doc  # what `lceval plugins` says of this type
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         check_splits(ctx)
@@ -87,8 +88,12 @@ class RulerTaskType(TaskType):
 
 
 TASK_TYPES: dict[str, Callable[[], RulerTaskType]] = {
-    "ruler_niah": lambda: RulerTaskType(NIAH_OPTIONS, load_niah),
-    "ruler_vt": lambda: RulerTaskType(VT_OPTIONS, load_vt),
-    "ruler_cwe": lambda: RulerTaskType(CWE_OPTIONS, load_cwe),
-    "ruler_fwe": lambda: RulerTaskType(FWE_OPTIONS, load_fwe),
+    "ruler_niah": lambda: RulerTaskType(NIAH_OPTIONS, load_niah, "RULER needle in a haystack (NVIDIA/RULER "
+                                        "scripts/data/synthetic/niah.py): single, multi-key, multi-value, multi-query."),
+    "ruler_vt": lambda: RulerTaskType(VT_OPTIONS, load_vt, "RULER variable tracking (scripts/data/synthetic/"
+                                      "variable_tracking.py): every variable a chain of assignments gives a value."),
+    "ruler_cwe": lambda: RulerTaskType(CWE_OPTIONS, load_cwe, "RULER common words extraction (scripts/data/synthetic/"
+                                       "common_words_extraction.py): the most common words of a numbered list."),
+    "ruler_fwe": lambda: RulerTaskType(FWE_OPTIONS, load_fwe, "RULER frequent words extraction (scripts/data/synthetic/"
+                                       "freq_words_extraction.py): the three most frequent words of a Zipf text."),
 }
