@@ -37,6 +37,9 @@ SOURCE: dict[str, Any] = {
         "revision": {"type": ["string", "null"], "minLength": 1, "default": None,
                      "description": "The Hub commit to read (a 40-hex commit pins it; a branch or tag is resolved "
                                     "to its commit, which the manifest records)."},
+        "name": {"type": ["string", "null"], "minLength": 1, "default": None,
+                 "description": "With `path` and no `data_files`: the config whose files of `split` to read, as the "
+                                "dataset card (README.md `configs:`) declares them (default: its default config)."},
         "data_files": {"anyOf": [{"type": "string", "minLength": 1},
                                  {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}],
                        "description": "The file(s) to read (globs allowed for local files). Local paths are "
@@ -45,7 +48,8 @@ SOURCE: dict[str, Any] = {
         "builder": {"enum": ["json", "parquet", "csv", None], "default": None,
                     "description": "The `datasets` builder (default: from the file extension; .jsonl is json)."},
         "split": {"type": "string", "minLength": 1, "default": "train",
-                  "description": "The split name the rows get (`split` in every sample's metadata)."},
+                  "description": "The split to read of a config (`name`), and the name the rows' split gets "
+                                 "(`split` in every sample's metadata)."},
         "where": {"type": "object", "default": {},
                   "additionalProperties": {"type": ["string", "number", "boolean", "array"]},
                   "description": "Keep only rows whose field equals the value (or one of a list of values), "

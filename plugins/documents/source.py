@@ -10,7 +10,8 @@ Two kinds of source, one reader:
   is not there is an error naming it, never a silent "latest cached version"), then read
   with the same builders.
 
-`zip://INNER::ARCHIVE` reads one file inside an archive (LongBench's `data.zip`): the
+A Hub dataset's config (`name`, with `split`) stands for the files its dataset card declares
+(`hub.config_files`). `zip://INNER::ARCHIVE` reads one file inside an archive (LongBench's `data.zip`): the
 archive is found (or fetched) and recorded like any other file. Every file read goes
 through `ctx.record_file` (its sha256 into the manifest) and the source - repository,
 resolved commit, files, the `datasets` fingerprint - through `ctx.record_source`.
@@ -19,7 +20,6 @@ resolved commit, files, the `datasets` fingerprint - through `ctx.record_source`
 from __future__ import annotations
 
 import glob
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +29,11 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.io import quote
 
+from .hub import commit_of, config_files, hub_file
+
 BUILDERS = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet", ".csv": "csv"}
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 INSTALL_HINT = "pip install 'lceval[documents]'"
-#: a revision that pins a commit
-COMMIT = 40
 
 
 @dataclass
@@ -44,13 +44,6 @@ class Opened:
     label: str  # the file(s) or repo@revision, for messages
     files: list[Path] = field(default_factory=list)  # local files read (recorded)
     record: dict[str, Any] = field(default_factory=dict)  # what record_source keeps
-
-
-def offline() -> bool:
-    """The Hub is off limits: HF_HUB_OFFLINE or HF_DATASETS_OFFLINE set (read now, not when
-    huggingface_hub was imported, so a command's environment decides)."""
-    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-               for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
 def _import_datasets() -> Any:
@@ -116,65 +109,20 @@ def _local(entry: str, ctx: TaskContext) -> list[Path]:
     raise UserError(f"data file {quote(entry)} not found{where}", field="options.source.data_files")
 
 
-def _hub_cache_snapshot(repo: str, revision: str) -> bool:
-    """Whether the Hub cache holds anything of `revision` of the dataset repo `repo`."""
-    from huggingface_hub import constants
-
-    root = Path(constants.HF_HUB_CACHE) / f"datasets--{repo.replace('/', '--')}"
-    if len(revision) == COMMIT and (root / "snapshots" / revision).is_dir():
-        return True
-    return (root / "refs" / revision).is_file()
-
-
-def _hub_file(repo: str, revision: str, filename: str) -> Path:
-    """`filename` of the Hub dataset `repo` at `revision`, from the Hub cache (fetched first
-    when online). Offline, a revision or file that is not cached is an error naming it."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError,
-                                        RepositoryNotFoundError, RevisionNotFoundError)
-
-    local_only = offline()
-    try:
-        return Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", revision=revision,
-                                    local_files_only=local_only))
-    except LocalEntryNotFoundError:
-        if not _hub_cache_snapshot(repo, revision):
-            why = ("the Hub is offline (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)" if local_only
-                   else "the Hub could not be reached")
-            raise UserError(f"revision {quote(revision)} of dataset {repo} is not in the local Hugging Face cache "
-                            f"and {why}", field="options.source.revision",
-                            hint="Fetch it once online (lceval validate SPEC downloads it), or pin a revision "
-                                 "the cache holds.") from None
-        raise UserError(f"file {quote(filename)} of {repo} at revision {revision} is not in the local Hugging Face "
-                        "cache and the Hub cannot be asked", field="options.source.data_files") from None
-    except RevisionNotFoundError:
-        raise UserError(f"dataset {repo} has no revision {quote(revision)}", field="options.source.revision") from None
-    except RepositoryNotFoundError:
-        raise UserError(f"no dataset repository {quote(repo)} on the Hugging Face Hub (or it is private)",
-                        field="options.source.path") from None
-    except EntryNotFoundError:
-        raise UserError(f"dataset {repo} has no file {quote(filename)} at revision {revision}",
-                        field="options.source.data_files") from None
-    except HfHubHTTPError as exc:
-        raise UserError(f"the Hugging Face Hub refused {repo}/{filename}@{revision}: {exc}",
-                        field="options.source.path") from None
-
-
-def _commit_of(path: Path) -> str | None:
-    """The commit a Hub cache path is a snapshot of (`.../snapshots/<commit>/<file>`)."""
-    parts = path.parts
-    if "snapshots" in parts:
-        i = len(parts) - 1 - parts[::-1].index("snapshots")
-        if i + 1 < len(parts):
-            return parts[i + 1]
-    return None
-
-
 def open_source(source: dict[str, Any], ctx: TaskContext) -> Opened:
     """Find (or fetch) the source's files, record them and open them as one `datasets.Dataset`."""
-    entries = _entries(source)
-    builder = builder_of(entries, source.get("builder"))
     repo, revision = source.get("path"), source.get("revision")
+    if repo and revision and source.get("name") is not None and source.get("data_files"):
+        raise UserError("a config's name picks its files: give options.source.name or data_files, not both",
+                        field="options.source.name")
+    if repo and revision and not source.get("data_files"):
+        entries = config_files(repo, revision, source.get("name"), source.get("split") or "train")
+    else:
+        if source.get("name") is not None and not repo:
+            raise UserError("a config name belongs to a Hub dataset: options.source.path is not set",
+                            field="options.source.name")
+        entries = _entries(source)
+    builder = builder_of(entries, source.get("builder"))
     local: list[str] = []
     files: list[Path] = []
     commits: set[str] = set()
@@ -188,8 +136,8 @@ def open_source(source: dict[str, Any], ctx: TaskContext) -> Opened:
             if glob.has_magic(inner):
                 raise UserError(f"a Hub data file cannot be a glob ({quote(entry)}): name each file",
                                 field="options.source.data_files")
-            path = _hub_file(repo, revision, inner)
-            commit = _commit_of(path)
+            path = hub_file(repo, revision, inner)
+            commit = commit_of(path)
             if commit:
                 commits.add(commit)
             files.append(path)
@@ -230,7 +178,8 @@ def open_source(source: dict[str, Any], ctx: TaskContext) -> Opened:
                               "fingerprint": getattr(dataset, "_fingerprint", None)}
     if repo:
         resolved = sorted(commits)[0] if len(commits) == 1 else revision
-        record = {"dataset": repo, "revision": resolved, "requested_revision": revision, **record}
+        record = {"dataset": repo, "name": source.get("name"), "revision": resolved, "requested_revision": revision,
+                  **record}
     if source.get("where"):
         record["where"] = source["where"]
     ctx.record_source(record)

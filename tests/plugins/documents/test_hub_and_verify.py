@@ -89,3 +89,79 @@ def test_verify_checks_the_recorded_revision(longbench_v2_run, tmp_path):
     assert not v.ok
     assert any(f"data source {REPO} ['data.json']: the run recorded revision {'c' * 40}, this machine read {COMMIT}"
                in p for p in v.problems), v.problems
+
+
+CARD = """---
+license: mit
+configs:
+- config_name: easy
+  default: true
+  data_files:
+  - split: test
+    path: easy/test-*.parquet
+- config_name: hard
+  data_files:
+  - split: test
+    path: hard/test-*.parquet
+  - split: dev
+    path: hard/dev.parquet
+---
+# A dataset
+"""
+
+
+def _card_repo(hub: Path) -> None:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def parquet(prefix: str, n: int) -> bytes:
+        out = io.BytesIO()
+        pq.write_table(pa.table({"id": [f"{prefix}{i}" for i in range(n)], "context": [f"Text {prefix}{i}. " * 3
+                                                                                      for i in range(n)],
+                                 "question": ["Q?"] * n, "answer": ["A"] * n}), out)
+        return out.getvalue()
+
+    put_in_hub_cache(hub, "someone/cards", "d" * 40, {"README.md": CARD.encode(), "easy/test-00000.parquet":
+                                                      parquet("e", 2), "easy/test-00001.parquet": parquet("f", 1),
+                                                      "hard/test-00000.parquet": parquet("h", 3),
+                                                      "hard/dev.parquet": parquet("v", 1)})
+
+
+@pytest.mark.parametrize("name,split,ids", [(None, "test", ["e0", "e1", "f0"]), ("hard", "test", ["h0", "h1", "h2"]),
+                                            ("hard", "dev", ["v0"])])
+def test_a_config_of_a_hub_dataset_is_the_files_its_card_declares(tmp_path, _isolated_hf, name, split, ids):
+    from lceval.interfaces import TaskContext
+    from lceval_plugins.documents.task import DocumentsTaskType
+
+    from tests.conftest import complete
+
+    _card_repo(_isolated_hf / "hub")
+    files, sources = [], []
+    options = {"source": {"path": "someone/cards", "revision": "d" * 40, "name": name, "split": split},
+               "fields": {"id": "id"}}
+    ctx = TaskContext(spec={"options": complete(DocumentsTaskType(), options)}, spec_path=tmp_path / "s.yaml",
+                      data_home=tmp_path, splits=None, limit=None, record_file=files.append,
+                      record_source=sources.append)
+    convs = DocumentsTaskType().load(ctx)
+    assert [c.conv_id for c in convs] == [f"{split}/{i}" for i in ids]
+    assert sources[0]["revision"] == "d" * 40 and sources[0]["name"] == name and len(files) == len(sources[0]["data_files"])
+
+
+@pytest.mark.parametrize("source,needle", [
+    ({"name": "medium"}, "unknown config of someone/cards 'medium' (known: easy, hard)"),
+    ({"name": "easy", "split": "dev"}, "unknown split of someone/cards config 'easy' 'dev' (known: test)"),
+    ({"name": "easy", "data_files": "x.json"}, "give options.source.name or data_files, not both"),
+])
+def test_a_config_or_split_the_card_lacks_is_named(tmp_path, _isolated_hf, capsys, source, needle):
+    from lceval.cli import main
+
+    from .conftest import write_spec
+
+    _card_repo(_isolated_hf / "hub")
+    spec = write_spec(tmp_path, {"source": {"path": "someone/cards", "revision": "d" * 40, "split": "test", **source},
+                                 "fields": {"id": "id"}})
+    assert main(["validate", str(spec)]) == 2
+    out = capsys.readouterr().out
+    assert needle in out and f"{spec}:" in out
