@@ -34,7 +34,7 @@ def _num(text: str) -> float:
 
 def run_report(run: Any, threshold: float | None = None) -> dict[str, Any]:
     """The report of one finished run (`lceval.types.FinishedRun`)."""
-    from lceval.results import length_curves
+    from lceval.results import length_curves, run_model_name
 
     tasks = {name: entry for name, entry in run.results.get("tasks", {}).items()
              if entry.get("type") in TASK_TYPES}
@@ -56,7 +56,7 @@ def run_report(run: Any, threshold: float | None = None) -> dict[str, Any]:
             depth_tables[base] = table
     if len(depth_tables) >= 2:
         depth_tables["mean"] = _mean_table(list(depth_tables.values()))
-    return {"run": str(run.path), "run_id": run.run_id, "model": run.model, "curves": curves,
+    return {"run": str(run.path), "run_id": run.run_id, "model": run_model_name(run), "curves": curves,
             "depth_tables": depth_tables}
 
 
