@@ -138,9 +138,10 @@ def load_niah(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversa
         else:
             src = source
         stacks.append(_build(ctx, budget, tokens, src, stack, h, indexes, kind, calibration))
-    # deepest needle first: the haystacks of one length are the same text up to their
-    # needles, so each prompt shares with the one before it everything above its own
-    # needle, which a backend that keeps its last prompt (llama.cpp) does not prefill again
+    # ordered by depth: the haystacks of one length are the same text up to their first
+    # needle, so two prompts in a row share everything above the shallower of their needles
+    # (all of it between two samples at one depth), which a backend that keeps its last
+    # prompt (llama.cpp) does not prefill again; sorted is the order that shares the most
     stacks.sort(key=lambda convs: -max(c.turns[0].metadata["depth"] for c in convs))
     return [conv for convs in stacks for conv in convs]
 
