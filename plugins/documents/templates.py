@@ -41,9 +41,13 @@ def _environment() -> Any:
     global _ENV
     if _ENV is not None:
         return _ENV
-    from jinja2 import StrictUndefined
-    from jinja2.exceptions import SecurityError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    try:
+        from jinja2 import StrictUndefined
+        from jinja2.exceptions import SecurityError
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        raise UserError("the documents task type renders its prompts with Jinja2, which is not installed",
+                        field="options.prompt", hint="Run: pip install 'lceval[documents]'") from None
 
     class BoundedEnvironment(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset(["*", "**", "%"])

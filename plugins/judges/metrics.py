@@ -127,14 +127,19 @@ def first_line(text: str) -> str:
 class MetricJudge(Judge):
     """A reference metric: `score(prediction, references, item)` gives a 0-1 value (as the
     benchmark's own function does) and what explains it; the judge reports it x 100. Options
-    are checked (and defaulted) by the engine against `OPTIONS` before the factory runs."""
+    are checked (and defaulted) by the engine against `OPTIONS` before the class is built, and
+    again here (a no-op on checked options), so building one directly checks them too."""
 
     name = "metric"
     scale = (0.0, 100.0)
     version = 1
     OPTIONS: dict[str, Any] = metric_options()
 
-    def __init__(self, options: dict[str, Any]) -> None:
+    def __init__(self, options: "JudgeContext | dict[str, Any]") -> None:
+        """The class is its own factory: the engine calls it with a `JudgeContext`; code may
+        pass the options mapping."""
+        if isinstance(options, JudgeContext):
+            options = options.options
         self.options = check_options(self.OPTIONS, options, what=f"judge '{self.name}'",
                                      field_prefix="judge.options.")
 
@@ -153,11 +158,6 @@ class MetricJudge(Judge):
     def identity(self) -> dict[str, Any]:
         return {"judge": self.name, "version": self.version, **self.options}
 
-    @classmethod
-    def factory(cls, ctx: JudgeContext) -> "MetricJudge":
-        return cls(ctx.options)
-
-
 @hookimpl
 def register_judges(register: Callable[..., None]) -> None:
     from .metrics_choice import ChoiceJudge
@@ -167,4 +167,4 @@ def register_judges(register: Callable[..., None]) -> None:
     register("string_match", make_string_match, options_schema=STRING_MATCH_OPTIONS)
     for cls in (ExactMatchJudge, F1Judge, RougeLJudge, CodeSimJudge, ClassificationJudge, ChoiceJudge,
                 NumericJudge, WordMatchJudge):
-        register(cls.name, cls.factory, options_schema=cls.OPTIONS)
+        register(cls.name, cls, options_schema=cls.OPTIONS)

@@ -122,7 +122,7 @@ class NumericJudge(MetricJudge):
                                              "reference (LongBench's 'Paragraph (\\d+)')."},
     })
 
-    def __init__(self, options: dict[str, Any]) -> None:
+    def __init__(self, options: Any) -> None:
         super().__init__(options)
         pattern = self.options["reference_pattern"]
         try:

@@ -100,7 +100,7 @@ class RougeLJudge(MetricJudge):
         "use_stemmer": {"type": "boolean", "default": False, "description": "Porter-stem words before matching."},
     })
 
-    def __init__(self, options: dict[str, Any]) -> None:
+    def __init__(self, options: Any) -> None:
         super().__init__(options)
         try:
             from rouge_score import rouge_scorer
