@@ -130,7 +130,8 @@ def load_cwe(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversat
         # the words in the order they would be drawn: a list of n distinct words is the first n
         order = rng.sample(base, len(base))
         if extra is not None:
-            order += [w for w in rng.sample(extra, len(extra)) if w not in set(order)]
+            known = set(order)
+            order += [w for w in rng.sample(extra, len(extra)) if w not in known]
         prefix = [0]  # tokens of the first k words, each listed as often as it will be
 
         def list_cost(n: int) -> int:

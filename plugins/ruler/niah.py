@@ -138,7 +138,7 @@ def load_niah(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversa
         else:
             src = source
         stacks.append(_build(ctx, budget, tokens, src, stack, h, indexes, kind, calibration))
-    # ordered by depth: the haystacks of one length are the same text up to their first
+    # ordered by depth: noise and essay haystacks of one length are the same text up to their first
     # needle, so two prompts in a row share everything above the shallower of their needles
     # (all of it between two samples at one depth), which a backend that keeps its last
     # prompt (llama.cpp) does not prefill again; sorted is the order that shares the most

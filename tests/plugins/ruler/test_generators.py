@@ -191,10 +191,11 @@ def test_variable_tracking_hides_the_chain_and_asks_for_its_variables():
 
 def test_common_words_are_listed_most_often_and_frequent_words_follow_zipf():
     cwe = load("ruler_cwe", {}, 4096, limit=1)[0]
-    listed = re.findall(r"\d+\. (\S+(?: \S+)?)(?= \d+\.|$)", cwe.context)
+    numbers = [int(n) for n in re.findall(r"(?:^| )(\d+)\. ", cwe.context)]
     counts = Counter(re.findall(r"(?:^| )\d+\. (.+?)(?= \d+\. |$)", cwe.context))
     common = cwe.turns[0].metadata["references"]
-    assert len(common) == 10 and listed and all(counts[w] == 30 for w in common)
+    assert numbers == list(range(1, sum(counts.values()) + 1))  # "1. word 2. word ..." as RULER numbers it
+    assert len(common) == 10 and all(counts[w] == 30 for w in common)
     assert set(counts.values()) == {30, 3}
     short = load("ruler_cwe", {}, 2048, limit=1)[0]  # below 4k RULER lists them 6 times and 1
     assert set(Counter(re.findall(r"(?:^| )\d+\. (.+?)(?= \d+\. |$)", short.context)).values()) == {6, 1}
