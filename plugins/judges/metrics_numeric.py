@@ -14,7 +14,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.types import JudgeInput
 
-from .metrics import MetricJudge, metric_options
+from .metric_base import MetricJudge, metric_options
 
 
 def first_int_match(prediction: str) -> str:

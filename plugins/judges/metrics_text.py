@@ -14,7 +14,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.types import JudgeInput
 
-from .metrics import MetricJudge, metric_options
+from .metric_base import MetricJudge, metric_options
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
