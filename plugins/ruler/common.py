@@ -102,7 +102,9 @@ def budget_of(ctx: TaskContext, tokens: Tokens) -> Budget:
     window = tokens.backend.context_window
     if window and length > window:
         raise UserError(f"length {label} ({length:,} tokens) is past the model's window of {window:,} tokens",
-                        field=field, hint="Give lengths up to the window, or a model (or n_ctx) with a larger one.")
+                        field=field, hint=("Give --context-lengths up to the window" if ctx.context_length else
+                                           f"Give --context-lengths up to {tokens_label(window)}, or "
+                                           f"--set options.length=N") + ", or a model (or n_ctx) with a larger window.")
     target = length - generate
     if window:
         # the context policy keeps SAFETY_MARGIN tokens free beside the answer; twice that

@@ -278,3 +278,33 @@ def test_splits_are_refused():
     with pytest.raises(UserError) as err:
         load("ruler_niah", {"haystack": "noise"}, 1024, splits=["dev"])
     assert err.value.field == "--split"
+
+
+class Counting(ScriptedModel):
+    """Counts the tokens it is asked to tokenize and the prompts it is asked to count."""
+
+    def __init__(self, window: int = 8192) -> None:
+        super().__init__(window=window)
+        self.tokenized = 0  # words passed to tokenize
+        self.prompts = 0  # calls of count_tokens on a whole prompt (more than 500 words)
+
+    def tokenize(self, text):
+        self.tokenized += len(text.split())
+        return super().tokenize(text)
+
+    def count_tokens(self, messages):
+        self.prompts += sum(len(m.content.split()) for m in messages) > 500
+        return super().count_tokens(messages)
+
+
+def test_the_haystack_is_tokenized_once_and_each_sample_counted_about_once(tmp_path):
+    essay = str(essay_folder(tmp_path, sentences=6000))
+    model = Counting()
+    load("ruler_niah", {"haystack": "essay", "essay": essay, "num_samples": 40}, 4096, model=model, limit=40)
+    first = model.tokenized
+    assert 4096 <= first < 4096 + 2000  # the sentences of the first 4k tokens, once, and the needles
+    assert model.prompts <= 40 + 3  # one count of each prompt, a second for the first sample or two
+    model.prompts = 0
+    load("ruler_niah", {"haystack": "essay", "essay": essay, "num_samples": 40}, 8192, model=model, limit=40)
+    # the next length tokenizes only the sentences it adds (the source is kept for the run)
+    assert model.tokenized - first < 4096 + 2000 and model.prompts <= 40 + 3
