@@ -35,7 +35,7 @@ from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
 from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages
-from .haystack import DEPTHS, Calibration, LineSource, Tokens, assemble, depth_index, fit_to_length
+from .haystack import DEPTHS, Calibration, EssaySource, LineSource, Tokens, assemble, depth_index, fit_to_length
 from .sources import haystack_source
 from .wordlists import ADJECTIVES, NOUNS
 
@@ -156,8 +156,9 @@ def _build(ctx: TaskContext, budget: Budget, tokens: Tokens, source: Any, stack:
     first = budget.prompt_target - overheads[longest] - needle_tokens
     if first <= 0:
         n = len(stack.needles)
+        option = "num_needle_v" if o["num_needle_v"] > o["num_needle_k"] else "num_needle_k"
         raise short_of(budget, f"the instructions and {n} needle(s) take {overheads[longest] + needle_tokens:,} "
-                       f"tokens, leaving no room for a haystack", "options.num_needle_k", o["num_needle_k"])
+                       f"tokens, leaving no room for a haystack", f"options.{option}", o[option])
     if source.available(first + budget.tolerance) < first:
         raise _too_short(budget, source, first)
 
@@ -187,8 +188,9 @@ def _depth_value(depth: float) -> int | float:
 
 
 def _too_short(budget: Budget, source: Any, needed: int) -> UserError:
-    name = getattr(source, "name", "the haystack")
+    if not isinstance(source, EssaySource):  # noise and distractor lines never run out
+        return UserError(f"could not build a sample within 1% of {budget.describe()}", field=budget.field)
     have = source.available(needed + budget.tolerance)
-    return UserError(f"the haystack ({name}) holds {have:,} of the model's tokens, fewer than the {needed:,} a "
-                     f"sample needs at {budget.describe()}", field="options.essay",
+    return UserError(f"the haystack ({source.name}) holds {have:,} of the model's tokens, fewer than the {needed:,} "
+                     f"a sample needs at {budget.describe()}", field="options.essay",
                      hint="Point options.essay at more text, or give a shorter length.")
