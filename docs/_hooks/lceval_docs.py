@@ -1,0 +1,331 @@
+"""MkDocs hook: the pages that must follow the code are generated from it at build time.
+
+- `tasks/catalog.md`: every built-in task of `lceval tasks`, read through lceval's public
+  API (`lceval.engine.load_plugins`, `load_catalog`): its setting, paper, type, dataset,
+  splits, judge, metrics, default context policy, and the suites that hold it.
+- `api/<module>.md`: the API reference of each public module (`API_MODULES`), rendered from
+  its docstrings by mkdocstrings.
+- `contributing.md`: CONTRIBUTING.md from the repository root, so the plugin author's guide
+  and the conventions are one text, in the site and on GitHub.
+- `<!-- lceval-options: KIND NAME -->` in a page becomes the table of that plugin's typed
+  options (`lceval.options.describe` of its `options_schema`), what `lceval plugins NAME`
+  prints; an unknown plugin fails the build.
+- "paper 000" ... "paper 003" in generated text (spec descriptions, CONTRIBUTING) become
+  citation links to the references page; hand-written pages cite directly.
+
+It also lays out `build/griffe/lceval`, a link to `src/core`, so that mkdocstrings (griffe)
+finds the import package `lceval`, whose folder is not named like it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: the four papers: how the docs cite them and their anchor on references.md
+PAPERS = {
+    "000": ("Thonet et al., 2024a", "thonet-2024a"),
+    "001": ("Thonet et al., 2024b", "thonet-2024b"),
+    "002": ("Laban et al., 2024", "laban-2024"),
+    "003": ("Gong et al., 2024", "gong-2024"),
+}
+#: a spec's `citation:` names its paper by first author; the extended ELITR-Bench paper is
+#: told apart by the description (the noise tasks say "paper 001")
+FIRST_AUTHORS = {"Thonet": "000", "Laban": "002", "Gong": "003"}
+PAPER_RE = re.compile(r"\b[Pp]apers? (00[0-3])\b")
+OPTIONS_RE = re.compile(r"^<!-- lceval-options: ([a-z-]+) ([A-Za-z0-9_.:-]+) -->$", re.M)
+#: task folders described on a page not named after them (the others: docs/tasks/<folder>.md)
+BENCHMARK_PAGES = {"longbench_v2": "tasks/longbench.md", "infinitebench": "tasks/longbench.md"}
+LIST_RE = re.compile(r"^<!-- lceval-plugins: ([a-z-]+) -->$", re.M)
+#: the API reference: one page per public module (CONTRIBUTING, "The public API"), each the
+#: module's docstrings through mkdocstrings; mkdocs.yml's nav lists the same pages
+API_MODULES = ("lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.options",
+               "lceval.hookspecs", "lceval.judging", "lceval.tokens", "lceval.hf_tokens", "lceval.stats",
+               "lceval.safeio", "lceval.io", "lceval.results", "lceval.analysis", "lceval.report",
+               "lceval.engine")
+
+
+def _rel(from_page: str, target: str) -> str:
+    return posixpath.relpath(target, posixpath.dirname(from_page) or ".")
+
+
+def cite(text: str, page: str) -> str:
+    """'paper 000' -> '[Thonet et al., 2024a](../references.md#thonet-2024a)' (relative to `page`)."""
+    def link(m: re.Match) -> str:
+        label, anchor = PAPERS[m.group(1)]
+        return f"[{label}]({_rel(page, 'references.md')}#{anchor})"
+    return PAPER_RE.sub(link, text)
+
+
+def _plugins():
+    from lceval.engine import load_plugins
+    return load_plugins()
+
+
+# ---------------------------------------------------------------- griffe's view of lceval
+def on_startup(command: str, dirty: bool) -> None:
+    """Before any plugin reads its configuration: mkdocstrings drops search paths that do
+    not exist yet, so the link must be there before its on_config."""
+    link = ROOT / "build" / "griffe" / "lceval"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            link.symlink_to(ROOT / "src" / "core", target_is_directory=True)
+        except OSError:  # no symlinks (Windows without the privilege): a copy will do
+            shutil.copytree(ROOT / "src" / "core", link, symlinks=False)
+
+
+# ---------------------------------------------------------------- generated pages
+def on_files(files: Files, config: Any) -> Files:
+    plugins = _plugins()
+    pages = {f.src_uri for f in files.documentation_pages()}
+    files.append(File.generated(config, "tasks/catalog.md", content=task_catalog(plugins, pages, config)))
+    files.append(File.generated(config, "contributing.md", content=contributing()))
+    for module in API_MODULES:
+        files.append(File.generated(config, f"api/{module}.md", content=api_page(module)))
+    return files
+
+
+def api_page(module: str) -> str:
+    """A module's reference; a module it exports by name (`lceval.report.charts`) gets a
+    section of its own, since mkdocstrings renders no submodule inside its parent."""
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(module)
+    out = [f"# `{module}`", "", f"::: {module}", ""]
+    for name in getattr(mod, "__all__", []):
+        if inspect.ismodule(getattr(mod, name, None)):
+            out += [f"::: {module}.{name}", "    options:", "      show_root_heading: true", ""]
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    uri = page.file.src_uri
+    if uri == "contributing.md":
+        markdown = cite(markdown, uri)
+    if OPTIONS_RE.search(markdown) or LIST_RE.search(markdown):
+        plugins = _plugins()
+        markdown = OPTIONS_RE.sub(lambda m: options_table(plugins, m.group(1), m.group(2)), markdown)
+        markdown = LIST_RE.sub(lambda m: cite(plugins_table(plugins, m.group(1)), uri), markdown)
+    return markdown
+
+
+def contributing() -> str:
+    """CONTRIBUTING.md as a page: links into the repository become plain paths (the site
+    holds only docs/), links into docs/ become site links."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+
+    def fix(m: re.Match) -> str:
+        label, target = m.group(1), m.group(2)
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            return m.group(0)
+        if target.startswith("docs/"):
+            return f"[{label}]({target[len('docs/'):]})"
+        return f"{label} (`{target}` in the repository)"
+    return re.sub(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)", fix, text)
+
+
+# ---------------------------------------------------------------- option tables
+KIND_TABLES = {"model": "models", "backend": "models", "judge": "judges", "pairwise-judge": "pairwise_judges",
+               "retriever": "retrievers", "task-type": "task_types"}
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def options_table(plugins: Any, kind: str, name: str) -> str:
+    from lceval.options import describe, options_schema_of
+
+    if kind not in KIND_TABLES:
+        raise ValueError(f"lceval-options: unknown kind '{kind}' (known: {', '.join(KIND_TABLES)})")
+    table = getattr(plugins, KIND_TABLES[kind])
+    if name not in table:
+        raise ValueError(f"lceval-options: no {kind} '{name}' is registered (known: {', '.join(sorted(table))})")
+    value = table[name]
+    schema = value.options_schema if kind == "task-type" else options_schema_of(value)
+    rows = describe(schema)
+    if not rows:
+        return f"*The {kind} `{name}` takes no options.*"
+    out = ["| option | type | default | what |", "| --- | --- | --- | --- |"]
+    for r in rows:
+        default = "" if r.default == "-" else f"`{_cell(r.default)}`"
+        out.append(f"| `{r.name}` | {_cell(r.type)} | {default} | {_cell(r.description)} |")
+    return "\n".join(out)
+
+
+def _summary(value: Any) -> str:
+    """The first paragraph of what documents a registered factory or class (its module's
+    docstring for a function, which says what the plugin is; else the class's)."""
+    import inspect
+
+    target = getattr(value, "factory", value)
+    module = inspect.getmodule(target)
+    doc = ((module.__doc__ if module else None) or target.__doc__) if inspect.isfunction(target) \
+        else (target.__doc__ or (module.__doc__ if module else None))
+    return inspect.cleandoc(doc or "").split("\n\n")[0].replace("\n", " ")
+
+
+def plugins_table(plugins: Any, kind: str) -> str:
+    """Every built-in plugin of one kind: its name, what it is, the options it takes."""
+    from lceval.options import describe, options_schema_of
+
+    if kind not in KIND_TABLES:
+        raise ValueError(f"lceval-plugins: unknown kind '{kind}' (known: {', '.join(KIND_TABLES)})")
+    infos = {i.name: i for i in plugins.infos}
+    table = getattr(plugins, KIND_TABLES[kind])
+    out = [f"| {kind} | what | options |", "| --- | --- | --- |"]
+    for name in sorted(table):
+        owner = infos.get(plugins.owner.get(("model" if kind == "backend" else kind, name), ""))
+        if owner is None or not owner.builtin:
+            continue
+        value = table[name]
+        schema = value.options_schema if kind == "task-type" else options_schema_of(value)
+        options = ", ".join(f"`{r.name}`" for r in describe(schema)) or "none"
+        out.append(f"| `{name}` | {_cell(_summary(value))} | {options} |")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- the task catalog
+def _builtin_specs(plugins: Any, catalog: Any) -> dict[str, Path]:
+    """Tasks of lceval's own catalog and of its built-in plugins (a third-party plugin
+    installed where the site is built does not enter lceval's documentation)."""
+    from importlib import resources
+
+    infos = {i.name: i for i in plugins.infos}
+    roots = [Path(str(resources.files("lceval").joinpath("tasks"))).resolve()]
+    for folder in plugins.spec_dirs:
+        owner = infos.get(plugins.owner.get(("specs", str(folder)), ""))
+        if owner is not None and owner.builtin:
+            roots.append(Path(folder).resolve())
+    return {name: path for name, path in catalog.specs.items()
+            if any(Path(path).resolve().is_relative_to(r) for r in roots)}
+
+
+def _paper_of(spec: Any) -> str | None:
+    described = PAPER_RE.findall(spec.description)
+    if described:
+        return described[0]
+    citation = spec.data.get("citation") or ""
+    return next((n for author, n in FIRST_AUTHORS.items() if citation.startswith(author)), None)
+
+
+def _title(config: Any, page: str) -> str:
+    """A page's first heading (its title in the site)."""
+    path = Path(config["docs_dir"]) / page
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return page
+
+
+def task_catalog(plugins: Any, pages: set[str], config: Any) -> str:
+    from lceval.engine import load_catalog
+
+    page = "tasks/catalog.md"
+    catalog = load_catalog(plugins)
+    specs = _builtin_specs(plugins, catalog)
+    suites_of: dict[str, list[str]] = {}
+    for suite in sorted(catalog.suites):
+        for task in _expand(catalog, suite):
+            suites_of.setdefault(task, []).append(suite)
+    by_folder: dict[str, list[str]] = {}
+    for name, path in specs.items():
+        by_folder.setdefault(Path(path).parent.name, []).append(name)
+
+    out = [
+        "# Task catalog",
+        "",
+        "Every built-in task, as `lceval tasks` lists it; this page is generated from the task specs "
+        "(`tasks/<benchmark>/*.yaml`) each time the site is built, so it cannot drift from them. "
+        "`lceval tasks show NAME` prints one resolved spec. *Splits* are the spec's `splits` "
+        "(all of the dataset's when it names none); *judge* is the spec's default, which "
+        "`--judge` replaces; *metrics* are reported beside the score, with the same groups and "
+        "intervals; *context* is the default context policy (`--context-policy` overrides it; "
+        "see [Long contexts](../context.md)).",
+        "",
+    ]
+    for folder in sorted(by_folder):
+        bench_page = BENCHMARK_PAGES.get(folder, f"tasks/{folder}.md")
+        out += [f"## `{folder}/`", ""]
+        if bench_page in pages:
+            out += [f"How to run these and what they report: [{_title(config, bench_page)}]({_rel(page, bench_page)}).",
+                    ""]
+        names = sorted(by_folder[folder])
+        out += ["| task | setting | type | judge | splits |", "| --- | --- | --- | --- | --- |"]
+        for name in names:
+            spec = catalog.spec(name)
+            splits = ", ".join(spec.splits) if spec.splits else "all"
+            out.append(f"| [`{name}`](#{name}) | {cite(_cell(spec.description), page)} | `{spec.type}` "
+                       f"| `{spec.judge.name}` | {splits} |")
+        out.append("")
+        for name in names:
+            out += _task_entry(plugins, catalog.spec(name), suites_of.get(name, []), page)
+    if catalog.suites:
+        out += ["## Suites", "", "`--tasks SUITE` runs every task of a suite (suites may hold suites).", "",
+                "| suite | tasks |", "| --- | --- |"]
+        for suite in sorted(catalog.suites):
+            out.append(f"| `{suite}` | {', '.join(f'`{t}`' for t in catalog.suites[suite])} |")
+        out.append("")
+    if catalog.models:
+        out += ["## Model aliases", "", "| alias | model spec | what |", "| --- | --- | --- |"]
+        for alias in sorted(catalog.models.values(), key=lambda a: a.name):
+            out.append(f"| `{alias.name}` | `{_cell(alias.spec)}` | {_cell(alias.description)} |")
+        out.append("")
+    if catalog.judges:
+        out += ["## Judge presets", "", "`--judge PRESET` is a judge with options set "
+                "(see [Judges](../judges.md)).", "", "| preset | judge | options |", "| --- | --- | --- |"]
+        for preset, entry in sorted(catalog.judges.items()):
+            opts = ", ".join(f"`{k}={v}`" for k, v in entry["options"].items()) or ""
+            out.append(f"| `{preset}` | `{entry['name']}` | {opts} |")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _expand(catalog: Any, name: str) -> list[str]:
+    if name in catalog.suites:
+        return [t for member in catalog.suites[name] for t in _expand(catalog, member)]
+    return [name]
+
+
+def _task_entry(plugins: Any, spec: Any, suites: list[str], page: str) -> list[str]:
+    paper = _paper_of(spec)
+    citation = spec.data.get("citation")
+    if paper:
+        label, anchor = PAPERS[paper]
+        paper_cell = f"[{label}]({_rel(page, 'references.md')}#{anchor})"
+        if citation:
+            paper_cell += f": {_cell(citation)}"
+    else:
+        paper_cell = _cell(citation) if citation else "none (not from a paper)"
+    judge = spec.judge
+    judge_cell = f"`{judge.name}`" + (f" ({', '.join(f'{k}={v}' for k, v in judge.options.items())})"
+                                      if judge.options else "")
+    report = spec.report
+    metrics = ["score"] + list(report.get("metrics") or [])
+    rows = [
+        ("setting", cite(_cell(spec.description), page)),
+        ("paper", paper_cell),
+        ("type", f"`{spec.type}`"),
+        ("dataset", f"`{spec.dataset}`" if spec.dataset else "none"),
+        ("splits", ", ".join(f"`{s}`" for s in spec.splits) if spec.splits else "all of the dataset's"),
+        ("judge", judge_cell),
+        ("metrics", ", ".join(f"`{m}`" for m in metrics)),
+        ("grouped by", f"`{report['group_by']}`" if report.get("group_by") else "nothing (one overall score)"),
+        ("intervals resample", f"`{report['cluster_by']}`" if report.get("cluster_by") else "single items"),
+        ("tests", ", ".join(f"`{t['name']}` ({t['kind']})" for t in report.get("tests", [])) or "none"),
+        ("context", f"`{spec.context.policy}`"),
+        ("suites", ", ".join(f"`{s}`" for s in suites) or "none"),
+    ]
+    out = [f"### `{spec.name}` {{#{spec.name}}}", "", "| | |", "| --- | --- |"]
+    out += [f"| {k} | {v} |" for k, v in rows]
+    return out + [""]
+
