@@ -38,13 +38,14 @@ ICL_TOKENS = 500  # variable_tracking.py main(): the example is made with max_se
 def generate_chains(rng: random.Random, num_chains: int, num_hops: int, is_icl: bool = False
                     ) -> tuple[list[list[str]], list[list[str]]]:
     """variable_tracking.py `generate_chains`: (variables, assignment lines) per chain; the
-    variables are distinct (RULER's loop can keep a repeated name)."""
+    variables are distinct (RULER's loop can keep a repeated name) and never "VAR", which
+    `randomize_icl` would otherwise replace in every line of the example."""
     k = 3 if is_icl else 5
     hops = min(10, num_hops) if is_icl else num_hops
     names: list[str] = []
     while len(names) < (hops + 1) * num_chains:
         name = "".join(rng.choices(string.ascii_uppercase, k=k))
-        if name not in names:
+        if name not in names and name != "VAR":
             names.append(name)
     variables, chains = [], []
     for i in range(0, len(names), hops + 1):
