@@ -19,6 +19,7 @@ from lceval.report._charts import fmt, numeric_order
 from lceval.report._figures import (base_task, breakdown_fields, breakdown_values,
                                     is_variant, unit_of, why_no_interval)
 from lceval.interfaces import ReportContext
+from lceval.results import headline_block
 
 
 def p_text(p: float | None) -> str:
@@ -180,7 +181,7 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
                            f'{escape(why_no_interval(score, unit))}</span></td>')
                 continue
             best = rank == 1
-            ci = "" if groups[t] else " " + _ci_inline(score, unit)
+            ci = " " + _ci_inline(headline_block(score), unit)  # the interval of the headline itself
             badge = ' <span class="best-badge">best</span>' if best else ""
             ranked = f' <span class="rank">rank {rank}/{len(ranks[t])}</span>' if rank else ""
             tds.append(f'<td class="num head{" best" if best else ""}" data-sort="{value:.6g}" data-task="{escape(t)}" '
@@ -196,7 +197,8 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
                        f'{"–" if avg is None else f"{avg:.1f}"}</td>')
         rows.append("<tr>" + "".join(tds) + "</tr>")
     explain = ("Models ordered by rank. Per task: each group's mean score with its 95% interval, then the headline "
-               "the console prints (the mean of the groups' means; without groups, the mean and its interval) with "
+               "the console prints (the mean of the groups' means, its interval resampling meetings within each "
+               "group; without groups, the mean and its interval) with "
                "the model's rank (1 = highest), the best marked. Hover a cell for n; click a score for the task's "
                "section, a header to sort.")
     return f'<p class="desc">{escape(explain)}</p>' + table(head, rows, cls="results overview",
@@ -234,12 +236,7 @@ def task_table(task: str, ctx: ReportContext) -> str:
         unit = unit_of(t.get("cluster_by"))
         cells = [f'<th scope="row">{escape(ctx.labels[i])}</th>']
         cells += [interval_cell((score.get("groups") or {}).get(g), unit=unit) for g in groups]
-        if groups:
-            value = score.get("mean_of_groups")
-            cells.append(f'<td class="num" data-sort="{"" if value is None else f"{value:.6g}"}">{fmt(value)}'
-                         f'<span class="n">n={score.get("n")}</span></td>')
-        else:
-            cells.append(interval_cell(score, unit=unit))
+        cells.append(interval_cell(headline_block(score), unit=unit))  # the console's last row
         seeds = ctx.runs[i].results.get("seeds") or []
         cells.append(f"<td>{escape(seeds_text(seeds, score.get('across_seeds')))}</td>")
         for m in metrics:

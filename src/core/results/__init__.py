@@ -17,11 +17,11 @@ from lceval.results._merge import merge_runs
 from lceval.results._outputs import RESULTS_SCHEMA_VERSION, console_text, format_table, write_run
 from lceval.results._rescore import config_of, rejudge_samples, rescore_run, spec_of
 from lceval.results._run_dir import SAMPLES_MAX_BYTES, load_run, model_name, run_model_name, sample_from_record
-from lceval.results._scoring import cluster_of, detail_value, primary_score, score_task
+from lceval.results._scoring import cluster_of, detail_value, headline_block, primary_score, score_task
 from lceval.types import FinishedRun
 
 __all__ = [
     "RESULTS_SCHEMA_VERSION", "SAMPLES_MAX_BYTES", "FinishedRun", "cluster_of", "config_of", "console_text",
-    "detail_value", "format_table", "length_curves", "load_run", "merge_runs", "model_name", "primary_score", "rejudge_samples",
+    "detail_value", "format_table", "headline_block", "length_curves", "load_run", "merge_runs", "model_name", "primary_score", "rejudge_samples",
     "rescore_run", "run_model_name", "sample_from_record", "score_task", "spec_of", "write_run",
 ]

@@ -8,10 +8,10 @@ still exceeds a threshold, 85.6 = Llama-2-7B at 4k by default in its tables; her
 `report.effective_length_threshold`, so a user sets their own). With several tasks swept over
 the same lengths, a `mean` curve averages them, as RULER's "Avg." column.
 
-Intervals resample the task's clusters (documents, haystacks, samples) within each group
-(split) and recompute the headline, so a point's interval is the interval of the number
-plotted: the mean of groups when the spec has `group_by`, else the overall mean; the `mean`
-curve resamples every task at once and averages the tasks' headlines.
+A point is the variant's headline as results.json gives it (`headline_block`: the mean of
+groups when the spec has `group_by`, with its interval resampling clusters within each group;
+else the overall mean), so the curve shows the numbers of the table; the `mean` curve
+resamples every task at once and averages the tasks' headlines.
 """
 
 from __future__ import annotations
@@ -21,57 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from lceval.results._scoring import cluster_of, primary_score
+from lceval.results._scoring import HeadlineResampler, headline_block, interval_of
 from lceval.types import Sample
 
 __all__ = ["length_curves"]
 
 N_BOOT = 2000
-LEVEL = 0.95
 
 
 def _label(length: int | None) -> str:
     if length is None:
         return "full"
     return f"{length // 1024}k" if length % 1024 == 0 else str(length)
-
-
-class _Resampler:
-    """One task's samples as (group -> cluster -> scores), for the headline and its bootstrap."""
-
-    def __init__(self, samples: list[Sample], report: dict[str, Any]) -> None:
-        group_by, cluster_by = report.get("group_by"), report.get("cluster_by")
-        groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for s in samples:
-            value = primary_score(s)
-            if value is None:
-                continue
-            group = str(s.metadata.get(group_by)) if group_by else ""
-            groups[group][cluster_of(s, cluster_by)].append(value)
-        # per group: cluster sums and counts, for the ratio estimator of a resampled mean
-        self.groups = [(np.array([sum(v) for v in g.values()]), np.array([len(v) for v in g.values()]))
-                       for _, g in sorted(groups.items())]
-
-    def headline(self) -> float | None:
-        means = [sums.sum() / counts.sum() for sums, counts in self.groups if counts.sum()]
-        return float(sum(means) / len(means)) if means else None
-
-    def boot(self, rng: np.random.Generator, n_boot: int) -> np.ndarray | None:
-        """`n_boot` resampled headlines, or None when no group has two clusters to resample."""
-        if not self.groups or all(len(sums) < 2 for sums, _ in self.groups):
-            return None
-        per_group = []
-        for sums, counts in self.groups:
-            picks = rng.integers(0, len(sums), size=(n_boot, len(sums)))
-            per_group.append(sums[picks].sum(axis=1) / counts[picks].sum(axis=1))
-        return np.mean(per_group, axis=0)
-
-
-def _interval(boot: np.ndarray | None) -> list[float] | None:
-    if boot is None:
-        return None
-    alpha = (1 - LEVEL) / 2
-    return [float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha))]
 
 
 def effective_length(points: list[dict[str, Any]], threshold: float | None) -> int | None:
@@ -102,21 +63,22 @@ def length_curves(task_results: dict[str, dict[str, Any]], samples: dict[str, li
         if base in task_results:  # the uncut task of the same run: the `full` point
             variants[base][None] = base
     curves: dict[str, Any] = {}
-    resamplers: dict[str, dict[int | None, _Resampler]] = {}
+    resamplers: dict[str, dict[int | None, HeadlineResampler]] = {}
     for base, by_length in sorted(variants.items()):
         lengths = sorted((length for length in by_length if length is not None)) + \
             ([None] if None in by_length else [])
         report = (specs.get(by_length[lengths[0]]) or {}).get("report") or {}
         threshold = report.get("effective_length_threshold")
-        rng = np.random.default_rng(seed)
         points, resamplers[base] = [], {}
         for length in lengths:
             task = by_length[length]
-            resampler = _Resampler(samples.get(task, []), (specs.get(task) or {}).get("report") or report)
-            resamplers[base][length] = resampler
-            points.append({"length": length, "label": _label(length), "task": task, "value": resampler.headline(),
-                           "ci": _interval(resampler.boot(rng, N_BOOT)),
-                           "n": int(task_results[task]["metrics"]["score"]["n"])})
+            resamplers[base][length] = HeadlineResampler(samples.get(task, []),
+                                                         (specs.get(task) or {}).get("report") or report)
+            head = headline_block(task_results[task]["metrics"]["score"])
+            spread = head.get("spread") or {}
+            ci = [spread["ci_low"], spread["ci_high"]] if spread.get("ci_low") is not None else None
+            points.append({"length": length, "label": _label(length), "task": task, "value": head["value"],
+                           "ci": ci, "n": int(head["n"] or 0)})
         curves[base] = {"metric": "score", "points": points,
                         "threshold": float(threshold) if threshold is not None else None,
                         "effective_length": effective_length(points, threshold)}
@@ -125,7 +87,7 @@ def length_curves(task_results: dict[str, dict[str, Any]], samples: dict[str, li
     return curves
 
 
-def _mean_curve(curves: dict[str, Any], resamplers: dict[str, dict[int | None, _Resampler]], seed: int) -> dict[str, Any]:
+def _mean_curve(curves: dict[str, Any], resamplers: dict[str, dict[int | None, HeadlineResampler]], seed: int) -> dict[str, Any]:
     """The mean of the tasks' curves over the lengths every task was swept at."""
     tasks = sorted(curves)
     shared = set.intersection(*(set(resamplers[t]) for t in tasks))
@@ -136,7 +98,7 @@ def _mean_curve(curves: dict[str, Any], resamplers: dict[str, dict[int | None, _
         heads = [resamplers[t][length].headline() for t in tasks]
         value = float(sum(heads) / len(heads)) if all(h is not None for h in heads) else None
         boots = [resamplers[t][length].boot(rng, N_BOOT) for t in tasks]
-        ci = _interval(np.mean(boots, axis=0)) if all(b is not None for b in boots) else None
+        ci = interval_of(np.mean(boots, axis=0)) if all(b is not None for b in boots) else None
         n = sum(next(p["n"] for p in curves[t]["points"] if p["length"] == length) for t in tasks)
         points.append({"length": length, "label": _label(length), "task": None, "value": value, "ci": ci, "n": n})
     thresholds = {curves[t]["threshold"] for t in tasks}

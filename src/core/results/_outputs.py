@@ -22,7 +22,7 @@ from lceval.engine import Plugins
 from lceval.engine import RunState
 from lceval.results._curves import length_curves
 from lceval.results._run_dir import model_name
-from lceval.results._scoring import score_task
+from lceval.results._scoring import headline_block, score_task
 from lceval.io import load_schema
 
 RESULTS_SCHEMA_VERSION = 1
@@ -250,8 +250,8 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         for gname, g in groups.items():
             rows.append((name, gname, _fmt(g["value"]), _ci(g, unit), str(g["n"]), "", "", ""))
         label = "mean of groups" if groups else "all"
-        value = metric.get("mean_of_groups") if groups else metric["value"]
-        rows.append((name, label, _fmt(value), "" if groups else _ci(metric, unit), str(metric["n"]),
+        head = headline_block(metric)
+        rows.append((name, label, _fmt(head["value"]), _ci(head, unit), str(metric["n"]),
                      f"{acc['truncated_share']:.0%}", f"{acc['skipped_share']:.0%}",
                      str(acc["judge_parse_failures"] + acc.get("judge_missing", 0) + acc.get("unanswered", 0))))
         seeds = metric.get("across_seeds")

@@ -7,6 +7,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from lceval.engine import tokens_label
 from lceval.stats import across_seeds, cluster_bootstrap, welch_one_tailed
 from lceval.types import Sample
@@ -172,6 +174,59 @@ def _block(samples: list[Sample], report: dict[str, Any], seed: int, splits: lis
     return block
 
 
+class HeadlineResampler:
+    """One task's samples as (group -> cluster -> scores): the headline the table prints (the
+    mean of the groups' means with `group_by`, else the mean) and its bootstrap, which
+    resamples clusters within each group."""
+
+    def __init__(self, samples: list[Sample], report: dict[str, Any],
+                 value_of: Callable[[Sample], float | None] = primary_score) -> None:
+        group_by, cluster_by = report.get("group_by"), report.get("cluster_by")
+        groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for s in samples:
+            value = value_of(s)
+            if value is None:
+                continue
+            group = str(s.metadata.get(group_by)) if group_by else ""
+            groups[group][cluster_of(s, cluster_by)].append(value)
+        # per group: cluster sums and counts, for the ratio estimator of a resampled mean
+        self.groups = [(np.array([sum(v) for v in g.values()]), np.array([len(v) for v in g.values()]))
+                       for _, g in sorted(groups.items())]
+
+    def headline(self) -> float | None:
+        means = [sums.sum() / counts.sum() for sums, counts in self.groups if counts.sum()]
+        return float(sum(means) / len(means)) if means else None
+
+    def boot(self, rng: np.random.Generator, n_boot: int) -> np.ndarray | None:
+        """`n_boot` resampled headlines, or None when no group has two clusters to resample."""
+        if not self.groups or all(len(sums) < 2 for sums, _ in self.groups):
+            return None
+        per_group = []
+        for sums, counts in self.groups:
+            picks = rng.integers(0, len(sums), size=(n_boot, len(sums)))
+            per_group.append(sums[picks].sum(axis=1) / counts[picks].sum(axis=1))
+        return np.mean(per_group, axis=0)
+
+
+def headline_block(metric: dict[str, Any]) -> dict[str, Any]:
+    """A metric's headline as a block of its own (`value`, `n`, `spread`): the mean of the
+    groups' means with its stratified interval when the spec has `group_by`, else the overall
+    mean with its interval. What the console's last row, the report and the curves show."""
+    if not metric.get("groups"):
+        return {"value": metric.get("value"), "n": metric.get("n"), "spread": metric.get("spread")}
+    spread = dict(metric.get("mean_of_groups_spread") or {})
+    spread.setdefault("clusters", (metric.get("spread") or {}).get("clusters"))
+    return {"value": metric.get("mean_of_groups"), "n": metric.get("n"), "spread": spread}
+
+
+def interval_of(boot: np.ndarray | None, level: float = 0.95) -> list[float] | None:
+    """The percentile interval of bootstrap draws (None: nothing to resample)."""
+    if boot is None:
+        return None
+    alpha = (1 - level) / 2
+    return [float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha))]
+
+
 def _metric(samples: list[Sample], report: dict[str, Any], seed: int,
             value_of: Callable[[Sample], float | None]) -> dict[str, Any]:
     splits = breakdowns_for(samples, report)
@@ -183,6 +238,11 @@ def _metric(samples: list[Sample], report: dict[str, Any], seed: int,
         means = [g["value"] for g in metric["groups"].values() if g["value"] is not None]
         metric["mean_of_groups"] = sum(means) / len(means) if means else None
         metric["group_by"] = group_by
+        # the headline's own interval: clusters resampled within each group, the mean of the
+        # groups' means recomputed (no interval with fewer than two clusters in every group)
+        ci = interval_of(HeadlineResampler(samples, report, value_of).boot(np.random.default_rng(seed), 2000))
+        metric["mean_of_groups_spread"] = {"method": "stratified_cluster_bootstrap", "level": 0.95, "n_boot": 2000,
+                                           "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None}
     return metric
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lceval.results import format_table
+from lceval.results import score_task
 from lceval.results._curves import effective_length, length_curves
 from lceval.types import ContextCut, Judgment, Sample
 
@@ -40,14 +41,14 @@ def sample(task: str, cluster: str, score: float, group: str = "all") -> Sample:
                   judgments=[Judgment(item_id="i", judge="j", score=score)], context_cut=ContextCut("error", 1, 1))
 
 
-def results_for(tasks: dict[str, list[Sample]], spec: dict) -> dict:
+def results_for(tasks: dict[str, list[Sample]], specs: dict) -> dict:
+    """Each variant scored as a run scores it (its headline and interval come from there)."""
     out = {}
     for name, samples in tasks.items():
         base, _, budget = name.partition("@")
-        entry = {"metrics": {"score": {"n": len(samples)}}}
-        if budget:
-            entry.update(spec_name=base, context_max_tokens=int(budget))
-        out[name] = entry
+        spec = {"name": base, "type": "t", "description": "d", "report": specs[name]["report"],
+                "context": {"max_tokens": int(budget)} if budget else {}}
+        out[name] = score_task(samples, spec, {"judge": "j"})
     return out
 
 
@@ -61,7 +62,7 @@ def test_intervals_resample_clusters_within_groups_and_tasks_average():
     }
     specs = {name: {"report": report if name.startswith("a") else {"cluster_by": "doc"}} for name in tasks}
     specs["b@1024"]["report"]["effective_length_threshold"] = 60
-    curves = length_curves(results_for(tasks, {}), tasks, specs)
+    curves = length_curves(results_for(tasks, specs), tasks, specs)
     a = {p["length"]: p for p in curves["a"]["points"]}
     assert a[1024]["value"] == pytest.approx(((100 + 80) / 2 + 60) / 2)  # the mean of the groups' means
     lo, hi = a[1024]["ci"]
