@@ -107,6 +107,9 @@ FOLLOWUP: dict[str, Any] = {
         "name": {"type": "string", "pattern": r"^[A-Za-z0-9_-]+$",
                  "description": "The step's name (`step` in the metadata; the item id ends with /NAME)."},
         "user": {**_TEMPLATE, "description": "Jinja2 template of the follow-up user message."},
+        "scored": {"type": "boolean", "default": True,
+                   "description": "false: asked and kept in the conversation and the samples, never judged or "
+                                  "counted (a step whose answer is not the result)."},
     },
 }
 
@@ -123,6 +126,9 @@ PROMPT: dict[str, Any] = {
                  "description": "Multi-turn: the user message of each later question of a document."},
         "step": {"type": "string", "pattern": r"^[A-Za-z0-9_-]+$", "default": "answer",
                  "description": "With followups: the name of the first step (`step` in the metadata)."},
+        "scored": {"type": "boolean", "default": True,
+                   "description": "With followups: false leaves the first step unjudged and uncounted (the "
+                                  "reasoning of a chain of thought; the answer step is the result)."},
         "followups": {"type": "array", "items": FOLLOWUP, "default": [],
                       "description": "Further user turns asked after each question in the same conversation, "
                                      "the model's own answers kept (e.g. chain of thought, then the answer)."},

@@ -246,11 +246,14 @@ class Builder:
         meta = dict(q.metadata)
         if steps:
             meta["step"] = self.opts["prompt"]["step"]
+            if not self.opts["prompt"]["scored"]:
+                meta["scored"] = False  # asked and kept, never judged or counted (lceval.types.Turn)
         turns = [Turn(item_id=base, user=user, reference=reference, question=q.question, metadata=meta)]
-        for name, template in steps:
+        for (name, template), step in zip(steps, self.opts["prompt"]["followups"]):
             text = template.render({**q.values}, q.where)
+            extra = {} if step.get("scored", True) else {"scored": False}
             turns.append(Turn(item_id=f"{base}/{name}", user=text, reference=reference, question=q.question,
-                              metadata={**q.metadata, "step": name}))
+                              metadata={**q.metadata, "step": name, **extra}))
         return turns
 
     def conversations(self, docs: list[Document]) -> list[Conversation]:

@@ -29,7 +29,10 @@ class Message:
 
 @dataclass
 class Turn:
-    """One question of a conversation, scored on its own."""
+    """One question of a conversation, scored on its own, unless its metadata says
+    `"scored": False`: a step the model must take whose answer is not a result (the reasoning
+    before a chain-of-thought answer). Such a turn is asked and kept in the conversation and
+    in samples.jsonl, but never judged and never counted in results."""
 
     item_id: str
     user: str  # the user message text (may hold CONTEXT_SLOT in the first turn)

@@ -16,13 +16,15 @@ import yaml
 from lceval.engine import _context_policy as context_policy
 from lceval.engine._catalog import Catalog
 from lceval.engine._model_spec import ModelHandle, ModelSpec, resolve_judge_model, resolve_model
-from lceval.engine._plugin_host import Plugins
+from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.engine._run_config import RunConfig
 from lceval.engine._selection import ContextSelection, select_work
 from lceval.engine._spec import JudgeChoice, TaskSpec, check_options, check_references, with_overrides
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
 from lceval.io import line_of, sha256_file
+from lceval.options import check_options as check_option_values
+from lceval.options import options_schema_of
 from lceval.types import Conversation
 
 
@@ -50,6 +52,8 @@ def plan_run(config: RunConfig, plugins: Plugins, catalog: Catalog) -> RunPlan:
         specs.append(spec)
     models = [resolve_model(text, catalog, plugins) for text in config.models]
     judge = resolve_judge_flag(config.judge, catalog, plugins) if config.judge else None
+    for spec in specs:  # a judge's options are typed: a wrong one fails here, not after the answers
+        _check_judge_options(spec, judge, plugins)
     return RunPlan(config=config, specs=specs, task_types=task_types, models=models,
                    judge_model=resolve_judge_model(config.judge_model, catalog, plugins), judge=judge)
 
@@ -203,6 +207,30 @@ def resolve_judge_flag(text: str, catalog: Catalog, plugins: Plugins) -> JudgeCh
     return JudgeChoice(name=preset["name"], options={**(preset.get("options") or {}), **options})
 
 
+def _blame_judge(exc: UserError, spec: TaskSpec, choice: JudgeChoice | None) -> UserError:
+    """A judge's error about its options names where they were written: the `--judge` flag,
+    or the spec file and the option's line."""
+    if exc.file or not (exc.field is None or exc.field.startswith("judge")):
+        return exc
+    if choice is not None:  # the user's flag, not the spec, chose this judge
+        return UserError(exc.message, field="--judge", hint=exc.hint)
+    field = exc.field or "judge"
+    at = tuple(int(p) if p.isdigit() else p for p in field.split("."))
+    return UserError(exc.message, file=spec.path, field=field, line=line_of(spec.lines, at), hint=exc.hint)
+
+
+def _check_judge_options(spec: TaskSpec, choice: JudgeChoice | None, plugins: Plugins) -> None:
+    chosen = choice or spec.judge
+    schema = options_schema_of(plugins.judges.get(chosen.name))
+    if schema is None:
+        return
+    try:
+        check_option_values(schema, chosen.options, what=describe_kind("judge", chosen.name),
+                            field_prefix="judge.options.")
+    except UserError as exc:
+        raise _blame_judge(exc, spec, choice) from None
+
+
 def make_judge(spec: TaskSpec, choice: JudgeChoice | None, plugins: Plugins, judge_model: JudgeModel | None,
                seed: int) -> Judge:
     """The judge of one task and seed: `choice` (from `--judge`), else the spec's own."""
@@ -211,10 +239,7 @@ def make_judge(spec: TaskSpec, choice: JudgeChoice | None, plugins: Plugins, jud
         factory = plugins.get("judge", chosen.name)
         judge = factory(JudgeContext(options=dict(chosen.options), model=judge_model, seed=seed))
     except UserError as exc:
-        blame_flag = not exc.file and (exc.field is None or exc.field.startswith("judge"))
-        if choice is not None and blame_flag:  # the user's flag, not the spec, chose this judge
-            raise UserError(exc.message, field="--judge", hint=exc.hint) from None
-        raise
+        raise _blame_judge(exc, spec, choice) from None
     if judge_model is not None and not judge.uses_model:
         raise UserError(f"judge '{chosen.name}' does not call a model", field="--judge-model",
                         hint="Drop --judge-model, or pick a judge that uses one.")

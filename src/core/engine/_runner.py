@@ -141,10 +141,15 @@ def _cached_answers(states: list[ConversationState], build: Callable[[Conversati
     return found
 
 
+def _scored(conv: Conversation, i: int) -> bool:
+    return conv.turns[i].metadata.get("scored", True) is not False
+
+
 def judge_inputs(answered: Answered) -> list[JudgeInput]:
-    """What the judge is asked about each answer (a failed generation is no answer)."""
+    """What the judge is asked about each answer (a failed generation is no answer, an
+    unscored turn is not judged)."""
     return [_judge_input(conv, i, gen) for conv, i, gen, _, _ in answered
-            if gen is not None and gen.finish_reason != "error"]
+            if gen is not None and gen.finish_reason != "error" and _scored(conv, i)]
 
 
 def _judge_input(conv: Conversation, i: int, gen: Generation) -> JudgeInput:
@@ -232,7 +237,7 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
                 verdicts = pool.add_judge(judge, judge_slots, on_judged=shown.judged_some)
 
                 def to_judge(conv: Conversation, i: int, gen: Generation, judge: Judge = judge) -> None:
-                    if gen is not None and gen.finish_reason != "error":
+                    if gen is not None and gen.finish_reason != "error" and _scored(conv, i):
                         pool.submit(judge, _judge_input(conv, i, gen))
 
                 answered = generate_task(spec, conversations, model, seed, shown, on_answer=to_judge)

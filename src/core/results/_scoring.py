@@ -248,8 +248,10 @@ def _metric(samples: list[Sample], report: dict[str, Any], seed: int,
 
 def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity: dict[str, Any],
                seed: int = 0) -> dict[str, Any]:
-    """Results of one task: overall, per group (e.g. split) and the mean of group means."""
+    """Results of one task: overall, per group (e.g. split) and the mean of group means. A
+    sample of an unscored turn (`metadata["scored"] is False`: a reasoning step) is no result."""
     report = spec_data.get("report", {})
+    samples = [s for s in samples if s.metadata.get("scored", True) is not False]
     n = len(samples)
     unanswered = sum(1 for s in samples if s.response is None)
     status = [s.judgments[0].parse_status for s in samples if s.response is not None and s.judgments]

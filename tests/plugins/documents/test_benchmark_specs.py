@@ -160,4 +160,6 @@ def test_longbench_v2_chain_of_thought_asks_reasoning_then_answer(_isolated_hf, 
     assert conv.turns[0].user.endswith("(D) 0.96 euros per cubic metre\n\nLet’s think step by step:")
     assert conv.turns[1].user == ("Based on the above, what is the single, most likely answer choice? Format your "
                                   "response as follows: \"The correct answer is (insert answer here)\".")
-    assert spec.report["group_by"] == "step"
+    # the reasoning is asked and kept, never scored: the task's score is the answer step's accuracy
+    assert conv.turns[0].metadata["scored"] is False and "scored" not in conv.turns[1].metadata
+    assert "group_by" not in spec.report

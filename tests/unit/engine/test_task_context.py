@@ -98,3 +98,59 @@ def test_a_task_type_that_never_asks_gets_no_model_before_its_data(tmp_path: Pat
     finally:
         cache.close()
     assert built == []
+
+
+def test_an_unscored_turn_is_asked_and_kept_but_never_judged(tmp_path: Path):
+    """A chain of thought: the reasoning turn is asked (its answer is in the history of the
+    next turn and in samples.jsonl) but the judge sees only the answer turn."""
+    from lceval.interfaces import Judge
+    from lceval.types import JudgeInput, Judgment
+
+    judged: list[str] = []
+
+    class Recording(Judge):
+        name = "recording"
+        scale = (0.0, 1.0)
+
+        def judge(self, items: list[JudgeInput]) -> list[Judgment]:
+            judged.extend(i.item_id for i in items)
+            return [Judgment(item_id=i.item_id, judge=self.name, score=1.0) for i in items]
+
+    class TwoSteps(TaskType):
+        options_schema = {"type": "object", "properties": {}}
+
+        def load(self, ctx: TaskContext) -> list[Conversation]:
+            turns = [Turn(item_id="q/reasoning", user=f"{CONTEXT_SLOT}\n\nThink.", reference="x", question="q",
+                          metadata={"scored": False}),
+                     Turn(item_id="q/answer", user="Answer.", reference="x", question="q")]
+            return [Conversation(conv_id="q", context="a b c", context_id="doc", turns=turns,
+                                 metadata={"split": "all"})]
+
+    model = ScriptedModel(window=4096)
+
+    class Plugin:
+        @hookimpl
+        def register_models(self, register):
+            register("scripted", lambda name, options: model)
+
+        @hookimpl
+        def register_task_types(self, register):
+            register("two_steps", TwoSteps())
+
+        @hookimpl
+        def register_judges(self, register):
+            register("recording", lambda ctx: Recording())
+
+    spec = tmp_path / "two.yaml"
+    spec.write_text("name: two\ndescription: d\ntype: two_steps\njudge: {name: recording}\n")
+    plugins = load_plugins(extra=[("two", Plugin())])
+    plan = plan_run(RunConfig(tasks=str(spec), models=["scripted:x"], progress=False), plugins, load_catalog(plugins))
+    cache = Cache(tmp_path / "cache.sqlite")
+    try:
+        state = execute(plan, plan.models[0], plugins, cache, tmp_path / "data")
+    finally:
+        cache.close()
+    assert judged == ["q/answer"] and len(model.calls) == 2  # both asked, one judged
+    assert [s.item_id for s in state.tasks[0].samples] == ["q/reasoning", "q/answer"]
+    _, results = write_run(state, plugins, tmp_path / "runs")
+    assert results["tasks"]["two"]["n_samples"] == 1 and results["tasks"]["two"]["metrics"]["score"]["n"] == 1

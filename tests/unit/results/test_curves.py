@@ -83,3 +83,13 @@ def test_intervals_resample_clusters_within_groups_and_tasks_average():
 def test_effective_length_is_the_longest_length_before_the_first_failure(values, threshold, expected):
     points = [{"length": 1024 << i, "value": v} for i, v in enumerate(values)] + [{"length": None, "value": 99}]
     assert effective_length(points, threshold) == expected
+
+
+def test_an_unscored_turn_is_kept_but_never_counted():
+    """A reasoning step (`metadata["scored"] is False`) is in the samples but not in the results."""
+    kept = [sample("t", "d1", 100.0), sample("t", "d2", 0.0)]
+    reasoning = sample("t", "d1", 0.0)
+    reasoning.metadata["scored"] = False
+    block = score_task(kept + [reasoning], {"type": "t", "description": "d", "report": {"cluster_by": "doc"}},
+                       {"judge": "j"})
+    assert block["n_samples"] == 2 and block["metrics"]["score"]["value"] == 50.0
