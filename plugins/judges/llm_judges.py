@@ -32,7 +32,7 @@ running the same command again asks it again.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable
 
 from lceval import hookimpl
@@ -165,18 +165,35 @@ class JudgeDef:
     system_prompt: str | None  # None: no system message at all
     parse: Callable[[str], Parsed]
     scale_note: str
+    #: the template up to its "### Score rubric:" heading: where a spec's own rubric goes
+    head: str = ""
 
     @property
     def options(self) -> dict[str, Any]:
         """Typed options; defaults are the authors' eval scripts' (paper 000, App. B.2 / C.1)."""
+        rubric = {"rubric": {"type": ["string", "null"], "default": None,
+                             "description": "The score rubric (criterion and what each score means) in place of "
+                                            "the paper's, for another benchmark's answers; the task description, "
+                                            "the output format and the scale stay (null: the paper's rubric)."}}
         return sampling_options(temperature=0.6, top_p=0.9, max_new_tokens=1024, repeat_penalty=1.0,
-                                max_attempts=3, system_prompt=self.system_prompt)
+                                max_attempts=3, system_prompt=self.system_prompt, extra=rubric)
+
+    def with_rubric(self, rubric: str | None) -> "JudgeDef":
+        """This judge with a spec's rubric in place of the paper's (the rest of the prompt and
+        the parsing unchanged)."""
+        if rubric is None:
+            return self
+        return replace(self, template=self.head + rubric.strip("\n") + "\n\n### Feedback:\n")
+
+
+def _head(template: str) -> str:
+    return template[:template.index("### Score rubric:\n") + len("### Score rubric:\n")]
 
 
 RUBRIC = JudgeDef("rubric", RUBRIC_TEMPLATE, "You are a helpful assistant.", parse_rubric,
-                  "integer 1-10 in \\boxed{}")
+                  "integer 1-10 in \\boxed{}", head=_head(RUBRIC_TEMPLATE))
 PROMETHEUS = JudgeDef("prometheus", PROMETHEUS_TEMPLATE, None, parse_prometheus,
-                      "[RESULT] 1-5, reported x2")
+                      "[RESULT] 1-5, reported x2", head=_head(PROMETHEUS_TEMPLATE))
 
 
 class LLMJudge(SampledJudge, Judge):
@@ -191,7 +208,7 @@ class LLMJudge(SampledJudge, Judge):
                                 field_prefix="judge.options.")
         model = require_model(ctx, definition.name, "Pass --judge-model SPEC (e.g. --judge-model "
                               "litellm:openai/gpt-4-0613, or --judge-model smollm2 to try it offline).")
-        self.definition = definition
+        self.definition = definition.with_rubric(options.get("rubric"))
         self.name = definition.name
         self.configure_sampling(model, ctx.seed, options)
 

@@ -398,3 +398,18 @@ def test_a_judge_request_the_backend_gave_up_on_is_missing_and_asked_again(tmp_p
     working = ScriptedJudgeModel(lambda r: "\\boxed{9}")
     (again,) = judge_with(working, tmp_path).judge([ITEM])
     assert again.score == 9.0 and len(working.calls) == 1  # the failure was not cached
+
+
+def test_a_spec_brings_its_own_rubric_and_the_rest_stays_the_papers(tmp_path):
+    """Another benchmark's answers graded by the same judge: the spec's rubric replaces the
+    paper's (Fig. 6); the task description, the output format, the scale and parsing stay."""
+    rubric = "[Is the number right?]\nScore 1: a wrong number.\nScore 10: the right number."
+    judge, backend = judge_over(lambda r: "Right.\n\\boxed{10}", tmp_path, rubric=rubric)
+    (verdict,) = judge.judge([ITEM])
+    prompt = backend.calls[0].messages[-1].content
+    assert prompt.endswith("### Score rubric:\n" + rubric + "\n\n### Feedback:\n")
+    assert "Score 9: The response to evaluate includes" not in prompt  # the paper's rubric is gone
+    assert prompt.startswith("### Task description:") and "integer score in \\boxed{}" in prompt
+    assert verdict.score == 10.0
+    plain, _ = judge_over(lambda r: "x", tmp_path)
+    assert judge.identity()["template_sha256"] != plain.identity()["template_sha256"]  # a new cache key
