@@ -28,6 +28,9 @@ def _isolated_homes(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LCEVAL_CACHE", str(base / "cache.sqlite"))
     monkeypatch.setenv("LCEVAL_DATA", str(base / "data"))
     monkeypatch.delenv("LCEVAL_DISABLE_PLUGINS", raising=False)
+    # tests never download: a missing dataset is an error (tests/unit/engine/test_auto_fetch.py
+    # turns fetching on with a dataset served from a local file:// URL)
+    monkeypatch.setenv("LCEVAL_AUTO_FETCH", "0")
 
 
 @pytest.fixture

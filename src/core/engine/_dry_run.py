@@ -17,7 +17,7 @@ from pathlib import Path
 
 from lceval.engine import _context_policy as context_policy
 from lceval.engine._model_spec import ModelHandle, ModelSpec
-from lceval.engine._plan import RunPlan, load_work
+from lceval.engine._plan import RunPlan, ensure_datasets, load_work
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
 from lceval.errors import UserError
@@ -80,6 +80,7 @@ def dry_run(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, data_home: P
     """The prompts of every selected item of every task of the plan, for one of its models."""
     handle = ModelHandle(model_spec)
     try:
+        ensure_datasets(plan, plugins, data_home, lambda text: None)
         loaded = load_work(plan, plugins, data_home, handle).loaded
         backend = handle.backend()
         blocks = [_task_prompts(spec, conversations, backend) for spec, conversations in loaded]

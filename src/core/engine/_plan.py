@@ -7,9 +7,10 @@ variant's conversations, the share `--contexts` and `--shard` keep). A run and
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -22,7 +23,7 @@ from lceval.engine._selection import ContextSelection, select_work
 from lceval.engine._spec import JudgeChoice, TaskSpec, check_options, check_references, with_overrides
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
-from lceval.io import line_of, sha256_file
+from lceval.io import fetch, line_of, sha256_file
 from lceval.options import check_options as check_option_values
 from lceval.options import options_schema_of
 from lceval.types import Conversation
@@ -256,6 +257,32 @@ class Work:
     recorder: FileRecorder
     #: per task, where its data came from beyond its files (TaskContext.record_source)
     sources: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+#: set to 0 to never download a missing dataset on first use (`lceval data fetch` still does)
+AUTO_FETCH_ENV = "LCEVAL_AUTO_FETCH"
+
+
+def ensure_datasets(plan: RunPlan, plugins: Plugins, data_home: Path, say: Callable[[str], None]) -> None:
+    """A dataset the plan's tasks read that is not in the data home at all is fetched from its
+    official source on first use and verified against its pinned checksums, as `datasets`
+    and lm-evaluation-harness do; a folder already there (fetched, or laid out by hand) is
+    left alone. Without network the error says how to fetch from a folder instead."""
+    if os.environ.get(AUTO_FETCH_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return
+    for name in dict.fromkeys(spec.dataset or plan.task_types[spec.name].dataset for spec in plan.specs):
+        dataset = plugins.datasets.get(name) if name else None
+        if dataset is None or not dataset.files or dataset.collect is not None or (data_home / name).exists():
+            continue
+        say(f"fetching dataset {name} from its official source (first use; verified against its checksums)")
+        try:
+            fetch(dataset, None, data_home)
+        except UserError as exc:
+            raise UserError(f"dataset '{name}' is not in the data home ({data_home}) and could not be fetched: "
+                            f"{exc.message}", field="--data-home",
+                            hint=f"Without network, copy the published archives into a folder and run: lceval "
+                                 f"data fetch {name} --from FOLDER (or set {AUTO_FETCH_ENV}=0 to be told, not "
+                                 "fetched for).") from None
 
 
 def load_work(plan: RunPlan, plugins: Plugins, data_home: Path, model: ModelHandle | None = None) -> Work:

@@ -14,7 +14,7 @@ from lceval.engine._cache import Cache
 from lceval.engine._cached_model import CachedModel, messages_payload
 from lceval.engine._judging import JudgingPool
 from lceval.engine._model_spec import ModelHandle, ModelSpec, open_judge_model
-from lceval.engine._plan import RunPlan, load_work, make_judge
+from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._progress import RunProgress, TaskProgress
 from lceval.engine._run_config import RunConfig
@@ -204,6 +204,7 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
     try:
         # data first: a missing dataset or a bad option is reported before any model is loaded
         # (unless a task type builds its contexts with the model's tokenizer)
+        ensure_datasets(plan, plugins, data_home, progress.phase)
         progress.phase(f"reading the data of {len(plan.specs)} task(s)")
         work = load_work(plan, plugins, data_home, handle)
         judge_model = open_judge_model(plan.judge_model, cache)
