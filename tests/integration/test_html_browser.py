@@ -11,7 +11,8 @@ Material: ELITR-Bench's recorded generations of its 9 models replayed on elitr_q
 271 questions each), their agreement with the recorded expert scores, a `lceval rank` output
 on the real minutes, SummHay template runs, a `--context-lengths` sweep of two runs, and
 (slow) a short real SmolLM2 run. Skipped without Chromium or Playwright; CI installs both
-(.ci/run), and axe-core (`npm install axe-core`; found in ./node_modules, or at
+(.ci/run), and axe-core (the `browser` extra's axe-playwright-python wheel ships it; or
+`npm install axe-core`, found in ./node_modules; or at
 `LCEVAL_AXE_JS`). `LCEVAL_REPORT_SCREENSHOT=PATH` also writes docs/report.png's picture.
 """
 
@@ -51,8 +52,13 @@ WIDTHS = (1024, 1440, 1920)
 
 
 def axe_source() -> str | None:
-    """axe-core's script: `LCEVAL_AXE_JS`, or node_modules/axe-core from `npm install axe-core`."""
-    for path in (os.environ.get("LCEVAL_AXE_JS"), REPO / "node_modules" / "axe-core" / "axe.min.js",
+    """axe-core's script: `LCEVAL_AXE_JS`, the copy the `axe-playwright-python` wheel ships (the
+    `browser` extra: no Node needed), or node_modules/axe-core from `npm install axe-core`."""
+    import importlib.util
+
+    shipped = importlib.util.find_spec("axe_playwright_python")
+    bundled = Path(shipped.origin).parent / "axe.min.js" if shipped and shipped.origin else None
+    for path in (os.environ.get("LCEVAL_AXE_JS"), bundled, REPO / "node_modules" / "axe-core" / "axe.min.js",
                  Path.cwd() / "node_modules" / "axe-core" / "axe.min.js"):
         if path and Path(path).is_file():
             return Path(path).read_text(encoding="utf-8")
@@ -289,7 +295,7 @@ def test_size_time_layout_print_and_accessibility(browser, report, tmp_path):
             assert pdf[:5] == b"%PDF-" and pdf.count(b"/Type /Page") > 3
             axe = axe_source()
             if axe is None:
-                assert not os.environ.get("LCEVAL_REQUIRE_BROWSER"), "axe-core missing: npm install axe-core"
+                assert not os.environ.get("LCEVAL_REQUIRE_BROWSER"), "axe-core missing: pip install axe-playwright-python"
                 continue
             pg.add_script_tag(content=axe)
             found = pg.evaluate("async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
