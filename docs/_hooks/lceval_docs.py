@@ -10,8 +10,9 @@
 - `<!-- lceval-options: KIND NAME -->` in a page becomes the table of that plugin's typed
   options (`lceval.options.describe` of its `options_schema`), what `lceval plugins NAME`
   prints; an unknown plugin fails the build.
-- "paper 000" ... "paper 003" in generated text (spec descriptions, CONTRIBUTING) become
-  citation links to the references page; hand-written pages cite directly.
+- "paper 000" ... "paper 003" in generated text (spec descriptions, CONTRIBUTING, the
+  docstrings the API reference renders) become citation links to the references page;
+  hand-written pages cite directly.
 
 It also lays out `build/griffe/lceval`, a link to `src/core`, so that mkdocstrings (griffe)
 finds the import package `lceval`, whose folder is not named like it.
@@ -113,9 +114,22 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         markdown = cite(markdown, uri)
     if OPTIONS_RE.search(markdown) or LIST_RE.search(markdown):
         plugins = _plugins()
-        markdown = OPTIONS_RE.sub(lambda m: options_table(plugins, m.group(1), m.group(2)), markdown)
+        markdown = OPTIONS_RE.sub(lambda m: cite(options_table(plugins, m.group(1), m.group(2)), uri), markdown)
         markdown = LIST_RE.sub(lambda m: cite(plugins_table(plugins, m.group(1)), uri), markdown)
     return markdown
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
+    """The API reference renders docstrings, which may number the papers ("paper 000", as
+    code comments do): in the site they become citation links too."""
+    if not page.file.src_uri.startswith("api/"):
+        return html
+    target = posixpath.relpath("references/", page.url or ".")
+
+    def link(m: re.Match) -> str:
+        label, anchor = PAPERS[m.group(1)]
+        return f'<a href="{target}/#{anchor}">{label}</a>'
+    return PAPER_RE.sub(link, html)
 
 
 def contributing() -> str:

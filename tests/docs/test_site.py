@@ -66,6 +66,14 @@ def test_the_site_builds_strictly(site: Path):
     assert (site / "getting-started" / "index.html").is_file()
 
 
+def test_no_page_numbers_the_papers(site: Path):
+    """Generated pages (spec descriptions, CONTRIBUTING, docstrings in the API reference)
+    cite the papers as the hand-written ones do: no "paper 000" anywhere in the site."""
+    found = [str(p.relative_to(site)) for p in site.rglob("*.html")
+             if re.search(r"\b[Pp]apers? 00[0-3]\b", _text(site, str(p.parent.relative_to(site))))]
+    assert not found, f"pages that number the papers instead of citing them: {found}"
+
+
 def test_the_catalog_lists_every_task_with_its_paper_and_judge(site: Path):
     """The generated catalog holds every built-in task `lceval tasks` lists, each with its
     type and judge, and cites papers instead of numbering them."""
