@@ -14,7 +14,6 @@ from lceval.cli import _commands as commands
 from lceval.errors import UserError
 from lceval.interfaces import PairwiseJudge
 from lceval.analysis import RankOptions
-from lceval.engine._catalog import load_catalog
 from lceval.types import PairInput, PairJudgment
 
 from tests.conftest import ScriptedModel, run_engine

@@ -8,7 +8,6 @@ import hashlib
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

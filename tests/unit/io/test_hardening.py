@@ -20,7 +20,6 @@ import pytest
 
 from lceval.cli import main
 
-from tests import elitr_tiny
 from tests.conftest import serve_scripted
 
 
