@@ -95,7 +95,7 @@ def _env(scratch: Path, data: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LCEVAL_")}
     env.update(LCEVAL_DATA=str(data), LCEVAL_CACHE=str(scratch.parent / "cache.sqlite"), LCEVAL_REPO=str(REPO),
                LCEVAL_SHARED_DATASETS=str(SHARED), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
-               NO_COLOR="1")
+               NO_COLOR="1", LCEVAL_AUTO_FETCH="0")  # offline: a dataset missing is an error, never a download
     return env
 
 
