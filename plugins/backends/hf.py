@@ -7,9 +7,12 @@ inside an installed Python package.
 torch and transformers are imported only inside the backend, so loading this plugin (which
 every `lceval` command does) stays instant and works where they are not installed.
 
-Generation is our own loop rather than `model.generate`: the engine sends requests sharing a
-long prefix (a meeting transcript) back to back, and the loop keeps the prompt's KV cache so
-the next request only runs the tokens after the common prefix, as llama.cpp does.
+Requests are answered by `hf_batching.BatchEngine`: the engine's scheduler sends a
+transcript's questions together (`max_in_flight` = the `batch_size` option), the transcript
+is prefilled once and the questions are decoded in one batch, continuously (a finished answer
+leaves, the next request joins). Why that loop is ours and not transformers' `generate_batch`
+is said in that module. `batch_size=1` answers one request at a time, still reusing the
+prefix the previous request left.
 """
 
 from __future__ import annotations
@@ -17,19 +20,21 @@ from __future__ import annotations
 import gc
 import hashlib
 import importlib.util
-import inspect
-import time
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.hf_tokens import HFTokens, read_chat_template
-from lceval.interfaces import ModelBackend
+from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.options import check_options
 from lceval.types import Generation, GenerationParams, GenerationRequest
 
 from . import local_files
+from .hf_batching import ATTENTION_NAME, BatchEngine, Job, register_attention
 from .local_files import file_sha256
 
 if TYPE_CHECKING:
@@ -40,12 +45,13 @@ _INSTALL_HINT = "Install it with: pip install 'lceval[hf]'"
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _DEVICES = ("cpu", "cuda", "auto")
 _ROPE_TYPES = ("linear", "dynamic", "yarn")
-#: Prompt tokens run per forward pass: bounds the attention scratch memory of long prompts.
-PREFILL_CHUNK = 1024
-#: Tokens the repeat penalty looks back over, llama.cpp's default `repeat_last_n`, so the same
-#: `repeat_penalty` means the same thing on both local backends (HF's own processor would
-#: penalize every token of a 10k-token transcript).
-REPEAT_LAST_N = 64
+_ATTENTION = ("sdpa", "eager")
+_DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+#: Share of the free memory the key/value buffers may take: on a CPU the machine is shared
+#: with everything else running; on a GPU the rest is activations and the allocator's slack.
+MEMORY_SHARE = {"cpu": 0.5, "cuda": 0.8}
+#: Most requests in one batch when batch_size is not given.
+MAX_DEFAULT_BATCH = 32
 #: Files of a model folder that decide its outputs, hashed into `identity()`.
 _FOLDER_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json",
                  "pytorch_model.bin.index.json", "tokenizer_config.json", "chat_template.jinja")
@@ -62,6 +68,16 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "revision": {"type": "string", "minLength": 1, "description": "Hub branch, tag or commit."},
     "chat_template": {"type": "string", "minLength": 1,
                       "description": "A Jinja chat template file (or the template text) instead of the model's own."},
+    "batch_size": {"type": "integer", "minimum": 1,
+                   "description": "Requests decoded together (1: one at a time). Default: as many window-long "
+                                  f"prompts as the free memory holds, at most {MAX_DEFAULT_BATCH}."},
+    "attn_implementation": {"enum": list(_ATTENTION), "default": "sdpa",
+                            "description": "sdpa: torch's scaled_dot_product_attention for prompt chunks "
+                                           "(a step's few decoding rows are one matrix product either way); "
+                                           "eager: plain matrix products for everything."},
+    "device_map": {"enum": list(_DEVICE_MAPS),
+                   "description": "Spread the layers over several GPUs (accelerate's device_map; needs "
+                                  "accelerate and device=cuda or auto)."},
     "rope_scaling": {"type": "string",
                      "pattern": f"^(?i:{'|'.join(_ROPE_TYPES)}):(?=[0-9.]*[1-9])([0-9]+(\\.[0-9]*)?|\\.[0-9]+)$",
                      "description": f"TYPE:FACTOR, TYPE one of {'|'.join(_ROPE_TYPES)} and FACTOR a positive "
@@ -104,10 +120,6 @@ def folder_sha256(folder: Path, extra: tuple[str, ...] = ()) -> str:
     return digest.hexdigest()
 
 
-def common_prefix(a: list[int], b: list[int]) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
 def _libs() -> tuple[Any, Any]:
     try:
         import torch
@@ -119,9 +131,11 @@ def _libs() -> tuple[Any, Any]:
 
 
 class HFBackend(HFTokens, ModelBackend):
-    """One transformers causal LM. Requests run one at a time; the KV cache of the last
-    prompt is kept so a request sharing its prefix prefills only the rest."""
+    """One transformers causal LM. Requests from several threads are batched by one
+    `BatchEngine` (see hf_batching); a prompt's keys and values are kept so a request sharing
+    its prefix prefills only the rest."""
 
+    #: ModelBackend's: requests per `generate` call when max_in_flight is 1.
     batch_size = 1
 
     def __init__(self, model: str, options: dict[str, str]) -> None:
@@ -129,6 +143,9 @@ class HFBackend(HFTokens, ModelBackend):
         if "rope_scaling" in self.options:  # TYPE:FACTOR, its form checked by the schema's pattern
             kind, _, factor = self.options["rope_scaling"].lower().partition(":")
             self.options["rope_scaling"] = (kind, float(factor))
+        if "device_map" in self.options and self.options["device"] == "cpu":
+            raise UserError("device_map spreads a model over GPUs; it needs device=cuda or auto, not cpu",
+                            field="device_map")
         self.name = model
         self.kind, self.path = resolve_source(model)
         self.template_override: str | None = (read_chat_template(self.options["chat_template"])
@@ -138,9 +155,11 @@ class HFBackend(HFTokens, ModelBackend):
         self._model: Any = None
         self._device: str | None = None
         self._n_ctx: int | None = None
-        self._cache: Any = None  # DynamicCache holding exactly `_cached_ids`
-        self._cached_ids: list[int] | None = None
-        self._logits_kw: str | None = None  # forward()'s "only the last logits" argument
+        self._engine: BatchEngine | None = None
+        self._memory: tuple[int, int] | None = None  # (key/value tokens the memory holds, batch size)
+        self._eos: frozenset[int] = frozenset()
+        self._lock = threading.Lock()  # loading, and the engine's creation
+        self._tok_lock = threading.RLock()  # a fast tokenizer is not safe to share between threads
 
     # -- lazy loading --------------------------------------------------------------------
     def _source(self) -> tuple[str, dict[str, Any]]:
@@ -180,6 +199,8 @@ class HFBackend(HFTokens, ModelBackend):
             device = "cuda" if torch.cuda.is_available() else "cpu"
         elif device == "cuda" and not torch.cuda.is_available():
             raise UserError("device=cuda but torch sees no CUDA device", field="device")
+        if "device_map" in self.options and device != "cuda":
+            raise UserError("device_map needs a CUDA device, and torch sees none", field="device_map")
         dtype = self.options.get("dtype") or ("bfloat16" if device == "cuda" else "float32")
         return device, dtype
 
@@ -188,21 +209,53 @@ class HFBackend(HFTokens, ModelBackend):
             torch, transformers = _libs()
             from packaging.version import Version
 
-            config, _ = self._get_config(), self._get_tokenizer()
+            config, tokenizer = self._get_config(), self._get_tokenizer()
             device, dtype = self._resolve_device()
-            kwargs: dict[str, Any] = {"config": config}
+            register_attention()
+            kwargs: dict[str, Any] = {"config": config, "attn_implementation": ATTENTION_NAME}
             # `torch_dtype` was renamed `dtype` in transformers 4.56
             new_kw = Version(transformers.__version__) >= Version("4.56")
             kwargs["dtype" if new_kw else "torch_dtype"] = dtype if dtype == "auto" else getattr(torch, dtype)
-            direct = device == "cuda" and importlib.util.find_spec("accelerate") is not None
-            if direct:
-                kwargs["device_map"] = device  # straight to the GPU, no CPU copy of the weights
+            accelerate = importlib.util.find_spec("accelerate") is not None
+            if "device_map" in self.options and not accelerate:
+                raise UserError("device_map needs the accelerate package", field="device_map",
+                                hint="pip install accelerate")
+            direct = device == "cuda" and accelerate
+            if direct:  # straight to the GPU(s), no CPU copy of the weights
+                kwargs["device_map"] = self.options.get("device_map", device)
             model = self._load("weights", "AutoModelForCausalLM", **kwargs)
             self._model = (model if direct else model.to(device)).eval()
             self._device = device
-            params = inspect.signature(model.forward).parameters
-            self._logits_kw = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
+            # the generation config's eos ids: chat models list their end-of-turn token there
+            found = (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id)
+            self._eos = frozenset(int(v) for f in found for v in (f if isinstance(f, (list, tuple)) else [f])
+                                  if v is not None)
         return self._model
+
+    def _memory_plan(self) -> tuple[int, int]:
+        """(key/value tokens the free memory holds, default batch size): a share of the free
+        memory (less the weights when they are not loaded yet) over one token's keys and
+        values in every layer; the batch holds as many window-long prompts as that, since
+        each request in flight may bring a transcript of its own."""
+        if self._memory is None:
+            config = self._get_config()
+            device, dtype = self._resolve_device()
+            width = self._model.dtype.itemsize if self._model is not None else _dtype_width(config, dtype)
+            free = _free_memory(device) * MEMORY_SHARE[device]
+            if self._model is None:
+                free -= _weights_bytes(config, width)
+            tokens = max(0, int(free // kv_bytes_per_token(config, width)))
+            self._memory = (tokens, max(1, min(MAX_DEFAULT_BATCH, tokens // self.context_window)))
+        return self._memory
+
+    def _get_engine(self) -> BatchEngine:
+        if self._engine is None:
+            model = self._get_model()
+            capacity = self._memory_plan()[0]
+            self._engine = BatchEngine(model, model.get_input_embeddings().weight.device,
+                                       self.max_in_flight, capacity,
+                                       eager=self.options["attn_implementation"] == "eager", pick=_pick)
+        return self._engine
 
     # -- ModelBackend ----------------------------------------------------------------------
     @property  # type: ignore[override]  # the base's class attribute; here it needs the config
@@ -211,9 +264,23 @@ class HFBackend(HFTokens, ModelBackend):
         assert self._n_ctx is not None
         return self._n_ctx
 
+    @property  # type: ignore[override]
+    def max_in_flight(self) -> int:
+        """The batch: requests the engine may send at once, each from a thread of its own."""
+        return int(self.options.get("batch_size") or self._memory_plan()[1])
+
+    @property  # type: ignore[override]
+    def prefix_cache(self) -> PrefixCache:
+        """Shared: several transcripts may be kept, as many tokens as the memory share holds;
+        a transcript's requests may arrive together (the engine prefills it once and the
+        others wait for it), so they need no primer."""
+        return PrefixCache("shared", capacity_tokens=self._memory_plan()[0], shares_in_flight=True)
+
     def identity(self) -> dict[str, Any]:
         """A local model is named by the hash of its files, never by its absolute path: the
-        cache key must not change when the same file sits elsewhere."""
+        cache key must not change when the same file sits elsewhere. The batch size and the
+        attention kernel are left out: they change how answers are computed, not what they
+        are meant to be (the tests hold batched greedy answers to the unbatched ones)."""
         digest = {"gguf": file_sha256, "folder": folder_sha256}.get(self.kind)
         rope = self.options.get("rope_scaling")
         return {
@@ -228,86 +295,64 @@ class HFBackend(HFTokens, ModelBackend):
                                      if self.template_override is not None else None),
         }
 
+    def count_tokens(self, messages: list[Any]) -> int:
+        with self._tok_lock:
+            return super().count_tokens(messages)
+
+    def tokenize(self, text: str) -> list[int]:
+        with self._tok_lock:
+            return super().tokenize(text)
+
+    def detokenize(self, tokens: list[int]) -> str:
+        with self._tok_lock:
+            return super().detokenize(tokens)
+
     def reset_cache(self) -> None:
-        """Forget the kept prompt KV cache: the next request prefills from scratch."""
-        self._cache = self._cached_ids = None
+        """Forget the kept prompts: the next request prefills from scratch."""
+        if self._engine is not None:
+            self._engine.reset()
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        return [self._generate_one(r) for r in requests]
+        """Thread-safe: each call's requests join the batch and the call returns when they
+        are answered."""
+        jobs = [self._submit(r) for r in requests]
+        return [self._answer(r, BatchEngine.wait(job)) for r, job in zip(requests, jobs)]
 
-    def _generate_one(self, request: GenerationRequest) -> Generation:
-        params = request.params
-        ids = self.checked_prompt_tokens(request, self.context_window, "n_ctx")
-        torch, _ = _libs()
-        self._get_model()  # after the checks: a bad request fails without loading weights
-        start = time.perf_counter()  # loading is not the request's time
-        with torch.inference_mode():
-            cache, keep = self._reuse(ids)
-            # Until the cache again holds exactly a prompt, nothing may be reused from it
-            # (an interrupted request would otherwise leave a half-filled cache behind).
-            self._cache = self._cached_ids = None
-            logits = None
-            for pos in range(keep, len(ids), PREFILL_CHUNK):
-                logits = self._forward(ids[pos:pos + PREFILL_CHUNK], cache)
-            assert logits is not None  # keep < len(ids) always: the last token is re-run
-            out, finish = self._decode_loop(ids, logits, cache, params)
-            # Drop the answer's entries: the next request shares the prompt, not the answer.
-            _crop_to(cache, len(ids))
-            self._cache, self._cached_ids = cache, ids
-        text = self._get_tokenizer().decode(out, skip_special_tokens=True)
-        text = _cut_at_stop(text, params.stop)[0]
-        return Generation(request_id=request.request_id, text=text.strip(), prompt_tokens=len(ids),
-                          prefilled_tokens=len(ids) - keep, completion_tokens=len(out),
-                          finish_reason=finish, seconds=time.perf_counter() - start)
+    def _submit(self, request: GenerationRequest) -> Job:
+        with self._tok_lock:
+            ids = self.checked_prompt_tokens(request, self.context_window, "n_ctx")
+        with self._lock:
+            engine = self._get_engine()  # after the checks: a bad request fails without loading weights
+        stops = request.params.stop
 
-    def _reuse(self, ids: list[int]) -> tuple[Any, int]:
-        """(cache, tokens of `ids` it already holds). Like llama.cpp, the prefix is matched
-        against all but the last prompt token, which is always re-run for fresh logits."""
-        keep = 0
-        if self._cache is not None and self._cached_ids is not None \
-                and getattr(self._cache, "is_croppable", True):
-            keep = common_prefix(self._cached_ids, ids[:-1])
-        if keep > 0:
-            _crop_to(self._cache, keep)
-            return self._cache, keep
-        from transformers import DynamicCache
+        def stop_hit(out: list[int]) -> bool:
+            with self._tok_lock:
+                return _cut_at_stop(self._tokenizer.decode(out, skip_special_tokens=True), stops)[1]
 
-        self._cache = None  # free the old cache before the new one grows
-        return DynamicCache(), 0
+        return engine.submit(Job(ids, request.params, self._eos, stop_hit))
 
-    def _forward(self, ids: list[int], cache: Any) -> "torch.Tensor":
-        """Run `ids` after what `cache` holds; the next-token logits of the last position."""
-        import torch
+    def _answer(self, request: GenerationRequest, job: Job) -> Generation:
+        with self._tok_lock:
+            text = self._get_tokenizer().decode(job.out, skip_special_tokens=True)
+        text = _cut_at_stop(text, request.params.stop)[0]
+        return Generation(request_id=request.request_id, text=text.strip(), prompt_tokens=len(job.ids),
+                          prefilled_tokens=job.prefilled, completion_tokens=len(job.out),
+                          finish_reason=job.finish, seconds=job.seconds)
 
-        extra = {self._logits_kw: 1} if self._logits_kw else {}
-        out = self._model(input_ids=torch.tensor([ids], device=self._device),
-                          past_key_values=cache, use_cache=True, **extra)
-        return out.logits[0, -1]
-
-    def _decode_loop(self, ids: list[int], logits: "torch.Tensor", cache: Any,
-                     params: GenerationParams) -> tuple[list[int], str]:
-        import torch
-
-        # the generation config's eos ids: chat models list their end-of-turn token there
-        found = (getattr(self._model.generation_config, "eos_token_id", None), self._tokenizer.eos_token_id)
-        eos = {int(v) for f in found for v in (f if isinstance(f, (list, tuple)) else [f]) if v is not None}
-        generator = torch.Generator().manual_seed(params.seed)
-        out: list[int] = []
-        for step in range(params.max_new_tokens):
-            token = _pick(logits, params, (ids + out)[-REPEAT_LAST_N:], generator)
-            if token in eos:
-                return out, "stop"
-            out.append(token)
-            if params.stop and _cut_at_stop(self._tokenizer.decode(out, skip_special_tokens=True),
-                                             params.stop)[1]:
-                return out, "stop"
-            if step + 1 < params.max_new_tokens:
-                logits = self._forward([token], cache)
-        return out, "length"
+    def stats(self) -> dict[str, Any] | None:
+        """The batching engine's counters: forward passes, those that decoded, and the
+        tokens they decoded (their ratio is the mean batch)."""
+        if self._engine is None:
+            return None
+        e = self._engine
+        return {"forward_passes": e.steps, "decoding_passes": e.decode_steps, "decoded_tokens": e.decoded}
 
     def close(self) -> None:
         was_cuda = self._device == "cuda"
-        self._model = self._cache = self._cached_ids = None
+        with self._lock:
+            if self._engine is not None:
+                self._engine.close()
+            self._engine = self._model = None
         gc.collect()
         if was_cuda:
             import torch
@@ -315,8 +360,54 @@ class HFBackend(HFTokens, ModelBackend):
             torch.cuda.empty_cache()
 
 
-def _pick(logits: "torch.Tensor", params: GenerationParams, recent: list[int],
-          generator: "torch.Generator") -> int:
+def kv_bytes_per_token(config: Any, width: int) -> int:
+    """Bytes of one token's keys and values over all layers."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    heads = text.num_attention_heads
+    kv_heads = getattr(text, "num_key_value_heads", None) or heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
+    return 2 * text.num_hidden_layers * kv_heads * head_dim * width
+
+
+def _dtype_width(config: Any, dtype: str) -> int:
+    """Bytes per weight the model will load with (`auto`: the config's own dtype)."""
+    if dtype == "auto":
+        dtype = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "float32")
+    return {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}.get(dtype.removeprefix("torch."), 4)
+
+
+def _weights_bytes(config: Any, width: int) -> int:
+    """The weights' size as a decoder's config describes it (attention, gated MLP, experts,
+    embeddings): an estimate, used only before the weights are loaded."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    hidden, heads = text.hidden_size, text.num_attention_heads
+    kv_heads = getattr(text, "num_key_value_heads", None) or heads
+    head_dim = getattr(text, "head_dim", None) or hidden // heads
+    experts = getattr(text, "num_local_experts", None) or getattr(text, "num_experts", None) or 1
+    attention = hidden * (2 * heads + 2 * kv_heads) * head_dim
+    mlp = 3 * hidden * (getattr(text, "intermediate_size", None) or 4 * hidden) * experts
+    embeddings = text.vocab_size * hidden * (1 if getattr(text, "tie_word_embeddings", False) else 2)
+    return (text.num_hidden_layers * (attention + mlp) + embeddings) * width
+
+
+def _free_memory(device: str) -> int:
+    """Bytes free now: on every visible GPU together, or the machine's available memory."""
+    if device == "cuda":
+        import torch
+
+        return sum(torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count()))
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _pick(logits: torch.Tensor, params: GenerationParams, recent: list[int],
+          generator: torch.Generator) -> int:
     """Next token: repeat penalty over the recent tokens (llama.cpp's rule), then greedy at
     temperature 0, else nucleus sampling. Done on the CPU so a seed gives the same draw on
     any device."""
@@ -336,14 +427,6 @@ def _pick(logits: "torch.Tensor", params: GenerationParams, recent: list[int],
         sorted_p[drop] = 0.0
         probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
     return int(torch.multinomial(probs / probs.sum(), 1, generator=generator))
-
-
-def _crop_to(cache: Any, length: int) -> None:
-    """Keep the first `length` positions. A negative argument means "remove that many" in
-    transformers 4.x and 5.x alike (a positive one changed meaning between them)."""
-    remove = cache.get_seq_length() - length
-    if remove > 0:
-        cache.crop(-remove)
 
 
 def _cut_at_stop(text: str, stops: tuple[str, ...]) -> tuple[str, bool]:

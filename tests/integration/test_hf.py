@@ -128,6 +128,40 @@ def test_prefix_reuse_is_cheap_and_exact(backend):
           f"{g2.seconds:.2f}s; from scratch: prefilled {reference.prefilled_tokens}, {reference.seconds:.2f}s")
 
 
+def test_a_batch_answers_as_transformers_generate_does_each_question_alone(backend, shared_datasets):
+    """Three questions about one real meeting (its first 1,200 tokens) in one batch: the
+    meeting is prefilled once (by one request; the others prefill their own tokens) and the
+    greedy answers are transformers' own `generate` on each full prompt alone."""
+    import torch
+
+    from lceval_plugins.backends.hf_batching import common_prefix
+
+    root = shared_datasets / "elitr-bench"
+    meeting = json.loads((root / "data" / "elitr-bench-qa_dev.json").read_text())["meetings"][0]
+    text = (root / "transcripts" / f"{meeting['id']}.txt").read_text(encoding="utf-8")
+    context = backend.detokenize(backend.tokenize(text)[:1200])
+    questions = [q["question"] for q in meeting["questions"][:3]]
+    requests = [GenerationRequest(q, [Message("user", f"Answer from this meeting.\n\n{context}\n\n{q}")],
+                                  GenerationParams(max_new_tokens=40)) for q in questions]
+    backend.reset_cache()
+    together = backend.generate(requests)  # one call: one batch
+    model = backend._get_model()
+    ids = [backend.prompt_tokens(r.messages) for r in requests]
+    alone = []
+    with torch.inference_mode():
+        for prompt in ids:
+            out = model.generate(torch.tensor([prompt]), max_new_tokens=40, do_sample=False)[0, len(prompt):]
+            alone.append(backend._tokenizer.decode(out, skip_special_tokens=True).strip())
+    assert [g.text for g in together] == alone
+    assert all(g.completion_tokens > 5 for g in together)
+    first = max(range(3), key=lambda k: together[k].prefilled_tokens)
+    assert together[first].prefilled_tokens == len(ids[first]) > 1200
+    assert [g.prefilled_tokens for k, g in enumerate(together) if k != first] == \
+        [len(i) - common_prefix(ids[first], i[:-1]) for k, i in enumerate(ids) if k != first]
+    print(f"\nbatch of 3: {sum(g.prefilled_tokens for g in together)} tokens prefilled for "
+          f"{sum(len(i) for i in ids)} prompt tokens, {max(g.seconds for g in together):.1f}s")
+
+
 def test_overflow_is_a_user_error(backend):
     long = request(" ".join(["word"] * 1900), max_new_tokens=512)
     with pytest.raises(UserError, match="n_ctx is 2048"):
