@@ -456,6 +456,7 @@ class BatchEngine:
         best.last_used = next(self._clock)
         if builder:
             best.building = seq
+            best.reserve(len(seq.todo) + 256)  # the whole root at once: no regrowth while it is built
         self._seqs.append(seq)
         self._evict()
 
