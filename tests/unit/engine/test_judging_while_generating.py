@@ -26,14 +26,27 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("litellm") is None, rea
 
 
 class SlowModel(ScriptedModel):
-    """Takes `delay` seconds per answer and notes when each one is done."""
+    """Takes `delay` seconds per answer and notes when each one is done. Its last answer
+    waits (up to `patience` seconds) until the judge has been sent every earlier answer: a
+    run that judges while generating gets there at once, one that judges only after the last
+    answer never does, whatever the machine's load (the test counts, it does not time)."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, answers: int, judge_calls: list[float], patience: float = 30.0) -> None:
         super().__init__(window=4096)
-        self.delay, self.done_at = delay, []
+        self.delay, self.answers, self.judge_calls, self.patience = delay, answers, judge_calls, patience
+        self.done_at: list[float] = []
+        self._lock = threading.Lock()
+        self._started = 0
 
     def generate(self, requests):
         time.sleep(self.delay)
+        with self._lock:
+            self._started += len(requests)
+            last = self._started >= self.answers
+        if last:
+            deadline = time.monotonic() + self.patience
+            while len(self.judge_calls) < self.answers - 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
         out = super().generate(requests)
         self.done_at.append(time.monotonic())
         return out
@@ -46,7 +59,7 @@ def test_an_api_judge_judges_while_the_model_still_answers(tiny_home: Path, tmp_
     server = FakeOpenAI(hold_s=0.3)
     server.default = "hold"  # every judge call takes 0.3 s
     server.reply = lambda item: "Fair.\n\\boxed{7}"
-    model = SlowModel(delay=0.25)
+    model = SlowModel(delay=0.25, answers=7, judge_calls=server.arrivals)
 
     class Plugin:
         @hookimpl
