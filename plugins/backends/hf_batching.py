@@ -203,18 +203,12 @@ class Group:
     kv_len: int = 0
     masks: dict[Any, torch.Tensor] = field(default_factory=dict)
 
-    def mask(self, device: Any, window: int | None, stack: int = 1) -> "torch.Tensor":
+    def mask(self, device: Any, window: int | None) -> "torch.Tensor":
         """[rows, kv_len] bool: the root prefix a row reads, its own earlier tokens, and
-        (sliding-window layers) only keys less than `window` positions back. With `stack`
-        > 1, [1, 1, stack * rows, kv_len]: the rows repeated for each query head sharing a
-        key head, as SDPA takes them. Built once per step and kept for every layer."""
-        key = (str(device), window, stack)
+        (sliding-window layers) only keys less than `window` positions back. Built once per
+        step and kept for every layer."""
+        key = (str(device), window)
         if key not in self.masks:
-            if stack > 1:
-                base = self.mask(device, window)
-                rows, n = base.shape
-                self.masks[key] = base.unsqueeze(0).expand(stack, rows, n).reshape(1, 1, stack * rows, n)
-                return self.masks[key]
             import torch
 
             a = self.arena
@@ -229,7 +223,8 @@ class Group:
 
     def bias(self, device: Any, window: int | None, stack: int, dtype: Any) -> "torch.Tensor":
         """The mask as an additive bias (0 where seen, -inf elsewhere), [1, stack * rows,
-        kv_len]: added to the scores by the same matrix product that computes them."""
+        kv_len] (the rows repeated for each query head sharing a key head): added to the
+        scores by the same matrix product that computes them, or SDPA's attn_mask."""
         key = (str(device), window, stack, str(dtype))
         if key not in self.masks:
             import torch
@@ -314,8 +309,10 @@ def _attend(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", g: Group, w
         scores = torch.baddbmm(g.bias(q.device, window, group, q.dtype), q, k.transpose(1, 2), alpha=scale)
         out = torch.bmm(torch.softmax(scores, dim=-1, dtype=torch.float32).to(v.dtype), v)
     else:
+        # the additive bias, not the boolean mask: SDPA would turn a boolean mask into this
+        # same bias (0 / -inf) in every layer, a pass over [stack * rows, kv_len] each time
         out = torch.nn.functional.scaled_dot_product_attention(
-            q[None], k[None], v[None], attn_mask=g.mask(q.device, window, group), scale=scale)[0]
+            q[None], k[None], v[None], attn_mask=g.bias(q.device, window, group, q.dtype)[None], scale=scale)[0]
     return out.reshape(heads, rows, v.shape[2])
 
 
