@@ -104,6 +104,29 @@ def test_batched_greedy_answers_equal_transformers_generate_alone(model):
     assert eng.peak_batch == 6
 
 
+def test_two_or_three_sampling_rows_are_padded_to_four_output_rows_on_the_cpu(model):
+    """MKL's 2- and 3-row products with the output layer read its weight once per row; the
+    padded rows are computed and never read, and the answers stay transformers' own."""
+    from lceval_plugins.backends.hf_batching import LOGIT_ROWS
+
+    ps = prompts(200, 3, seed=3)
+    expected = [reference(model, p, 12) for p in ps]
+    kept: list[int] = []
+
+    def counting(**kwargs):
+        kept.append(len(kwargs["logits_to_keep"]))
+        return model(**kwargs)
+
+    eng = engine(model)
+    eng.model = counting
+    try:
+        got = run_together(eng, [job(p) for p in ps])
+    finally:
+        eng.close()
+    assert [j.out for j in got] == expected
+    assert LOGIT_ROWS in kept and not any(1 < k < LOGIT_ROWS for k in kept)
+
+
 def test_the_shared_prefix_is_prefilled_once_and_counted_once(model):
     ps = prompts(300, 5, seed=1)
     eng = engine(model)
