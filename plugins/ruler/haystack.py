@@ -40,6 +40,21 @@ NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. The
 #: `DEPTHS`); Python's round() rounds half to even like numpy's
 DEPTHS = [round(k * 100 / 39) for k in range(40)]
 
+
+def spread_order(n: int) -> list[int]:
+    """The indexes 0..n-1 in an order whose every prefix spreads over the whole range: the two
+    ends first, then each time the index farthest from those already taken (the smaller on a
+    tie). Sample i takes depth `order[i % n]`, so `--limit 3` over five depths asks at 0, 100
+    and 50 rather than at 0, 25 and 50, and every depth still gets its share of a full run."""
+    if n <= 2:
+        return list(range(n))
+    order, rest = [0, n - 1], list(range(1, n - 1))
+    while rest:
+        best = max(rest, key=lambda i: (min(abs(i - j) for j in order), -i))
+        order.append(best)
+        rest.remove(best)
+    return order
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 

@@ -11,7 +11,8 @@ lists RULER uses), 7-digit numbers or UUIDs.
 
 Where the needles go: RULER draws every needle's depth at random among 40 depths. Here the
 first needle a sample asks about is put at the sample's own depth, the requested depths
-taken in turn (sample i at `depths[i % len(depths)]`), so each depth gets the same number of
+taken in turn in an order that spreads any first few over the range (0, 100, 50, 25, 75 for
+RULER-style five depths: `haystack.spread_order`), so each depth gets the same number of
 samples and the score can be read by depth; every other needle (distractor keys, further
 values, further queried keys) goes to a depth drawn from RULER's 40. The needle goes before the
 haystack unit at `int(units * depth / 100)` (RULER's formula); the turn records the requested
@@ -35,7 +36,8 @@ from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
 from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages
-from .haystack import DEPTHS, Calibration, EssaySource, LineSource, Tokens, assemble, depth_index, fit_to_length
+from .haystack import (DEPTHS, Calibration, EssaySource, LineSource, Tokens, assemble, depth_index, fit_to_length,
+                       spread_order)
 from .sources import haystack_source
 from .wordlists import ADJECTIVES, NOUNS
 
@@ -122,14 +124,15 @@ def load_niah(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversa
     if per > num_k:
         raise UserError(f"{per} questions per haystack need as many keys, and the haystack has {num_k}",
                         field="options.queries_per_haystack", hint="Raise options.num_needle_k or lower it.")
-    depths = [float(d) for d in o["depths"]]
+    depths = sorted(float(d) for d in o["depths"])  # spread by value, in whatever order they were listed
+    order = spread_order(len(depths))
     kind = o["haystack"]
     source = None if kind == "needle" else haystack_source(ctx, tokens, kind)
     stacks: list[list[Conversation]] = []
     calibration = Calibration()
     for h, indexes in sample_plan(ctx, budget.label, per):
         rng = rng_for(ctx.seed, "niah", h)
-        stack = _draw(rng, o, [depths[i % len(depths)] for i in indexes])
+        stack = _draw(rng, o, [depths[order[i % len(depths)]] for i in indexes])
         if kind == "needle":
             line_rng = rng_for(ctx.seed, "niah", h, "distractors")
             src = LineSource(tokens, lambda r=line_rng: NEEDLE.format(

@@ -45,8 +45,9 @@ NIAH_OPTIONS = _schema({
     "depths": {"type": "array", "minItems": 1, "uniqueItems": True,
                "items": {"type": "number", "minimum": 0, "maximum": 100},
                "default": [0, 25, 50, 75, 100],
-               "description": "Needle depths in percent of the haystack (0 = start, 100 = end); sample i asks "
-                              "about a needle at depths[i % len(depths)]."},
+               "description": "Needle depths in percent of the haystack (0 = start, 100 = end); the samples "
+                              "take them in turn, ends and middle first (five depths: 0, 100, 50, 25, "
+                              "75), so a --limit smaller than the list still spans it."},
     "queries_per_haystack": {"type": "integer", "minimum": 1, "maximum": 256, "default": 1,
                              "description": "Questions asked about one haystack, each about another key "
                                             "(one context, prefilled once); RULER asks one."},

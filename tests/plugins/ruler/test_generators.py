@@ -205,6 +205,15 @@ def test_common_words_are_listed_most_often_and_frequent_words_follow_zipf():
     assert zeta(2.0) == pytest.approx(3.141592653589793 ** 2 / 6, rel=1e-12)
 
 
+def test_a_small_limit_still_spans_the_depths_ends_and_middle_first():
+    """--limit 3 over five depths asks at both ends and the middle, not at the three shallowest;
+    the depths are spread by value whatever order the list gives them in."""
+    convs = load("ruler_niah", {"haystack": "noise", "depths": [50, 0, 75, 100, 25]}, 1024, limit=3)
+    assert sorted(c.turns[0].metadata["depth"] for c in convs) == [0, 50, 100]
+    convs = load("ruler_niah", {"haystack": "noise"}, 1024, limit=2)
+    assert sorted(c.turns[0].metadata["depth"] for c in convs) == [0, 100]
+
+
 def test_rulers_40_depths():
     np = pytest.importorskip("numpy")
     assert DEPTHS == list(np.round(np.linspace(0, 100, num=40, endpoint=True)).astype(int))
