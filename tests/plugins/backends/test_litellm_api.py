@@ -446,12 +446,12 @@ def test_ctrl_c_exits_at_once_with_requests_in_flight(tiny_home: Path, tmp_path:
     import subprocess
     import sys
 
-    fake = FakeOpenAI(hang_s=30.0)  # every request hangs far longer than the test waits
+    fake = FakeOpenAI(hang_s=600.0)  # every request hangs far longer than the test waits for the exit
     try:
         fake.default = "hang"
         cmd = [sys.executable, "-m", "lceval", "run", "--tasks", "elitr_qa", "--split", "dev", "--limit", "2",
                # both questions share a meeting: with no prefix cache declared, both go out at once
-               "--model", f"litellm:openai/fake,api_base={fake.url},timeout=120,concurrency=2,prefix_cache=none",
+               "--model", f"litellm:openai/fake,api_base={fake.url},timeout=900,concurrency=2,prefix_cache=none",
                "--data-home", str(tiny_home), "--output", str(tmp_path / "runs"), "--no-progress"]
         proc = subprocess.Popen(cmd, env={**os.environ, "OPENAI_API_KEY": "x"}, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
@@ -460,7 +460,8 @@ def test_ctrl_c_exits_at_once_with_requests_in_flight(tiny_home: Path, tmp_path:
             time.sleep(0.1)
         assert sum(fake.hits.values()) == 2, proc.communicate(timeout=30)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
+        # "at once": long before the requests' 600 s, with room for a loaded machine's interpreter exit
+        _, err = proc.communicate(timeout=90)
         assert proc.returncode == 130, err
         assert fake.answered == 0  # it left while both requests were still in flight
     finally:
