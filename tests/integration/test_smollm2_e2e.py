@@ -75,7 +75,10 @@ def test_interrupted_run_resumes_with_nothing_recomputed(real_home, tmp_path):
     cache = tmp_path / "cache.sqlite"
     env = {**os.environ, "LCEVAL_CACHE": str(cache)}
     cmd = [sys.executable, "-m", "lceval", "run", "--tasks", "elitr_qa", "--model", SMALL, "--split",
-           "test2", "--limit", "4", "--data-home", str(real_home), "--output", str(tmp_path / "runs"),
+           "test2", "--limit", "4", "--limit-per-context", "1",  # four meetings: each answer needs its own
+           # prefill, so the interrupt always finds work left (one meeting's 4 answers after its prefill came
+           # seconds apart, and a loaded machine let the run finish before the signal)
+           "--data-home", str(real_home), "--output", str(tmp_path / "runs"),
            "--context-policy", "truncate-middle", "--no-progress", "--set", "generation.max_new_tokens=48"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     finished = 0
