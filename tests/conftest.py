@@ -15,6 +15,15 @@ from . import elitr_tiny
 from .paths import REPO, SHARED  # noqa: F401 - REPO and SHARED are imported from here by tests
 
 
+def default_sigint() -> None:
+    """`preexec_fn` of a child the test will interrupt: a test runner started in the background
+    of a non-interactive shell (`nohup pytest &`) ignores SIGINT, an ignored signal is inherited
+    across exec, and Python then never installs its KeyboardInterrupt handler in the child."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def only_run(folder: Path) -> Path:
     """The one finished directory a command wrote into `folder` (partial ones start with ".")."""
     (run_dir,) = [p for p in folder.iterdir() if not p.name.startswith(".")]

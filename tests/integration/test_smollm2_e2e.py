@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from ..conftest import only_run
+from ..conftest import default_sigint, only_run
 
 pytestmark = [
     pytest.mark.slow,
@@ -80,7 +80,8 @@ def test_interrupted_run_resumes_with_nothing_recomputed(real_home, tmp_path):
            # seconds apart, and a loaded machine let the run finish before the signal)
            "--data-home", str(real_home), "--output", str(tmp_path / "runs"),
            "--context-policy", "truncate-middle", "--no-progress", "--set", "generation.max_new_tokens=48"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     finished = 0
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:

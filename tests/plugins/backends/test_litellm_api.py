@@ -18,6 +18,7 @@ import pytest
 from lceval.engine import Cache, CachedModel
 from lceval.errors import UserError
 from lceval.types import GenerationParams, GenerationRequest, Message
+from tests.conftest import default_sigint
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="litellm not installed")
 
@@ -454,7 +455,8 @@ def test_ctrl_c_exits_at_once_with_requests_in_flight(tiny_home: Path, tmp_path:
                "--model", f"litellm:openai/fake,api_base={fake.url},timeout=900,concurrency=2,prefix_cache=none",
                "--data-home", str(tiny_home), "--output", str(tmp_path / "runs"), "--no-progress"]
         proc = subprocess.Popen(cmd, env={**os.environ, "OPENAI_API_KEY": "x"}, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True,
+                                preexec_fn=default_sigint)
         deadline = time.monotonic() + 120
         while sum(fake.hits.values()) < 2 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
