@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+from contextlib import contextmanager
 
 import pytest
 
@@ -64,6 +65,16 @@ def engine(model, batch_size: int = 8, capacity: int = 10**6, eager: bool = Fals
     return BatchEngine(model, model.device, batch_size, capacity, eager=eager, pick=_pick)
 
 
+@contextmanager
+def opened(model, **options):
+    """An engine closed when the block ends, whatever it raised."""
+    eng = engine(model, **options)
+    try:
+        yield eng
+    finally:
+        eng.close()
+
+
 def job(ids: list[int], new: int = 12, stop_hit=lambda out: False, **params):
     from lceval_plugins.backends.hf_batching import Job
 
@@ -94,11 +105,8 @@ def model():
 def test_batched_greedy_answers_equal_transformers_generate_alone(model):
     ps = prompts(300, 6)
     expected = [reference(model, p, 12) for p in ps]
-    eng = engine(model)
-    try:
+    with opened(model) as eng:
         got = run_together(eng, [job(p) for p in ps])
-    finally:
-        eng.close()
     assert [j.out for j in got] == expected
     assert any(len(e) == 12 for e in expected)  # the comparison covers long answers, not only EOS at once
     assert eng.peak_batch == 6
@@ -129,11 +137,8 @@ def test_two_or_three_sampling_rows_are_padded_to_four_output_rows_on_the_cpu(mo
 
 def test_the_shared_prefix_is_prefilled_once_and_counted_once(model):
     ps = prompts(300, 5, seed=1)
-    eng = engine(model)
-    try:
+    with opened(model) as eng:
         got = run_together(eng, [job(p, new=4) for p in ps])
-    finally:
-        eng.close()
     own = [len(p) - 300 for p in ps]
     # one request prefilled its whole prompt (the transcript), the others only their own tokens
     assert sorted(j.prefilled for j in got) == sorted(own[1:] + [len(ps[0])]) or \
@@ -164,11 +169,8 @@ def test_a_finished_answer_leaves_and_a_waiting_request_joins(model):
     ps = prompts(100, 4, seed=3)
     news = [2, 16, 3, 16]
     expected = [reference(model, p, n) for p, n in zip(ps, news)]
-    eng = engine(model, batch_size=2)
-    try:
+    with opened(model, batch_size=2) as eng:
         got = run_together(eng, [job(p, new=n) for p, n in zip(ps, news)])
-    finally:
-        eng.close()
     assert [j.out for j in got] == expected
     assert eng.peak_batch == 2
     # two at a time, the next joining as soon as one leaves: about 16 + 16 decoding steps
@@ -180,11 +182,8 @@ def test_transcripts_in_one_batch_each_read_only_their_own_prefix(model):
     a, b = prompts(150, 3, seed=4), prompts(220, 3, seed=5)
     mixed = [a[0], b[0], a[1], b[1], a[2], b[2]]
     expected = [reference(model, p, 10) for p in mixed]
-    eng = engine(model)
-    try:
+    with opened(model) as eng:
         got = run_together(eng, [job(p, new=10) for p in mixed])
-    finally:
-        eng.close()
     assert [j.out for j in got] == expected
     assert sum(j.prefilled for j in got) == 150 + 220 + sum(len(p) - 150 for p in a[1:]) + \
         sum(len(p) - 220 for p in b[1:]) + (len(a[0]) - 150) + (len(b[0]) - 220)
@@ -194,14 +193,11 @@ def test_a_conversation_turn_by_turn_prefills_only_the_new_turn(model):
     """Turn 2's prompt is turn 1's prompt, its answer and a new question: the idle arena is
     re-rooted on it, so only the answer and the question are prefilled (the old loop's reuse)."""
     first = prompts(250, 1, seed=6)[0]
-    eng = engine(model)
-    try:
+    with opened(model) as eng:
         (one,) = run_together(eng, [job(first, new=6)])
         second = first + one.out + [7, 8, 9, 10]
         (two,) = run_together(eng, [job(second, new=6)])
         (again,) = run_together(eng, [job(second, new=6)])
-    finally:
-        eng.close()
     assert one.prefilled == len(first)
     assert two.prefilled == len(second) - len(first)
     assert two.out == reference(model, second, 6)
@@ -214,13 +210,10 @@ def test_a_long_prompt_is_prefilled_in_chunks_beside_other_sequences_decoding(mo
     monkeypatch.setattr(hf_batching, "STEP_TOKENS", 64)
     short, long = prompts(40, 1, seed=7)[0], prompts(500, 1, seed=8)[0]
     expected = [reference(model, short, 12), reference(model, long, 12)]
-    eng = engine(model)
-    try:
+    with opened(model) as eng:
         first = eng.submit(job(short))
         second = eng.submit(job(long))
         got = [eng.wait(first), eng.wait(second)]
-    finally:
-        eng.close()
     assert [j.out for j in got] == expected
     assert eng.steps >= len(long) // 64  # no pass ran more prompt tokens than a chunk
 
@@ -261,11 +254,8 @@ def test_sliding_window_layers_see_only_their_window():
     model = tiny_model("mistral", sliding_window=24)
     ps = prompts(80, 3, seed=11)
     expected = [reference(model, p, 10) for p in ps]
-    eng = engine(model)
-    try:
+    with opened(model) as eng:
         got = run_together(eng, [job(p, new=10) for p in ps])
-    finally:
-        eng.close()
     assert [j.out for j in got] == expected
     full = tiny_model("mistral")  # same weights, no window: the window really changes answers
     assert [reference(full, p, 10) for p in ps] != expected
@@ -276,11 +266,8 @@ def test_soft_capped_scores_and_alternating_windows_as_in_gemma2():
                        head_dim=16, query_pre_attn_scalar=16)
     ps = prompts(80, 3, seed=15)
     expected = [reference(model, p, 10) for p in ps]
-    eng = engine(model)
-    try:
+    with opened(model) as eng:
         got = run_together(eng, [job(p, new=10) for p in ps])
-    finally:
-        eng.close()
     assert [j.out for j in got] == expected
 
 
@@ -288,13 +275,10 @@ def test_stop_and_length_end_an_answer(model):
     p = prompts(60, 1, seed=12)[0]
     full = reference(model, p, 12)
     assert len(full) >= 4
-    eng = engine(model)
-    try:
+    with opened(model) as eng:
         stopped = run_together(eng, [job(p, stop=("three",), stop_hit=lambda out: len(out) == 3)])[0]
         short = run_together(eng, [job(p, new=2)])[0]
         none = run_together(eng, [job(p, new=0)])[0]
-    finally:
-        eng.close()
     assert (stopped.out, stopped.finish) == (full[:3], "stop")
     assert (short.out, short.finish) == (full[:2], "length")
     assert (none.out, none.finish) == ([], "length")
@@ -304,8 +288,7 @@ def test_finished_tails_are_compacted_and_idle_arenas_evicted(model):
     from lceval_plugins.backends.hf_batching import DEAD
 
     ps = prompts(64, 40, seed=13)
-    eng = engine(model, batch_size=4, capacity=2000)
-    try:
+    with opened(model, batch_size=4, capacity=2000) as eng:
         run_together(eng, [job(p, new=16) for p in ps])
         (arena,) = eng._arenas
         assert (arena.owner[:arena.used] == DEAD).sum() == 0  # idle: only its root is kept
@@ -314,8 +297,6 @@ def test_finished_tails_are_compacted_and_idle_arenas_evicted(model):
             run_together(eng, [job(prompts(300, 1, seed=seed)[0], new=2)])
         assert sum(a.cap for a in eng._arenas) <= 2000 + max(a.cap for a in eng._arenas)
         assert len(eng._arenas) < 10
-    finally:
-        eng.close()
 
 
 def test_a_failing_step_fails_its_requests_and_the_engine_goes_on(model, monkeypatch):
