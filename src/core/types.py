@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from lceval.errors import UserError
 
 __all__ = ["CONTEXT_SLOT", "ContextCut", "Conversation", "FinishedRun", "Generation", "GenerationParams",
            "GenerationRequest", "JudgeInput", "Judgment", "Message", "PairInput", "PairJudgment", "Role",
-           "Sample", "ScoreSource", "ScoredItem", "Turn"]
+           "Sample", "ScoreSource", "ScoredItem", "Turn", "is_scored"]
 
 #: The one place in a conversation where the long context (a transcript, a haystack) goes.
 #: Task types put it in exactly one message; the context policy fills it after cutting the
@@ -25,6 +25,12 @@ Role = Literal["system", "user", "assistant"]
 class Message:
     role: Role
     content: str
+
+
+def is_scored(metadata: Mapping[str, Any]) -> bool:
+    """Whether a turn (or its sample) is a result: only `"scored": False` says no, so the
+    engine that judges and the scoring that counts read one rule."""
+    return metadata.get("scored", True) is not False
 
 
 @dataclass

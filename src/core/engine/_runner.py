@@ -22,7 +22,8 @@ from lceval.engine._scheduler import ConversationState
 from lceval.engine._spec import TaskSpec
 from lceval.interfaces import Judge
 from lceval.io import canonical_hash
-from lceval.types import ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Sample
+from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Sample,
+                          is_scored)
 
 
 @dataclass
@@ -142,7 +143,7 @@ def _cached_answers(states: list[ConversationState], build: Callable[[Conversati
 
 
 def _scored(conv: Conversation, i: int) -> bool:
-    return conv.turns[i].metadata.get("scored", True) is not False
+    return is_scored(conv.turns[i].metadata)
 
 
 def judge_inputs(answered: Answered) -> list[JudgeInput]:

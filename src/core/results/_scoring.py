@@ -11,7 +11,7 @@ import numpy as np
 
 from lceval.engine import tokens_label
 from lceval.stats import across_seeds, cluster_bootstrap, welch_one_tailed
-from lceval.types import Sample
+from lceval.types import Sample, is_scored
 
 
 def primary_score(sample: Sample) -> float | None:
@@ -251,7 +251,7 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
     """Results of one task: overall, per group (e.g. split) and the mean of group means. A
     sample of an unscored turn (`metadata["scored"] is False`: a reasoning step) is no result."""
     report = spec_data.get("report", {})
-    samples = [s for s in samples if s.metadata.get("scored", True) is not False]
+    samples = [s for s in samples if is_scored(s.metadata)]
     n = len(samples)
     unanswered = sum(1 for s in samples if s.response is None)
     status = [s.judgments[0].parse_status for s in samples if s.response is not None and s.judgments]
