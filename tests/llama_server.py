@@ -123,7 +123,8 @@ def start_llama_server(gguf: Path | None = None, *, n_ctx: int = 4096, alias: st
     port = free_port()
     log = Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log",
                                 dir=str(log_dir) if log_dir else None)[1])
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", alias,
+    # llama_cpp.server behind the llamacpp backend's guard against llama.cpp's AMX crash
+    cmd = [sys.executable, "-m", "lceval_plugins.backends.llamacpp_server", "--model", str(gguf), "--model_alias", alias,
            "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), "--n_threads_batch", str(n_threads),
            "--host", "127.0.0.1", "--port", str(port), "--verbose", str(verbose)]
     with log.open("wb") as sink:  # a file, not a pipe: a full pipe would block the server

@@ -47,7 +47,49 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "chat_template": {"type": "string", "minLength": 1,
                       "description": "A Jinja chat template file (or the template text) instead of the GGUF's own."},
     "verbose": {"type": "boolean", "default": False, "description": "Show llama.cpp's own log."},
+    "cpu_repack": {"type": "boolean",
+                   "description": "Let llama.cpp repack the weights for its CPU kernels (its 'extra buffer types': "
+                                  "AMX, AVX and NEON repacking). Default: off on CPUs with Intel AMX, whose llama.cpp "
+                                  "kernel crashes (ggml-org/llama.cpp#20824), on elsewhere."},
 }}
+
+
+def cpu_has_amx() -> bool:
+    """Whether this CPU has Intel AMX (Linux reports `amx_int8` among its flags)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            return any(line.startswith("flags") and "amx_int8" in line.split() for line in fh)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def cpu_repack(enabled: bool | None) -> Iterator[None]:
+    """Models loaded inside the block repack their weights for the CPU's kernels or not
+    (`enabled`; None: not on an AMX CPU). llama.cpp's AMX matrix multiply segfaults on the
+    first prompt of more than a few tokens on some Sapphire Rapids machines (seen here with
+    llama-cpp-python 0.3.36 and SmolLM2's Q4_1 weights; ggml-org/llama.cpp#20824, closed
+    unfixed); llama-cpp-python exposes the switch (`use_extra_bufts`) only through the
+    default model parameters its `Llama` starts from, so those are wrapped for the block."""
+    import llama_cpp.llama_cpp as low
+
+    if enabled is None:
+        enabled = not cpu_has_amx()
+    if enabled:
+        yield
+        return
+    original = low.llama_model_default_params
+
+    def without_repacking() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    low.llama_model_default_params = without_repacking
+    try:
+        yield
+    finally:
+        low.llama_model_default_params = original
 
 
 def resolve_model_path(model: str) -> Path:
@@ -111,7 +153,7 @@ class LlamaCppBackend(ModelBackend):
                 raise UserError(f"not a GGUF file: {self.path}", field="--model")
         llama_cpp = _import_llama_cpp()
         try:
-            with _quiet(not self.verbose):
+            with _quiet(not self.verbose), cpu_repack(self.options.get("cpu_repack")):
                 return llama_cpp.Llama(model_path=str(self.path), verbose=self.verbose, **kwargs)
         except (ValueError, RuntimeError) as exc:
             raise UserError(f"llama.cpp cannot load {self.path}: {exc}", field="--model",

@@ -162,3 +162,28 @@ def test_missing_package_and_files(tmp_path: Path) -> None:
     junk.write_bytes(b"not a gguf")
     with pytest.raises(UserError, match="not a GGUF file: .*junk.gguf"):
         make_llamacpp(str(junk), {}).count_tokens([Message("user", "hi")])
+
+
+def test_cpu_repack_switches_llama_cpps_extra_buffers_for_the_block_only() -> None:
+    """llama.cpp's AMX kernel crashes on some AMX CPUs: `cpu_repack(False)` loads models without
+    the extra buffer types, `cpu_repack(True)` with them, and the default parameters are
+    llama-cpp-python's own again after the block."""
+    import llama_cpp.llama_cpp as low
+
+    from lceval_plugins.backends.llamacpp import cpu_has_amx, cpu_repack
+
+    assert low.llama_model_default_params().use_extra_bufts is True
+    with cpu_repack(False):
+        assert low.llama_model_default_params().use_extra_bufts is False
+    with cpu_repack(True):
+        assert low.llama_model_default_params().use_extra_bufts is True
+    with cpu_repack(None):  # auto: off exactly where the CPU has AMX
+        assert low.llama_model_default_params().use_extra_bufts is (not cpu_has_amx())
+    assert low.llama_model_default_params().use_extra_bufts is True
+
+
+def test_a_long_prompt_is_answered_on_this_cpu(backend: LlamaCppBackend) -> None:
+    """A prompt of hundreds of tokens (the size at which llama.cpp's AMX kernel crashed the
+    process on this project's AMX machines) is answered."""
+    gen = backend.generate([ask("Which review is item 3?", CONTEXT)])[0]
+    assert gen.finish_reason in ("stop", "length") and gen.prompt_tokens > 300
