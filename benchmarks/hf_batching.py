@@ -130,7 +130,7 @@ class Recorder:
 def lceval_run(args: argparse.Namespace, workload: str, batch_size: int | None) -> tuple[Outcome, list[Any], Any]:
     """One lceval run of elitr_qa with the hf backend; (outcome, requests sent, backend)."""
     from lceval import hookimpl
-    from lceval.engine import Cache, RunConfig, execute, load_catalog, load_plugins, plan_run
+    from lceval.engine import RunConfig, Session, load_plugins
     from lceval.types import GenerationParams, GenerationRequest, Message
 
     from lceval_plugins.backends.hf import make_hf
@@ -155,15 +155,12 @@ def lceval_run(args: argparse.Namespace, workload: str, batch_size: int | None) 
         config = RunConfig(tasks="elitr_qa", models=["bench:smollm2"], splits=["dev"], limit=limit,
                            limit_per_context=per_context, context_policy="truncate-middle", progress=False,
                            output=Path(tmp) / "runs", data_home=Path(args.data_home), overrides=overrides)
-        plan = plan_run(config, plugins, load_catalog(plugins))
-        (model,) = plan.models
-        cache = Cache(Path(tmp) / "cache.sqlite")  # empty: every answer is generated
-        try:
+        config.cache_path = Path(tmp) / "cache.sqlite"  # empty: every answer is generated
+        with Session(config, plugins) as session:
+            (model,) = session.plan().models
             start = time.perf_counter()
-            state = execute(plan, model, plugins, cache, Path(args.data_home))
+            state = session.answer(model)
             seconds = time.perf_counter() - start
-        finally:
-            cache.close()
     samples = [s for task in state.tasks for s in task.samples]
     name = "unbatched" if batch_size == 1 else f"batched (batch_size={recorder.proxy.max_in_flight})"
     out = Outcome(f"lceval hf: {name}", len(samples), sum(s.prompt_tokens for s in samples),

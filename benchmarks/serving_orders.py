@@ -47,9 +47,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests/llama_server.py starts llama-cpp-python's server
 
-from lceval.engine import (Cache, CachedModel, TaskSpec, check_options, generate_task, load_catalog,  # noqa: E402
-                           load_plugins, open_backend, resolve_model)
-from lceval.engine._dispatch import Dispatcher  # noqa: E402 - the benchmark sends as the engine does
+from lceval.engine import Cache, CachedModel, TaskSpec, check_spec, load_catalog, load_plugins  # noqa: E402
+# the benchmark sends as the engine does, and opens backends outside a run: engine internals
+from lceval.engine._dispatch import Dispatcher  # noqa: E402
+from lceval.engine._model_handle import open_backend  # noqa: E402
+from lceval.engine._model_spec import resolve_model  # noqa: E402
+from lceval.engine._runner import generate_task  # noqa: E402
 from lceval.engine._spec import with_overrides  # noqa: E402
 from lceval.interfaces import ModelBackend, PrefixCache, TaskContext  # noqa: E402
 from lceval.types import Conversation, Generation, GenerationRequest, Message  # noqa: E402
@@ -162,8 +165,7 @@ def load_questions(args: argparse.Namespace) -> tuple[TaskSpec, list[Conversatio
     spec = load_catalog(plugins).spec("elitr_qa")
     spec = with_overrides(spec, {"generation": {"max_new_tokens": args.max_new_tokens},
                                  "context": {"policy": args.context_policy}})
-    task_type = plugins.get("task-type", "elitr")
-    check_options(spec, task_type.options_schema, plugins)  # the type's defaults, as a run fills them
+    task_type = check_spec(spec, plugins)  # the type's defaults, as a run fills them
     ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=Path(args.data_home), splits=None,
                       limit=None, record_file=lambda p: None)
     wanted = [m.strip() for m in args.meetings.split(",") if m.strip()] if args.meetings else None

@@ -123,7 +123,7 @@ def complete(task_type, options: dict) -> dict:
 def plugins_with_model(model: ModelBackend):
     """The installed plugins plus an in-process `scripted:` scheme serving `model`."""
     from lceval import hookimpl
-    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine import load_plugins
 
     class ScriptedPlugin:
         @hookimpl
@@ -136,9 +136,8 @@ def plugins_with_model(model: ModelBackend):
 def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(window=4096)) -> list:
     """Make the in-process CLI (`lceval.cli.main`) see a `scripted:` model scheme, with the
     plugins loaded once; returns the list of models the factory built (none = no model loaded)."""
+    import lceval.engine
     from lceval import hookimpl
-    from lceval.cli import _commands as commands
-    from lceval.engine import _plugin_host as plugins
 
     built: list = []
 
@@ -147,7 +146,7 @@ def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(wind
         def register_models(self, register):
             register("scripted", lambda name, options: built.append(factory()) or built[-1])
 
-    original = plugins.load_plugins
+    original = lceval.engine.load_plugins
     cached: dict = {}
 
     def load(disabled=(), extra=(), overrides=()):
@@ -156,34 +155,29 @@ def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(wind
             cached[key] = original(list(disabled), extra=[("scripted", ScriptedPlugin())], overrides=overrides)
         return cached[key]
 
-    patch.setattr(plugins, "load_plugins", load)
-    patch.setattr(commands, "load_plugins", load)
+    patch.setattr(lceval.engine, "load_plugins", load)  # what `lceval.cli.main` loads the plugins with
     return built
 
 
-def execute_config(config, plugins, catalog, cache, home: Path):
-    """Plan a one-model RunConfig and execute it, as `lceval run` does for each model."""
-    from lceval.engine import execute, plan_run
+def execute_config(config, plugins, home: Path):
+    """A one-model RunConfig answered and judged through the engine's Session, as `lceval run`
+    does for each model (nothing written); returns the RunState."""
+    from dataclasses import replace
 
-    plan = plan_run(config, plugins, catalog)
-    (model,) = plan.models
-    return execute(plan, model, plugins, cache, home)
+    from lceval.engine import Session
+
+    with Session(replace(config, data_home=home), plugins) as session:
+        (model,) = session.plan().models
+        return session.answer(model)
 
 
 def run_engine(model: ModelBackend, tasks: str, home: Path, tmp_path: Path, **config):
     """Run the engine (no CLI) and write the run directory; returns (run_dir, results, state)."""
-    from lceval.engine._cache import Cache
-    from lceval.results import write_run
-    from lceval.engine._catalog import load_catalog
     from lceval.engine import RunConfig
+    from lceval.results import write_run
 
     plugins = plugins_with_model(model)
-    catalog = load_catalog(plugins)
     cfg = RunConfig(tasks=tasks, models=["scripted:x"], progress=False, **config)
-    cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
-    try:
-        state = execute_config(cfg, plugins, catalog, cache, home)
-    finally:
-        cache.close()
+    state = execute_config(cfg, plugins, home)
     run_dir, results = write_run(state, plugins, tmp_path / "runs")
     return run_dir, results, state

@@ -39,11 +39,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import jsonschema
+import yaml
 
 from lceval.errors import UserError
 
 __all__ = ["NO_OPTIONS", "CheckedFactory", "OptionRow", "OptionsSchema", "check_options", "check_schema",
-           "defaults", "describe", "did_you_mean", "options_schema_of", "unwrap"]
+           "defaults", "describe", "did_you_mean", "options_schema_of", "parse_judge_flag", "unwrap"]
 
 OptionsSchema = dict[str, Any]
 
@@ -307,3 +308,21 @@ def options_schema_of(factory: Any) -> OptionsSchema | None:
 def unwrap(factory: Any) -> Any:
     """The plugin's own factory behind a `CheckedFactory`."""
     return getattr(factory, "factory", factory)
+
+
+def parse_judge_flag(text: str) -> tuple[str, dict[str, Any]]:
+    """`--judge NAME[,key=value...]`: a judge or preset, with options (YAML values) that
+    override the preset's (`lceval run --judge`, `lceval score --judge`, `lceval rank --judge`)."""
+    name, *pairs = [p.strip() for p in text.split(",")]
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"judge option '{pair}' is not key=value", field="--judge")
+        try:
+            options[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UserError(f"value of judge option '{key}' is not valid YAML: {value!r}", field="--judge") from None
+    if not name:
+        raise UserError("--judge needs a judge name", field="--judge")
+    return name, options

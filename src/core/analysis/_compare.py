@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from lceval.engine import TaskSpec
 from lceval.errors import UserError
 from lceval.results import FinishedRun
 from lceval.results import cluster_of, primary_score
@@ -81,7 +82,7 @@ def _scores(samples: list, cluster_by: str | None) -> dict[tuple[str, int], tupl
 
 def compare_task(a: FinishedRun, b: FinishedRun, task: str, *, n_boot: int = 5000, n_perm: int = 20000,
                  level: float = 0.95, seed: int = 0) -> PairedComparison:
-    cluster_by = (a.task_spec(task).get("report") or {}).get("cluster_by")
+    cluster_by = TaskSpec.of_run(a, task).report.cluster_by
     sa, sb = _scores(a.task_samples(task), cluster_by), _scores(b.task_samples(task), cluster_by)
     keys = sorted(set(sa) & set(sb))
     diffs = np.array([sa[k][0] - sb[k][0] for k in keys], dtype=float)

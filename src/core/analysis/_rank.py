@@ -145,7 +145,7 @@ def plan_pairs(systems: list[System], swap: bool) -> list[PairInput]:
 
 
 def make_pairwise_judge(flag: str, plugins: Plugins, model: Any, seed: int) -> PairwiseJudge:
-    from lceval.engine import parse_judge_flag
+    from lceval.options import parse_judge_flag
 
     name, options = parse_judge_flag(flag)
     factory = plugins.get("pairwise-judge", name)

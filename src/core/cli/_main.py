@@ -70,8 +70,8 @@ def with_default_command(argv: list[str], commands: set[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from lceval.cli import _commands as commands
-    from lceval.cli._handlers import Invocation
+    import lceval.engine
+    from lceval.cli._commands import Invocation
     from lceval.cli._parser import build_parser
     from lceval.cli._plugin_listing import plugin_warnings
 
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         argv = _hoist_plugin_flags(argv)
         disabled, overriding = _plugin_flags(_early_plugin_flags(argv))
-        plugins = commands.load_plugins(disabled, overrides=overriding)
+        plugins = lceval.engine.load_plugins(disabled, overrides=overriding)
         built = build_parser(plugins.commands)
         for line in plugin_warnings(plugins, built.shadowed_commands):
             print(f"lceval: warning: {line}", file=sys.stderr)

@@ -1,5 +1,5 @@
 """The `lceval` argument parser: one sub-parser per command, each bound to the function in
-`lceval.cli._handlers` that runs it. `run`'s options come from `lceval.engine.run_flags`, the
+`lceval.cli._commands` that runs it. `run`'s options come from `lceval.engine.run_flags`, the
 one place they are declared."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from lceval.cli import _handlers as handlers
+from lceval.cli import _commands as commands
 from lceval.engine import run_flags
 from lceval.errors import UserError
 
@@ -74,42 +74,42 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
         _verbosity(parser)
         return parser
 
-    add_run_flags(command("run", handlers.run, help="generate, judge and score (the default command)"))
+    add_run_flags(command("run", commands.run, help="generate, judge and score (the default command)"))
 
-    mg = command("merge", handlers.merge, help="join the shards of a run (`run --shard I/N`) into one run")
+    mg = command("merge", commands.merge, help="join the shards of a run (`run --shard I/N`) into one run")
     mg.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     mg.add_argument("-o", "--output", help="folder for the merged run directory (default: next to the first shard)")
 
-    t = command("tasks", handlers.tasks, help="list tasks, or show one resolved spec")
+    t = command("tasks", commands.tasks, help="list tasks, or show one resolved spec")
     t.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     t.add_argument("name", nargs="?")
 
-    pl = command("plugins", handlers.plugins, help="list loaded plugins, their kinds, distributions, versions and "
+    pl = command("plugins", commands.plugins, help="list loaded plugins, their kinds, distributions, versions and "
                  "clashes; with NAME, what it provides and the options it takes")
     pl.add_argument("name", nargs="?", help="a plugin, or a backend, judge, retriever, task type ... name")
 
-    v = command("validate", handlers.validate, help="check task specs or a plugin package without running")
+    v = command("validate", commands.validate, help="check task specs or a plugin package without running")
     v.add_argument("paths", nargs="+", help="spec YAML files, or folders of a plugin package (pyproject.toml)")
 
     d = command("data", None, help="manage datasets in the data home")
     dsub = d.add_subparsers(dest="data_command", required=True)
     f = dsub.add_parser("fetch", help="download (or copy with --from) a dataset into the data home")
-    f.set_defaults(handler=handlers.data_fetch)
+    f.set_defaults(handler=commands.data_fetch)
     _verbosity(f)
     f.add_argument("name")
     f.add_argument("--from", dest="source", help="local folder holding the published archives, or a URL prefix")
     f.add_argument("--data-home")
     dl = dsub.add_parser("list", help="datasets known to the installed plugins")
-    dl.set_defaults(handler=handlers.data_list)
+    dl.set_defaults(handler=commands.data_list)
     _verbosity(dl)
     dl.add_argument("--data-home")
     dp = dsub.add_parser("paths", help="where the data home and the request cache are, and why")
-    dp.set_defaults(handler=handlers.data_paths)
+    dp.set_defaults(handler=commands.data_paths)
     _verbosity(dp)
     dp.add_argument("--data-home")
     dp.add_argument("--cache")
 
-    rep = command("report", handlers.report, help="print finished runs, or the papers' tables over several runs")
+    rep = command("report", commands.report, help="print finished runs, or the papers' tables over several runs")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR|FILE[#SCORER]",
                      help="run directories, or recorded score files (e.g. ELITR-Bench's *_gpt-4-eval.json); "
                      "html also takes `lceval rank` directories")
@@ -130,21 +130,21 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     rep.add_argument("--bins-of", help="html: the reference source of the agreement plots (default: the first)")
     rep.add_argument("--title", help="html: page title")
 
-    sc = command("score", handlers.score, help="re-judge a finished run without generating again")
+    sc = command("score", commands.score, help="re-judge a finished run without generating again")
     sc.add_argument("run_dir")
     sc.add_argument("--judge", required=True, help="judge name or preset")
     sc.add_argument("--judge-model", help="model spec the judge calls, if it needs one")
     sc.add_argument("--output", help="folder for the new run directory (default: next to the source)")
     sc.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
 
-    cmp_ = command("compare", handlers.compare, help="paired comparison of two runs on the same items")
+    cmp_ = command("compare", commands.compare, help="paired comparison of two runs on the same items")
     cmp_.add_argument("run_a")
     cmp_.add_argument("run_b")
     cmp_.add_argument("--task", action="append", help="only this task (repeatable; default: every shared task)")
     cmp_.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     cmp_.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation draws")
 
-    ag = command("judge-agreement", handlers.judge_agreement,
+    ag = command("judge-agreement", commands.judge_agreement,
                  help="agreement between judges, and between judges and people")
     ag.add_argument("sources", nargs="+", metavar="[LABEL=]PATH[#SOURCE]",
                     help="run directories and recorded-score files (e.g. an ELITR *-eval.json)")
@@ -156,7 +156,7 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
                     help="bootstrap unit: whole clusters (meetings; default) or single items")
     ag.add_argument("--seed", type=int, default=0)
 
-    rk = command("rank", handlers.rank, help="rank the systems of runs by pairwise comparison (Elo, Bradley-Terry)")
+    rk = command("rank", commands.rank, help="rank the systems of runs by pairwise comparison (Elo, Bradley-Terry)")
     rk.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     rk.add_argument("--judge", help="pairwise judge NAME[,key=value...] (default: the spec's rank.judge)")
     rk.add_argument("--judge-model", help="model spec the judge calls, if it needs one")
@@ -181,12 +181,12 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     rk.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     rk.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
 
-    sb = command("submit", handlers.submit, help="pack finished runs into a leaderboard bundle (a zip file)")
+    sb = command("submit", commands.submit, help="pack finished runs into a leaderboard bundle (a zip file)")
     sb.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     sb.add_argument("-o", "--output", required=True, help="bundle file to write, e.g. my-model.lceval.zip")
     sb.add_argument("--name", help="the submission's name on a leaderboard (default: the models)")
 
-    vf = command("verify", handlers.verify,
+    vf = command("verify", commands.verify,
                  help="recompute a bundle's numbers from its samples, data and judge (exit 2 if rejected)")
     vf.add_argument("bundle")
     vf.add_argument("--rejudge", type=int, default=200,
@@ -198,7 +198,7 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     vf.add_argument("--data-home", help="data home holding the verified datasets (default: $LCEVAL_DATA ...)")
     vf.add_argument("--format", choices=["text", "json"], default="text")
 
-    lb = command("leaderboard", handlers.leaderboard,
+    lb = command("leaderboard", commands.leaderboard,
                  help="a static leaderboard site from bundles (each verified first)")
     lb.add_argument("bundles", nargs="+", metavar="BUNDLE")
     lb.add_argument("-o", "--output", required=True, help="folder to write the site into")
@@ -212,6 +212,6 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
         if name in built.commands:  # a built-in command keeps its name (and the clash is printed)
             built.shadowed_commands.append(name)
             continue
-        plugin_command.add_arguments(command(name, handlers.plugin_command(plugin_command), help=plugin_command.help))
+        plugin_command.add_arguments(command(name, commands.plugin_command(plugin_command), help=plugin_command.help))
     built.commands = set(sub.choices)
     return built

@@ -18,9 +18,7 @@ from typing import Any, Iterator
 import jsonschema
 
 from lceval.errors import UserError
-from lceval.engine import IN_PROCESS, KINDS, PluginInfo, Plugins, load_plugins
-from lceval.engine import load_catalog
-from lceval.engine import check_options, load_spec
+from lceval.engine import PluginInfo, Plugins, check_spec, load_catalog, load_plugins, load_spec
 
 #: Names a plugin author may mean as a hook: a `register_*` function lceval would never call.
 _HOOKISH = re.compile(r"register_\w+")
@@ -102,7 +100,7 @@ def check_plugin_package(folder: Path, disabled: list[str]) -> list[str]:
         load_catalog(plugins)  # task names: clashes with the catalog, duplicates in the folder
     lines = []
     for name, obj in modules:
-        info = next(i for i in plugins.infos if i.name == name and i.distribution == IN_PROCESS)
+        info = next(i for i in plugins.infos if i.name == name and i.in_process)
         lines.extend(_check_plugin(plugins, info, obj, pyproject, folder))
     lines.extend(f"warning {c.message}" for c in plugins.clashes)
     sources = sorted({p for r in roots if r.is_dir() for p in r.rglob("*.py")})
@@ -159,7 +157,7 @@ def _check_plugin(plugins: Plugins, info: PluginInfo, obj: Any, pyproject: Path,
         raise UserError(f"plugin '{info.name}' failed: {info.error}", file=pyproject, field=field)
     if info.warnings:
         raise UserError(f"plugin '{info.name}' {info.warnings[0]}", file=pyproject, field=field,
-                        hint=f"The hooks are: {', '.join(KINDS)} (lceval.hookspecs).")
+                        hint=f"The hooks are: {', '.join(Plugins.KINDS)} (lceval.hookspecs).")
     unmarked = _unmarked_hooks(obj)
     if unmarked:
         raise UserError(f"plugin '{info.name}': {', '.join(unmarked)} is not decorated with @lceval.hookimpl, "
@@ -177,12 +175,10 @@ def _check_plugin(plugins: Plugins, info: PluginInfo, obj: Any, pyproject: Path,
     duplicates = [c for c in plugins.clashes if c.why == "duplicate" and c.ignored_plugin == info.name]
     if duplicates:
         raise UserError(f"plugin '{info.name}': {duplicates[0].message}", file=pyproject, field=field)
-    own_types = {r.name: r.value for r in plugins.registrations if r.plugin == info.name and r.kind == "task-type"}
     for reg in [r for r in plugins.registrations if r.plugin == info.name and r.kind == "specs"]:
         for spec_path in sorted(Path(reg.value).glob("*.yaml")):
             spec = load_spec(spec_path)
-            task_type = own_types.get(spec.type) or plugins.get("task-type", spec.type)
-            check_options(spec, task_type.options_schema)
+            check_spec(spec, plugins)
             lines.append(f"ok      {spec_path} (task '{spec.name}')")
     provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.provides.items()))
     lines.append(f"ok      plugin '{info.name}' from {folder} ({provides})")

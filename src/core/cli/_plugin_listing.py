@@ -12,7 +12,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.options import describe, options_schema_of, unwrap
-from lceval.engine import BUILTIN_DISTRIBUTION, PluginInfo, Plugins, Registration, describe_kind
+from lceval.engine import PluginInfo, Plugins
 from lceval.interfaces import missing_requirements
 
 #: How a user passes options to each kind, shown above its options table.
@@ -128,7 +128,7 @@ def describe_plugin(plugins: Plugins, name: str) -> str:
     blocks = []
     if info is not None:
         blocks.append(f"plugin '{info.name}': {info.module}, from {info.distribution} {info.version} "
-                      f"({'built-in' if info.distribution == BUILTIN_DISTRIBUTION else 'third party'}); "
+                      f"({'built-in' if info.builtin else 'third party'}); "
                       f"status: {_status(info, plugins)}")
         blocks.extend(f"  spec folder: {r.value}" for r in plugins.registrations
                       if r.kind == "specs" and r.plugin == info.name)
@@ -136,9 +136,10 @@ def describe_plugin(plugins: Plugins, name: str) -> str:
     return "\n\n".join(blocks)
 
 
-def _describe_registration(plugins: Plugins, reg: Registration) -> str:
+def _describe_registration(plugins: Plugins, reg: Any) -> str:
+    """`reg`: one of `plugins.registrations` (a `Plugins.Registration`)."""
     in_effect = plugins.owner.get((reg.kind, reg.name)) == reg.plugin
-    head = f"{describe_kind(reg.kind, reg.name)} from plugin '{reg.plugin}'"
+    head = f"{Plugins.describe(reg.kind, reg.name)} from plugin '{reg.plugin}'"
     if not in_effect:
         head += f" (ignored: '{plugins.owner.get((reg.kind, reg.name))}' provides it)"
     lines = [head]

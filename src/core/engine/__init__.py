@@ -1,46 +1,39 @@
 """The engine: from a `RunConfig` to the samples of a run, and the plugin host behind it
-(public API; what the CLI and the later stages call, and what a program driving lceval
-calls too).
+(public API: what the layers above and plugins use).
 
-- Plugins and the catalog: `load_plugins` (entry points, all-or-nothing registration,
-  clashes), `load_catalog` (task specs, suites, model aliases, judge presets).
-- A run: `RunConfig` (every `lceval run` option, declared once with its flag: `run_flags`),
-  `plan_run` (everything checked before any model loads: specs, overrides, models, judge),
-  `execute` (one model's run) -> `RunState`, which `lceval.results.write_run` writes;
-  `dry_run` shows the prompts instead.
-- Models: `resolve_model` (a spec string parsed and checked once into a `ModelSpec`),
-  `open_backend`, `open_model` (a model through the request cache, for plugin commands), and
-  the cache itself (`Cache`, `CachedModel`, `default_cache_path`).
-- Task specs: `TaskSpec` with its typed sections, `load_spec`, `check_options`.
-- Context policy and selection helpers the reports share: `POLICIES`,
-  `parse_context_lengths`, `tokens_label`, `removed_span`, `parse_contexts`, `parse_shard`.
+- A run: `Session` is the one door to a run, started (`Session(config)`) or reopened from a
+  finished run (`Session.reopen(run, judge=...)`): it owns the request cache, the model and
+  the judge model, and has the verbs every command needs (`plan`, `answer`, `judge`, `score`,
+  `write`; `run` for all of them). `RunConfig` holds every `lceval run` option, declared once
+  with its flag (`run_flags`), and reads and writes its manifest form itself; a finished run's
+  `RunState` and its `TaskRun`s are what the results layer scores and writes (`RunOutputs`).
+- Plugins and the catalog: `load_plugins` -> `Plugins` (`PluginInfo` per plugin),
+  `load_catalog` -> `Catalog` (task specs, suites, model aliases, judge presets).
+- Task specs: `TaskSpec` with its typed sections (`ReportSettings` among them) and its
+  manifest form, `load_spec`, `check_spec`.
+- Models: `ModelSpec` (a model string parsed by the one parser), `model_label` (how a table
+  names a model), `open_model` (a model through the request cache, for a plugin's command),
+  `Cache` and `CachedModel` (the request cache and a backend seen through it).
+- What reports and merges share: `tokens_label`, `removed_span` (a context cut), `assign` and
+  `plan_fingerprint` (how a run's contexts are shared among its `--shard`s).
 """
 
-from lceval.engine._cache import Cache, cache_failures, default_cache_path
-from lceval.engine._cached_model import CachedModel, UsageCounters, messages_payload, request_key
-from lceval.engine._catalog import Catalog, ModelAlias, load_catalog
-from lceval.engine._context_policy import POLICIES, parse_context_lengths, removed_span, tokens_label
-from lceval.engine._dry_run import dry_run
-from lceval.engine._model_spec import (ModelHandle, ModelSpec, open_backend, open_judge_model, open_model, parse_model_spec,
-                                       resolve_judge_model, resolve_model)
-from lceval.engine._plan import (FileRecorder, RunPlan, checked_task_type, load_task, load_work, make_judge,
-                                 parse_judge_flag, plan_run, resolve_judge_flag)
-from lceval.engine._plugin_host import (BUILTIN_DISTRIBUTION, IN_PROCESS, KINDS, Clash, PluginInfo, Plugins,
-                                        Registration, describe_kind, load_plugins)
-from lceval.engine._run_config import Flag, RunConfig, flag_of, run_flags
-from lceval.engine._runner import RunState, TaskRun, execute, generate_task, judge_task
-from lceval.engine._selection import assign, parse_contexts, parse_shard, plan_fingerprint
-from lceval.engine._spec import ContextSettings, JudgeChoice, TaskSpec, check_options, check_references, load_spec
+from lceval.engine._cache import Cache
+from lceval.engine._cached_model import CachedModel
+from lceval.engine._catalog import Catalog, load_catalog
+from lceval.engine._context_policy import removed_span, tokens_label
+from lceval.engine._model_spec import ModelSpec, model_label
+from lceval.engine._plan import check_spec
+from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins
+from lceval.engine._run_config import RunConfig, run_flags
+from lceval.engine._runner import RunState, TaskRun
+from lceval.engine._selection import assign, plan_fingerprint
+from lceval.engine._session import RunOutputs, Session, open_model
+from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 
 __all__ = [
-    "BUILTIN_DISTRIBUTION", "IN_PROCESS", "KINDS", "POLICIES",
-    "Cache", "CachedModel", "Catalog", "Clash", "ContextSettings", "FileRecorder", "Flag", "JudgeChoice",
-    "ModelAlias", "ModelHandle", "ModelSpec", "PluginInfo", "Plugins", "Registration", "RunConfig", "RunPlan", "RunState", "TaskRun",
-    "TaskSpec", "UsageCounters",
-    "assign", "cache_failures", "check_options", "checked_task_type", "check_references", "default_cache_path", "describe_kind", "dry_run",
-    "execute", "flag_of", "generate_task", "judge_task", "load_catalog", "load_plugins", "load_spec", "load_task",
-    "load_work", "make_judge", "messages_payload", "open_backend", "open_judge_model", "open_model",
-    "parse_context_lengths", "parse_contexts", "parse_judge_flag", "parse_model_spec", "parse_shard",
-    "plan_fingerprint", "plan_run", "removed_span", "request_key", "resolve_judge_flag", "resolve_judge_model",
-    "resolve_model", "run_flags", "tokens_label",
+    "Cache", "CachedModel", "Catalog", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings", "RunConfig",
+    "RunOutputs", "RunState", "Session", "TaskRun", "TaskSpec",
+    "assign", "check_spec", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
+    "plan_fingerprint", "removed_span", "run_flags", "tokens_label",
 ]

@@ -165,6 +165,11 @@ Claim = Literal["claimed", "answered", "held"]
 
 
 class Cache:
+    """The request cache: answers by request key in SQLite (WAL), shared by concurrent runs
+    through leases, so an interrupted run resumes and two runs never pay twice."""
+    #: where a command's cache is when neither --cache nor $LCEVAL_CACHE says
+    default_path = staticmethod(default_cache_path)
+
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         existed = self.path.exists()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lceval.engine import _context_policy as context_policy
-from lceval.engine._model_spec import ModelHandle, ModelSpec
+from lceval.engine._model_handle import ModelHandle
 from lceval.engine._plan import RunPlan, ensure_datasets, load_work
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
@@ -76,14 +76,11 @@ def _task_prompts(spec: TaskSpec, conversations: list[Conversation], backend: Mo
     return "\n".join(lines)
 
 
-def dry_run(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, data_home: Path) -> str:
-    """The prompts of every selected item of every task of the plan, for one of its models."""
-    handle = ModelHandle(model_spec)
-    try:
-        ensure_datasets(plan, plugins, data_home, lambda text: None)
-        loaded = load_work(plan, plugins, data_home, handle).loaded
-        backend = handle.backend()
-        blocks = [_task_prompts(spec, conversations, backend) for spec, conversations in loaded]
-    finally:
-        handle.close()
+def dry_run(plan: RunPlan, handle: ModelHandle, plugins: Plugins, data_home: Path) -> str:
+    """The prompts of every selected item of every task of the plan, for one of its models
+    (`handle`, which the caller closes)."""
+    ensure_datasets(plan, plugins, data_home, lambda text: None)
+    loaded = load_work(plan, plugins, data_home, handle).loaded
+    backend = handle.backend()
+    blocks = [_task_prompts(spec, conversations, backend) for spec, conversations in loaded]
     return "\n\n".join(blocks) + "\n"

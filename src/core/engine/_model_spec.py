@@ -8,17 +8,14 @@ backends and its options checked against the backend's `options_schema`. The res
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from lceval.engine._cache import Cache, default_cache_path
-from lceval.engine._cached_model import CachedModel
-from lceval.engine._catalog import Catalog, load_catalog
-from lceval.engine._plugin_host import Plugins, describe_kind, load_plugins
+from lceval.engine._catalog import Catalog
+from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend, ModelFactory
+from lceval.interfaces import ModelFactory
 from lceval.options import check_options, options_schema_of, unwrap
 
 JUDGE_MODEL_FLAG = "--judge-model"
@@ -40,8 +37,24 @@ class ModelSpec:
         opts = "".join(f",{k}={v}" for k, v in sorted(self.options.items()))
         return f"{self.scheme}:{self.model}{opts}"
 
+    @property
+    def label(self) -> str:
+        """What a paper's table calls the model: `model_label` of the string as written."""
+        return model_label(self.text)
+
+
+def model_label(text: str) -> str:
+    """A model string as a table's row names it: options dropped, then the name after a
+    file's `#` (`replay:FILE#GPT-4` -> `GPT-4`, DESIGN's `replay:FILE#MODEL_NAME`), else the
+    last path component (`hf:org/Model,opt=1` -> `Model`); an alias stays the alias. Needs no
+    catalog: run folders and reports name models that may not be installed here."""
+    base, _ = _split_options(text.strip(), "--model")
+    return re.split(r"[#/:]", base)[-1] or text
+
 
 def _split_options(text: str, field: str) -> tuple[str, dict[str, str]]:
+    """`BASE,key=value,...` -> (BASE, options); a comma before the first `key=value` belongs
+    to BASE (a file name may hold one)."""
     parts = text.split(",")
     head, options = [parts[0]], {}
     for part in parts[1:]:
@@ -96,64 +109,3 @@ def resolve_model(text: str, catalog: Catalog, plugins: Plugins, field: str = "-
 def resolve_judge_model(text: str | None, catalog: Catalog, plugins: Plugins) -> ModelSpec | None:
     """`--judge-model`, resolved before any work is done; None if absent."""
     return resolve_model(text, catalog, plugins, field=JUDGE_MODEL_FLAG) if text else None
-
-
-def open_backend(spec: ModelSpec) -> ModelBackend:
-    """The backend of a resolved spec (its options were checked when it was resolved)."""
-    if spec.factory is None:
-        raise ValueError(f"model spec '{spec.text}' was not resolved against the installed backends")
-    return spec.factory(spec.model, dict(spec.checked))
-
-
-class ModelHandle:
-    """One model of a run, built on first use and closed once. A task type may ask for its
-    tokenizer while the run's data is read (a synthetic task builds each context to a length
-    in the model's own tokens); generation then uses the same backend, so the model loads
-    once, and a run whose task types never ask loads it only after its data is read."""
-
-    def __init__(self, spec: ModelSpec) -> None:
-        self.spec = spec
-        self._backend: ModelBackend | None = None
-
-    @property
-    def built(self) -> bool:
-        return self._backend is not None
-
-    def backend(self) -> ModelBackend:
-        if self._backend is None:
-            self._backend = open_backend(self.spec)
-        return self._backend
-
-    def tokenizer(self) -> ModelBackend | None:
-        """The backend when it lends a tokenizer (`tokenize` gives ids), else None."""
-        backend = self.backend()
-        return backend if backend.tokenize("lceval") is not None else None
-
-    def close(self) -> None:
-        if self._backend is not None:
-            self._backend.close()
-
-
-def open_judge_model(spec: ModelSpec | None, cache: Cache) -> CachedModel | None:
-    """The judge model behind the request cache (its calls cached and counted), or None."""
-    if spec is None:
-        return None
-    return CachedModel(open_backend(spec), cache, spec.canonical)
-
-
-@contextmanager
-def open_model(text: str, *, cache_path: Path | None = None, plugins: Plugins | None = None) -> Iterator[CachedModel]:
-    """A model by spec string, through the request cache, for a plugin's own command (e.g.
-    synthesizing a haystack): every call cached and resumable like a run's; the backend and
-    the cache are closed when the block ends. `cache_path` defaults to the run cache."""
-    plugins = plugins if plugins is not None else load_plugins()
-    spec = resolve_model(text, load_catalog(plugins), plugins)
-    cache = Cache(Path(cache_path) if cache_path else default_cache_path())
-    backend = None
-    try:
-        backend = open_backend(spec)
-        yield CachedModel(backend, cache, spec.canonical)
-    finally:
-        if backend is not None:
-            backend.close()
-        cache.close()

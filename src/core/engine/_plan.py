@@ -12,19 +12,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 from lceval.engine import _context_policy as context_policy
 from lceval.engine._catalog import Catalog
-from lceval.engine._model_spec import ModelHandle, ModelSpec, resolve_judge_model, resolve_model
+from lceval.engine._model_handle import ModelHandle
+from lceval.engine._model_spec import ModelSpec, resolve_judge_model, resolve_model
 from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.engine._run_config import RunConfig
 from lceval.engine._selection import ContextSelection, select_work
 from lceval.engine._spec import JudgeChoice, TaskSpec, check_options, check_references, with_overrides
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
+from lceval.io import data_home as current_data_home
 from lceval.io import fetch, line_of, sha256_file
 from lceval.options import check_options as check_option_values
+from lceval.options import parse_judge_flag
 from lceval.options import options_schema_of
 from lceval.types import Conversation
 
@@ -95,10 +96,7 @@ def _in_spec(exc: UserError, spec: TaskSpec, config: RunConfig) -> UserError:
     if exc.file or not (exc.field or "").startswith("options."):
         return exc
     blamed = _blame_overrides(exc, config)
-    if blamed is not exc:
-        return blamed
-    at = tuple(int(p) if p.isdigit() else p for p in exc.field.split("."))
-    return UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at), hint=exc.hint)
+    return blamed if blamed is not exc else _at_option(exc, spec)
 
 
 def checked_task_type(spec: TaskSpec, config: RunConfig, plugins: Plugins) -> Any:
@@ -110,6 +108,34 @@ def checked_task_type(spec: TaskSpec, config: RunConfig, plugins: Plugins) -> An
     except UserError as exc:
         raise _blame_overrides(exc, config) from None
     return task_type
+
+
+def check_spec(spec: TaskSpec, plugins: Plugins, *, data: bool = False) -> TaskType:
+    """A spec as `lceval validate` and `lceval tasks show` check it, without a model: every
+    plugin it names exists, its options fit its task type's schema (their defaults filled in,
+    in place), its judge's options fit the judge's; with `data`, the task type checks it
+    against the first rows of its data (`TaskType.check`). Returns the task type; an error
+    names the spec file and the option's line."""
+    task_type = check_references(spec, plugins)
+    check_options(spec, task_type.options_schema, plugins)
+    _check_judge_options(spec, None, plugins)
+    if data:
+        ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=current_data_home(), splits=spec.splits, limit=None,
+                          record_file=lambda path: None, retrievers=dict(plugins.retrievers))
+        try:
+            task_type.check(ctx)
+        except UserError as exc:
+            raise _at_option(exc, spec) from None
+    return task_type
+
+
+def _at_option(exc: UserError, spec: TaskSpec) -> UserError:
+    """A task type's error about one of the spec's options (`field="options.x"`, no file),
+    placed at that option's line of the spec file."""
+    if exc.file or not (exc.field or "").startswith("options."):
+        return exc
+    at = tuple(int(p) if p.isdigit() else p for p in exc.field.split("."))
+    return UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at), hint=exc.hint)
 
 
 def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: Plugins, data_home: Path,
@@ -174,24 +200,6 @@ def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
         return with_overrides(spec, overrides)
     except UserError as exc:
         raise _blame_overrides(exc, config) from None
-
-
-def parse_judge_flag(text: str) -> tuple[str, dict[str, Any]]:
-    """`--judge NAME[,key=value...]`: a judge or preset, with options (YAML values) that
-    override the preset's."""
-    name, *pairs = [p.strip() for p in text.split(",")]
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"judge option '{pair}' is not key=value", field="--judge")
-        try:
-            options[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise UserError(f"value of judge option '{key}' is not valid YAML: {value!r}", field="--judge") from None
-    if not name:
-        raise UserError("--judge needs a judge name", field="--judge")
-    return name, options
 
 
 def resolve_judge_flag(text: str, catalog: Catalog, plugins: Plugins) -> JudgeChoice:

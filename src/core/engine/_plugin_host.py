@@ -25,7 +25,7 @@ import traceback
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, ClassVar, Iterable
 
 import pluggy
 
@@ -79,9 +79,14 @@ class PluginInfo:
         """"plugin 'x' (dist 1.0)", with "built-in" for lceval's own."""
         if self.label:
             return self.label
-        where = ("built-in" if self.builtin else "in-process" if self.distribution == IN_PROCESS
+        where = ("built-in" if self.builtin else "in-process" if self.in_process
                  else f"{self.distribution} {self.version}")
         return f"plugin '{self.name}' ({where})"
+
+    @property
+    def in_process(self) -> bool:
+        """Given to `load_plugins(extra=...)` (e.g. by `lceval validate FOLDER`), not installed."""
+        return self.distribution == IN_PROCESS
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,14 @@ class Clash:
 
 @dataclass
 class Plugins:
+    """What the plugins registered, by kind, with who gave what (`infos`, `owner`) and the
+    names two of them gave (`clashes`)."""
+
+    #: hook name -> the kind `lceval plugins` shows
+    KINDS: ClassVar[dict[str, str]] = KINDS
+    #: one thing a plugin registered (the type of `registrations`' items)
+    Registration: ClassVar[type] = Registration
+
     models: dict[str, Any] = field(default_factory=dict)
     judges: dict[str, Any] = field(default_factory=dict)
     pairwise_judges: dict[str, Any] = field(default_factory=dict)
@@ -153,6 +166,11 @@ class Plugins:
     owner: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin
     #: every registration of every plugin that loaded, the shadowed ones included
     registrations: list[Registration] = field(default_factory=list)
+
+    @staticmethod
+    def describe(kind: str, name: str) -> str:
+        """How messages name a thing a plugin provides: "judge 'rubric'", "backend 'hf'"."""
+        return describe_kind(kind, name)
 
     @property
     def conflicts(self) -> list[str]:
@@ -228,6 +246,7 @@ def load_plugins(disabled: Iterable[str] = (), extra: Iterable[tuple[str, object
     tests and `lceval validate FOLDER` use it. `overrides` (and $LCEVAL_OVERRIDE_PLUGINS)
     name plugins whose registrations win over the built-ins' (see the module docstring).
     """
+
     disabled_set = set(disabled) | disabled_from_env()
     override_set = set(overrides) | overrides_from_env()
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)

@@ -41,8 +41,11 @@ class Flag:
 
 
 def _flag(*names: str, help: str, default: Any = None, default_factory: Callable[[], Any] | None = None,
-          **kind: Any) -> Any:
-    meta = {"flag": Flag(names=names, help=help, **kind)}
+          local: bool = False, **kind: Any) -> Any:
+    """A field set by a flag; `local`: where this machine keeps things or how it shows them,
+    not a setting of the run (left out of the manifest, so a run reopened elsewhere is the
+    same run)."""
+    meta = {"flag": Flag(names=names, help=help, **kind), "local": local}
     if default_factory is not None:
         return field(default_factory=default_factory, metadata=meta)
     return field(default=default, metadata=meta)
@@ -116,7 +119,7 @@ class RunConfig:
     seeds: list[int] = _flag("--seed", metavar="SEED[,SEED...]", parse=parse_seeds, default_factory=lambda: [0],
                              help="seed or comma-separated seeds (mean ± std across them; default 0)")
     output: Path = _flag("--output", parse=Path, default=Path("runs"),
-                         help="folder for run directories (default: ./runs)")
+                         local=True, help="folder for run directories (default: ./runs)")
     context_policy: str | None = _flag("--context-policy", metavar="{" + ",".join(POLICIES) + "}", parse=_policy,
                                        help="what to do with a context longer than the model's window "
                                             "(default: the spec's)")
@@ -130,10 +133,10 @@ class RunConfig:
                                       default_factory=dict,
                                       help="override a spec field, e.g. --set options.history=gold (YAML value)")
     cache_path: Path | None = _flag("--cache", parse=Path,
-                                    help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
+                                    local=True, help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
     data_home: Path | None = _flag("--data-home", parse=Path,
-                                   help="data home (default: $LCEVAL_DATA or the user cache dir)")
-    progress: bool = _flag("--no-progress", switch=True, parse=_negated, default=True, help="no progress bar")
+                                   local=True, help="data home (default: $LCEVAL_DATA or the user cache dir)")
+    progress: bool = _flag("--no-progress", switch=True, parse=_negated, default=True, local=True, help="no progress bar")
     contexts: list[str] | None = _flag(
         "--contexts", repeat=True, metavar="ID,...", parse=parse_contexts,
         help="only these contexts (meetings, haystacks): ids or globs, e.g. dev/meeting_en_dev_001, 'test2/*'; "
@@ -142,11 +145,12 @@ class RunConfig:
         "--shard", metavar="I/N", parse=parse_shard,
         help="run share I of N (0-based, e.g. $SLURM_ARRAY_TASK_ID/4); join with `lceval merge`")
     dry_run: bool = _flag("--dry-run", switch=True, default=False,
-                          help="print the exact prompts of the selected items (context policy applied when the "
+                          local=True, help="print the exact prompts of the selected items (context policy applied when the "
                                "model's tokenizer can be loaded) and stop: no answer generated, nothing written")
     # set by the command line around `run`, not by a run flag
     disabled_plugins: list[str] = field(default_factory=list)  # -p no:NAME
-    command: list[str] = field(default_factory=list)  # the command line, for the manifest
+    #: the command line; the manifest records it beside the config, not in it
+    command: list[str] = field(default_factory=list, metadata={"local": True})
 
     @classmethod
     def from_flags(cls, given: Mapping[str, Any], **extra: Any) -> "RunConfig":
@@ -177,6 +181,61 @@ class RunConfig:
                             field="--shard")
         if self.context_policy is not None:
             _policy(self.context_policy)
+
+
+    # -- the manifest form: written and read here only -------------------------------------
+    def to_manifest(self) -> dict[str, Any]:
+        """manifest.json's `config`: every setting of the run (not where this machine keeps
+        its files), JSON-typed; `models` is recorded as `model`, since a run folder holds one
+        model's run."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.metadata.get("local"):
+                continue
+            value = getattr(self, f.name)
+            if f.name == "models":
+                out["model"] = value[0] if len(value) == 1 else list(value)
+            else:
+                out[f.name] = _to_json(value)
+        return out
+
+    @classmethod
+    def from_manifest(cls, data: dict[str, Any], **changes: Any) -> "RunConfig":
+        """The config a finished run recorded (`to_manifest`'s form), with `changes`. A key
+        this lceval does not know (written by a newer one) is left aside; a setting the
+        manifest lacks (written by an older one) keeps its default."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.metadata.get("local"):
+                continue
+            key = "model" if f.name == "models" else f.name
+            if key not in data:
+                continue
+            value = data[key]
+            if f.name == "models":
+                value = [str(value)] if isinstance(value, str) else [str(v) for v in value or []]
+            elif f.name == "shard":
+                value = (int(value[0]), int(value[1])) if value else None
+            elif f.name == "overrides":
+                value = dict(value or {})
+            elif f.name in ("seeds", "disabled_plugins"):
+                value = list(value or [])
+            values[f.name] = value
+        values.update(progress=False)
+        values.update(changes)
+        return cls(**values)
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_json(v) for v in value]
+    return value
 
 
 def _flagged() -> Iterator[tuple[Any, Flag]]:

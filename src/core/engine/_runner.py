@@ -12,8 +12,9 @@ from lceval.engine import _context_policy as context_policy
 from lceval.engine import _scheduler as scheduler
 from lceval.engine._cache import Cache
 from lceval.engine._cached_model import CachedModel, messages_payload
-from lceval.engine._judging import JudgingPool
-from lceval.engine._model_spec import ModelHandle, ModelSpec, open_judge_model
+from lceval.engine._judging_pool import JudgingPool
+from lceval.engine._model_handle import ModelHandle
+from lceval.engine._model_spec import ModelSpec
 from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._progress import RunProgress, TaskProgress
@@ -63,14 +64,46 @@ class RunState:
         return self.config.models[0]
 
 
-Answered = list[tuple[Conversation, int, Any, ContextCut, str]]
+def sample_of(spec: TaskSpec, conv: Conversation, i: int, gen: Generation | None, cut: ContextCut,
+              prompt_hash: str, seed: int) -> Sample:
+    """The sample of turn `i` of `conv` answered with `gen` (None: left unasked), not yet
+    judged. A request the backend gave up on (API errors past the retries) is no answer: it
+    is counted as a generation failure and never judged."""
+    failure = gen.extras if gen is not None and gen.finish_reason == "error" else None
+    if failure is not None:
+        gen = None
+    turn = conv.turns[i]
+    return Sample(
+        task=spec.name, item_id=turn.item_id, conv_id=conv.conv_id, turn_index=i, seed=seed,
+        metadata={**conv.metadata, **turn.metadata}, prompt_hash=prompt_hash,
+        response=gen.text if gen else None, reference=turn.reference, judgments=[],
+        context_cut=cut,
+        prompt_tokens=gen.prompt_tokens if gen else 0,
+        # None: the backend could not tell what it prefilled (never guessed as the prompt)
+        prefilled_tokens=gen.prefilled_tokens if gen else 0,
+        completion_tokens=gen.completion_tokens if gen else 0,
+        seconds=gen.seconds if gen else 0.0, cached=bool(gen and gen.cached),
+        generation_extras=dict(gen.extras) if gen else ({"generation_failed": failure} if failure is not None else {}),
+        question=turn.question,
+    )
+
+
+def judge_input_of(sample: Sample) -> JudgeInput | None:
+    """What the judge is asked about a sample, whether it was just generated or read back
+    from a finished run; None when there is nothing to judge (no answer, an unscored turn)."""
+    if sample.response is None or not is_scored(sample.metadata):
+        return None
+    return JudgeInput(item_id=sample.item_id, question=sample.question, response=sample.response,
+                      reference=sample.reference, metadata=dict(sample.metadata),
+                      generation_extras=dict(sample.generation_extras))
 
 
 def generate_task(spec: TaskSpec, conversations: list[Conversation], model: CachedModel, seed: int,
                   progress: TaskProgress | bool | None = None,
-                  on_answer: Callable[[Conversation, int, Generation], None] | None = None) -> Answered:
-    """Answer every turn; returns (conversation, turn index, generation|None, cut, prompt hash).
-    `on_answer(conversation, turn index, generation)` hears of each answer as it arrives (the
+                  on_sample: Callable[[Sample], None] | None = None) -> list[Sample]:
+    """Answer every turn; returns the samples (not yet judged) in the conversations' order, a
+    turn left unasked (its context skipped, or no room left mid-conversation) as a skipped
+    sample without an answer. `on_sample` hears of each answered sample as it arrives (the
     run hands it to the judge at once); `progress` shows the work (True: a bar of its own)."""
     params = spec.generation_params(seed)
     window = model.backend.context_window
@@ -98,30 +131,28 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
         hints = {**st.conv.metadata, **turn.metadata, "item_id": turn.item_id, "question": turn.question}
         return GenerationRequest(request_id=turn.item_id, messages=messages, params=params, hints=hints)
 
+    samples: dict[tuple[int, int], Sample] = {}
+
     def answered(st: ConversationState, request: GenerationRequest, gen: Any) -> None:
         turn = st.next_turn
-        st.record(gen, canonical_hash(messages_payload(request.messages)))
+        prompt_hash = canonical_hash(messages_payload(request.messages))
+        st.record(gen, prompt_hash)
+        sample = samples[(id(st), turn)] = sample_of(spec, st.conv, turn, gen, st.cut, prompt_hash, seed)
         progress.answer(st.conv.context_id, gen)  # per answer, as it arrives (cached ones too)
-        if on_answer is not None:
-            on_answer(st.conv, turn, gen)
+        if on_sample is not None:
+            on_sample(sample)
 
     def skipped(st: ConversationState) -> None:
         progress.skipped(len(st.conv.turns) - st.next_turn)
 
-    out: Answered = []
     try:
         progress.resumed(_cached_answers(states, build, model))
         scheduler.run(states, model, build, answered, skipped,
                       on_start=lambda st, request: progress.request_started(st.conv.context_id))
-        for st in states:
-            for i in range(len(st.conv.turns)):
-                gen = st.generations[i] if i < len(st.generations) else None
-                # turns left unasked (context skipped, or no room left mid-conversation) are skipped
-                cut = st.cut if gen is not None else replace(st.cut, action="skipped")
-                out.append((st.conv, i, gen, cut, st.prompt_hashes[i] if i < len(st.prompt_hashes) else ""))
     finally:
         progress.close()
-    return out
+    return [samples.get((id(st), i)) or sample_of(spec, st.conv, i, None, replace(st.cut, action="skipped"), "", seed)
+            for st in states for i in range(len(st.conv.turns))]
 
 
 def _cached_answers(states: list[ConversationState], build: Callable[[ConversationState], GenerationRequest | None],
@@ -142,127 +173,88 @@ def _cached_answers(states: list[ConversationState], build: Callable[[Conversati
     return found
 
 
-def _scored(conv: Conversation, i: int) -> bool:
-    return is_scored(conv.turns[i].metadata)
-
-
-def judge_inputs(answered: Answered) -> list[JudgeInput]:
-    """What the judge is asked about each answer (a failed generation is no answer, an
-    unscored turn is not judged)."""
-    return [_judge_input(conv, i, gen) for conv, i, gen, _, _ in answered
-            if gen is not None and gen.finish_reason != "error" and _scored(conv, i)]
-
-
-def _judge_input(conv: Conversation, i: int, gen: Generation) -> JudgeInput:
-    turn = conv.turns[i]
-    return JudgeInput(item_id=turn.item_id, question=turn.question, response=gen.text, reference=turn.reference,
-                      metadata={**conv.metadata, **turn.metadata}, generation_extras=dict(gen.extras))
-
-
-def judge_task(spec: TaskSpec, answered: Answered, judge: Judge, seed: int) -> list[Sample]:
-    """Judge every answer at once and write the samples (what a run does while it generates,
-    done after the fact)."""
-    inputs = judge_inputs(answered)
-    verdicts = {j.item_id: j for j in judge.judge(inputs)} if inputs else {}
-    return samples_of(spec, answered, verdicts, seed)
-
-
-def samples_of(spec: TaskSpec, answered: Answered, verdicts: dict[str, Judgment], seed: int) -> list[Sample]:
-    """The samples of one task and seed, in the conversations' order."""
-    samples = []
-    for conv, i, gen, cut, prompt_hash in answered:
-        # a request the backend gave up on (API errors past the retries) is no answer: it is
-        # counted as a generation failure and never judged
-        failure = gen.extras if gen is not None and gen.finish_reason == "error" else None
-        if failure is not None:
-            gen = None
-        turn = conv.turns[i]
-        samples.append(Sample(
-            task=spec.name, item_id=turn.item_id, conv_id=conv.conv_id, turn_index=i, seed=seed,
-            metadata={**conv.metadata, **turn.metadata}, prompt_hash=prompt_hash,
-            response=gen.text if gen else None, reference=turn.reference,
-            judgments=[verdicts[turn.item_id]] if gen is not None and turn.item_id in verdicts else [],
-            context_cut=cut,
-            prompt_tokens=gen.prompt_tokens if gen else 0,
-            # None: the backend could not tell what it prefilled (never guessed as the prompt)
-            prefilled_tokens=gen.prefilled_tokens if gen else 0,
-            completion_tokens=gen.completion_tokens if gen else 0,
-            seconds=gen.seconds if gen else 0.0, cached=bool(gen and gen.cached),
-            generation_extras=dict(gen.extras) if gen else ({"generation_failed": failure} if failure is not None else {}),
-            question=turn.question,
-        ))
-    return samples
+def judged(samples: list[Sample], verdicts: dict[str, Judgment]) -> list[Sample]:
+    """The samples with their verdicts (by item id); an unanswered sample keeps none."""
+    return [replace(s, judgments=[verdicts[s.item_id]]) if s.response is not None and s.item_id in verdicts else s
+            for s in samples]
 
 
 def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache, data_home: Path,
+            handle: ModelHandle, judge_model: Callable[[], CachedModel | None],
             progress: RunProgress | None = None) -> RunState:
-    """Run every task of the plan for one of its models; the caller writes the outputs. Each
-    answer is judged as soon as it exists, beside the generation of the next ones."""
+    """Run every task of the plan for one of its models (`handle`, built on first use) and
+    judge each answer as soon as it exists, beside the generation of the next ones. The
+    caller (the Session) owns the model and the judge model and closes them; it writes the
+    outputs."""
     config = replace(plan.config, models=[model_spec.text])  # this run's model, as the user named it
     progress = progress or RunProgress(config.progress)
-    handle = ModelHandle(model_spec)
-    judge_model = None
-    try:
-        # data first: a missing dataset or a bad option is reported before any model is loaded
-        # (unless a task type builds its contexts with the model's tokenizer)
-        ensure_datasets(plan, plugins, data_home, progress.phase)
-        progress.phase(f"reading the data of {len(plan.specs)} task(s)")
-        work = load_work(plan, plugins, data_home, handle)
-        judge_model = open_judge_model(plan.judge_model, cache)
-        # a judge that cannot be built (no --judge-model, bad option) fails before the
-        # system model is loaded, not after it
-        first_judges = {spec.name: make_judge(spec, plan.judge, plugins, judge_model, config.seeds[0])
-                        for spec, _ in work.loaded}
-        if not handle.built:
-            progress.phase(f"loading model {model_spec.text}")
-        backend = handle.backend()
-    except BaseException:
-        handle.close()
-        if judge_model is not None:
-            judge_model.backend.close()
-        raise
+    # data first: a missing dataset or a bad option is reported before any model is loaded
+    # (unless a task type builds its contexts with the model's tokenizer)
+    ensure_datasets(plan, plugins, data_home, progress.phase)
+    progress.phase(f"reading the data of {len(plan.specs)} task(s)")
+    work = load_work(plan, plugins, data_home, handle)
+    judging = judge_model()
+    # a judge that cannot be built (no --judge-model, bad option) fails before the
+    # system model is loaded, not after it
+    first_judges = {spec.name: make_judge(spec, plan.judge, plugins, judging, config.seeds[0])
+                    for spec, _ in work.loaded}
+    if not handle.built:
+        progress.phase(f"loading model {model_spec.text}")
+    backend = handle.backend()
     model = CachedModel(backend, cache, model_spec.canonical)
-    judge_slots = judge_model.slots if judge_model is not None else 1
+    judge_slots = judging.slots if judging is not None else 1
+    judge_stats_before = judging.backend.stats() if judging is not None else None
     runs: list[TaskRun] = []
     try:
         backend.check_seeds(list(config.seeds))  # e.g. a replay of one run refuses several seeds
         pool = JudgingPool()
         progress.judging = True
-        asked: list[tuple[TaskSpec, int, Judge, Answered, dict[str, Judgment]]] = []
+        asked: list[tuple[TaskSpec, Judge, list[Sample], dict[str, Judgment]]] = []
         for spec, conversations in work.loaded:
             for seed in config.seeds:
                 judge = (first_judges[spec.name] if seed == config.seeds[0]
-                         else make_judge(spec, plan.judge, plugins, judge_model, seed))
+                         else make_judge(spec, plan.judge, plugins, judging, seed))
                 shown = progress.task(f"{spec.name}" + (f" seed {seed}" if len(config.seeds) > 1 else ""),
                                       sum(len(c.turns) for c in conversations),
                                       _contexts(spec, conversations), spec.max_new_tokens)
                 verdicts = pool.add_judge(judge, judge_slots, on_judged=shown.judged_some)
 
-                def to_judge(conv: Conversation, i: int, gen: Generation, judge: Judge = judge) -> None:
-                    if gen is not None and gen.finish_reason != "error" and _scored(conv, i):
-                        pool.submit(judge, _judge_input(conv, i, gen))
+                def to_judge(sample: Sample, judge: Judge = judge) -> None:
+                    asked_of = judge_input_of(sample)
+                    if asked_of is not None:
+                        pool.submit(judge, asked_of)
 
-                answered = generate_task(spec, conversations, model, seed, shown, on_answer=to_judge)
-                asked.append((spec, seed, judge, answered, verdicts))
+                samples = generate_task(spec, conversations, model, seed, shown, on_sample=to_judge)
+                asked.append((spec, judge, samples, verdicts))
         if pool.pending and not pool.wait(timeout=0.5):  # say so only when the judge is slow
             progress.phase(f"judging: {pool.pending} answers still with the judge")
         pool.wait()
         for spec, _ in work.loaded:
             mine = [entry for entry in asked if entry[0] is spec]
-            samples = [s for _, seed, _, answered, verdicts in mine for s in samples_of(spec, answered, verdicts, seed)]
-            runs.append(TaskRun(spec=spec, samples=samples, judge_identity=mine[-1][2].identity(),
+            runs.append(TaskRun(spec=spec, samples=[s for _, _, samples, verdicts in mine
+                                                    for s in judged(samples, verdicts)],
+                                judge_identity=mine[-1][1].identity(),
                                 files_read=dict(work.recorder.files), context_facts=work.facts[spec.name],
                                 sources=work.sources.get(spec.name, [])))
     finally:
         model_stats = backend.stats()
-        judge_stats = judge_model.backend.stats() if judge_model is not None else None
-        handle.close()
-        if judge_model is not None:
-            judge_model.backend.close()
     return RunState(config=config, model_spec=model_spec, model_identity=model.identity, tasks=runs,
                     usage=model.usage.as_dict(),
-                    judge_usage=judge_model.usage.as_dict() if judge_model else None,
-                    model_backend_stats=model_stats, judge_backend_stats=judge_stats, shard=work.shard)
+                    judge_usage=judging.usage.as_dict() if judging else None,
+                    model_backend_stats=model_stats,
+                    judge_backend_stats=stats_since(judge_stats_before, judging.backend.stats()) if judging else None,
+                    shard=work.shard)
+
+
+def stats_since(before: Any, after: Any) -> Any:
+    """A backend's counters since `before` (a judge model serves every model of a command):
+    numbers subtracted key by key, anything else as it is now."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        return {k: stats_since(before.get(k), v) for k, v in after.items()}
+    numbers = (int, float)
+    if isinstance(before, numbers) and isinstance(after, numbers) and not isinstance(after, bool):
+        return after - before
+    return after
 
 
 def _contexts(spec: TaskSpec, conversations: list[Conversation]) -> dict[str, int]:

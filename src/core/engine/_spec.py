@@ -4,7 +4,7 @@ type's options schema, and fill defaults. Every error names file, field and line
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from lceval.types import GenerationParams
 
 if TYPE_CHECKING:
     from lceval.engine._plugin_host import Plugins
+    from lceval.types import FinishedRun
 
 DEFAULTS: dict[str, Any] = {
     "options": {},
@@ -49,12 +50,61 @@ class JudgeChoice:
     options: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class WelchTest:
+    """One test of the spec's `report.tests`: are the scores of the samples whose `field` is
+    `value` lower (`alternative: less`) or higher than the others'? (ELITR-Bench's lost in the
+    middle, Thonet et al., 2024, Table 9: answers in the middle of the meeting against the rest.)"""
+
+    name: str
+    kind: str
+    field: str
+    value: str | int | float
+    alternative: str = "less"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """The spec's `report:` section, typed: how samples become the numbers of results.json
+    (groups, the resampling unit, breakdowns, tests, further metrics) and where `lceval report`
+    puts the task. Scoring reads this, never the raw mapping."""
+
+    #: a metadata field reported group by group and as the mean of the groups (e.g. split)
+    group_by: str | None = None
+    #: the metadata field whose values an interval resamples together (e.g. meeting_id)
+    cluster_by: str | None = None
+    breakdowns: tuple[str, ...] = ()
+    #: per breakdown field, the values in the order to report them (others follow, sorted)
+    breakdown_order: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    effective_length_threshold: float | None = None
+    #: token edges of the `context_tokens` breakdown (None: the usual window sizes)
+    context_buckets: tuple[int, ...] | None = None
+    #: the shared table of `lceval report` this task is a column group of ({name, column, order})
+    table: dict[str, Any] = field(default_factory=dict)
+    #: further numbers from the judgments' details, reported beside `score`
+    metrics: tuple[str, ...] = ()
+    tests: tuple[WelchTest, ...] = ()
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any] | None) -> "ReportSettings":
+        data = data or {}
+        return cls(group_by=data.get("group_by"), cluster_by=data.get("cluster_by"),
+                   breakdowns=tuple(data.get("breakdowns") or ()),
+                   breakdown_order={k: tuple(v) for k, v in (data.get("breakdown_order") or {}).items()},
+                   effective_length_threshold=data.get("effective_length_threshold"),
+                   context_buckets=tuple(data["context_buckets"]) if data.get("context_buckets") else None,
+                   table=dict(data.get("table") or {}), metrics=tuple(data.get("metrics") or ()),
+                   tests=tuple(WelchTest(**t) for t in data.get("tests") or ()))
+
+
 @dataclass
 class TaskSpec:
     """A checked task spec. `data` is the resolved mapping (defaults filled once, here, and
     the task type's option defaults by `check_options`): what `lceval tasks show` prints and
     the manifest records. The engine reads it through the typed sections below, never by
-    indexing `data`."""
+    indexing `data`; the manifest form is `to_manifest` / `from_manifest`, so a finished
+    run's spec is read back by the same code that wrote it."""
 
     name: str
     path: Path
@@ -97,8 +147,42 @@ class TaskSpec:
         return dict(self.data.get("rank") or {})
 
     @property
-    def report(self) -> dict[str, Any]:
-        return self.data["report"]
+    def citation(self) -> str | None:
+        return self.data.get("citation")
+
+    @property
+    def report(self) -> ReportSettings:
+        return ReportSettings.from_data(self.data.get("report"))
+
+    def with_breakdowns(self, more: list[str]) -> "TaskSpec":
+        """A copy whose report breaks the scores down by further fields (`lceval report --by`)."""
+        data = copy.deepcopy(self.data)
+        section = data.setdefault("report", {})
+        section["breakdowns"] = list(dict.fromkeys([*(section.get("breakdowns") or []), *more]))
+        return TaskSpec(name=self.name, path=self.path, data=data, lines=self.lines)
+
+    # -- the manifest form ------------------------------------------------------------------
+    def to_manifest(self) -> dict[str, Any]:
+        """What manifest.json records of this spec (`resolved.tasks.NAME`): its file and the
+        resolved mapping, from which `from_manifest` rebuilds it."""
+        return {"spec_path": str(self.path), "spec": self.data}
+
+    @classmethod
+    def from_manifest(cls, name: str, entry: dict[str, Any], where: Path) -> "TaskSpec":
+        """The spec a finished run recorded as `entry` (`to_manifest`'s form); `where` (the run
+        folder) stands in for a spec file the manifest does not name. No line numbers: it is
+        JSON, and the run checked the spec when it started."""
+        data = entry.get("spec")
+        if not isinstance(data, dict):
+            raise UserError(f"the manifest has no resolved spec for task '{name}'", file=where / "manifest.json",
+                            field=f"resolved.tasks.{name}.spec")
+        return cls(name=name, path=Path(entry.get("spec_path") or where), data=data, lines={})
+
+    @classmethod
+    def of_run(cls, run: "FinishedRun", name: str) -> "TaskSpec":
+        """The spec task `name` of a finished run ran with."""
+        entry = ((run.manifest.get("resolved") or {}).get("tasks") or {}).get(name) or {}
+        return cls.from_manifest(name, {**entry, "spec": run.task_spec(name)}, run.path)
 
     @property
     def max_new_tokens(self) -> int:

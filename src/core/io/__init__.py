@@ -20,7 +20,7 @@ from lceval.io._atomic import (atomic_directory, atomic_file, check_writable, cl
 from lceval.io._datahome import (CHECKSUMS, FetchReport, data_home, dataset_path, extract_zip, fetch, is_junk,
                                  read_record, read_zip_member, safe_relpath, using_data_home)
 from lceval.io._digest import canonical_hash, sha256_bytes, sha256_file, sha256_text
-from lceval.io._safeio import (DATA_MAX_BYTES, QUOTE_CHARS, SPEC_MAX_BYTES, MiB, decode_utf8, loads_json, quote,
+from lceval.io._readers import (DATA_MAX_BYTES, QUOTE_CHARS, SPEC_MAX_BYTES, MiB, decode_utf8, loads_json, quote,
                                read_bytes, read_json, read_json_lines, read_json_object, read_text)
 from lceval.io._schema import PLUGIN_KEYWORD, PluginNames, load_schema, unknown_name, validate
 from lceval.io._yaml import MAX_DEPTH, MAX_VALUES, PathKey, line_of, load_yaml_with_lines, loads_yaml_with_lines

@@ -16,7 +16,7 @@ from typing import Any, Callable, Collection, Iterator
 import jsonschema
 
 from lceval.errors import UserError
-from lceval.io._safeio import quote
+from lceval.io._readers import quote
 from lceval.io._yaml import PathKey, line_of
 
 __all__ = ["PLUGIN_KEYWORD", "PluginNames", "load_schema", "unknown_name", "validate"]

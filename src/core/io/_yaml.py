@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from lceval.errors import UserError
-from lceval.io._safeio import SPEC_MAX_BYTES, quote, read_text
+from lceval.io._readers import SPEC_MAX_BYTES, quote, read_text
 
 PathKey = tuple[Any, ...]
 

@@ -36,12 +36,11 @@ from typing import Any
 from lceval import __version__
 from lceval.leaderboard._bundle import RUN_FILES, OpenBundle, data_entries, dataset_relpath, open_bundle
 from lceval.io import sha256_bytes
-from lceval.io import CHECKSUMS, dataset_path, read_record, using_data_home
+from lceval.io import CHECKSUMS, dataset_path, read_record
+from lceval.engine import Session, TaskSpec
 from lceval.errors import UserError
-from lceval.results import config_of, rejudge_samples, spec_of
-from lceval.results import SAMPLES_MAX_BYTES, FinishedRun, load_run
 from lceval.io import read_json_lines
-from lceval.results import score_task
+from lceval.results import SAMPLES_MAX_BYTES, FinishedRun, load_run, score_task
 from lceval.types import Sample
 
 MAX_LISTED = 12  # differences listed per check before "... and N more"
@@ -150,12 +149,17 @@ class _RunCheck:
             return
         self.consistency(run)
         self.numbers(run)
-        loaded = self.items_and_data(run)
-        for task in run.results.get("tasks") or {}:
-            picks = self.pick(run, task)
-            self.judge_again(run, task, picks)
-            if task in loaded:
-                self.answer_again(run, task, picks, loaded[task])
+        # the run reopened on this machine's verified data, with a cache of its own (an answer
+        # asked again must come from the model, never from the verifier's earlier runs)
+        with tempfile.TemporaryDirectory(prefix="lceval-verify-") as tmp, \
+                Session.reopen(run, self.plugins, catalog=self.catalog, cache_path=Path(tmp) / "cache.sqlite",
+                               data_home=self.home) as session:
+            loaded = self.items_and_data(run, session)
+            for task in run.results.get("tasks") or {}:
+                picks = self.pick(run, task)
+                self.judge_again(run, task, picks, session)
+                if task in loaded:
+                    self.answer_again(run, task, picks, loaded[task], session)
 
     def consistency(self, run: FinishedRun) -> None:
         resolved = (run.manifest.get("resolved") or {}).get("model_spec")
@@ -187,7 +191,7 @@ class _RunCheck:
             self.problem(f"samples of task {name!r}, which results.json does not report")
         for name, reported in tasks.items():
             try:
-                spec = run.task_spec(name)
+                spec = TaskSpec.of_run(run, name)
             except UserError as exc:
                 self.problem(exc.message)
                 continue
@@ -198,35 +202,28 @@ class _RunCheck:
             else:
                 self.passed(f"{name}: {n} reported values recomputed from {len(run.task_samples(name))} samples")
 
-    def items_and_data(self, run: FinishedRun) -> dict[str, list[Any]]:
+    def items_and_data(self, run: FinishedRun, session: Session) -> dict[str, list[Any]]:
         """Load every task from this machine's verified data; compare items and data files.
         Returns the conversations of each task that loaded (for answering again)."""
-        from lceval.engine import FileRecorder, checked_task_type, load_task
-
-        recorder = FileRecorder()
         loaded: dict[str, list[Any]] = {}
         datasets: set[str] = set()
         for name in run.results.get("tasks") or {}:
-            spec = spec_of(run, name)
-            dataset = spec.data.get("dataset")
+            spec = TaskSpec.of_run(run, name)
+            dataset = spec.dataset
             if dataset:
                 datasets.add(dataset)
                 if not self.pinned(dataset):
                     continue
             read_from: list[dict[str, Any]] = []
             try:
-                with using_data_home(self.home):
-                    config = config_of(run)
-                    task_type = checked_task_type(spec, config, self.plugins)
-                    conversations = load_task(spec, task_type, config, self.plugins, self.home, recorder,
-                                              sources=read_from)
+                conversations = session.load(spec, sources=read_from)
             except UserError as exc:
                 self.problem(f"{name}: cannot load the task from this machine's data: {exc.render()}")
                 continue
             loaded[name] = conversations
             self.items(run, name, conversations)
             self.revisions(run, name, read_from)
-        mine = {dataset_relpath(p, datasets): h for p, h in recorder.files.items()}
+        mine = {dataset_relpath(p, datasets): h for p, h in session.files_read.items()}
         theirs = {(e["dataset"], e["path"]): e["sha256"] for e in data_entries(run)}
         if loaded and len(loaded) == len(run.results.get("tasks") or {}):
             diffs = [f"{d or '(no dataset)'}/{p}: submitted {theirs.get((d, p), 'not read')[:12]}, "
@@ -343,15 +340,12 @@ class _RunCheck:
         chosen = sorted(rng.sample(range(len(answered)), min(self.rejudge, len(answered))))
         return [answered[i] for i in chosen]
 
-    def judge_again(self, run: FinishedRun, task: str, picks: list[Sample]) -> None:
-        from lceval.engine import make_judge, resolve_judge_flag
-
+    def judge_again(self, run: FinishedRun, task: str, picks: list[Sample], session: Session) -> None:
         if not picks:
             return
-        spec, config = spec_of(run, task), config_of(run)
+        spec = TaskSpec.of_run(run, task)
         try:
-            choice = resolve_judge_flag(config.judge, self.catalog, self.plugins) if config.judge else None
-            judge = make_judge(spec, choice, self.plugins, None, picks[0].seed)
+            judge = session.judge_of(spec, picks[0].seed, with_model=False)
         except UserError as exc:
             self.out.notes.append(f"{self.tag}: {task}: not re-judged: {exc.message}")
             return
@@ -363,7 +357,7 @@ class _RunCheck:
         if judge.identity() != declared:
             self.problem(f"{task}: the declared judge is {declared!r}, this lceval's is {judge.identity()!r}")
             return
-        fresh, _ = rejudge_samples(picks, spec, choice, self.plugins, None, run)
+        fresh, _ = session.judge(picks, spec, with_model=False)
         diffs = []
         for old, new in zip(picks, fresh):
             a = old.judgments[0] if old.judgments else None
@@ -380,44 +374,33 @@ class _RunCheck:
             self.passed(f"{task}: {len(picks)} of {self.answered(run, task)} answered items (seeded sample) judged "
                         f"again with {judge.name}: same scores and parse statuses")
 
-    def answer_again(self, run: FinishedRun, task: str, picks: list[Sample], conversations: list[Any]) -> None:
-        from lceval.engine import Cache, CachedModel, generate_task, open_backend, resolve_model
-
-        spec_text = str((run.manifest.get("resolved") or {}).get("model_spec") or run.model)
+    def answer_again(self, run: FinishedRun, task: str, picks: list[Sample], conversations: list[Any],
+                     session: Session) -> None:
         try:
-            mspec = resolve_model(spec_text, self.catalog, self.plugins)
+            mspec = session.model_spec()
         except UserError:
             return
         if not _recomputable(mspec.factory) or not picks:
             return
         wanted = {s.item_id for s in picks}
         convs = [c for c in conversations if any(t.item_id in wanted for t in c.turns)]
-        spec = spec_of(run, task)
+        spec = TaskSpec.of_run(run, task)
         by_key = {(s.item_id, s.seed): s for s in run.task_samples(task)}
         diffs: list[str] = []
-        with tempfile.TemporaryDirectory(prefix="lceval-verify-") as tmp, using_data_home(self.home):
-            cache = Cache(Path(tmp) / "cache.sqlite")
-            backend = open_backend(mspec)
-            try:
-                model = CachedModel(backend, cache, mspec.canonical)
-                for seed in sorted({s.seed for s in picks}):
-                    for conv, i, gen, _cut, prompt_hash in generate_task(spec, convs, model, seed, False):
-                        item = conv.turns[i].item_id
-                        old = by_key.get((item, seed))
-                        if item not in wanted or old is None:
-                            continue
-                        what = []
-                        if gen is None or gen.text != old.response:
-                            what.append("answer")
-                        if prompt_hash != old.prompt_hash:
-                            what.append("prompt")
-                        if gen is not None and dict(gen.extras) != old.generation_extras:
-                            what.append("recorded extras")
-                        if what:
-                            diffs.append(f"{item} (seed {seed}): {_differ(what)} from what {mspec.scheme}: gives")
-            finally:
-                backend.close()
-                cache.close()
+        for seed in sorted({s.seed for s in picks}):
+            for fresh in session.answer_again(spec, convs, seed):
+                old = by_key.get((fresh.item_id, seed))
+                if fresh.item_id not in wanted or old is None:
+                    continue
+                what = []
+                if fresh.response is None or fresh.response != old.response:
+                    what.append("answer")
+                if fresh.prompt_hash != old.prompt_hash:
+                    what.append("prompt")
+                if fresh.response is not None and fresh.generation_extras != old.generation_extras:
+                    what.append("recorded extras")
+                if what:
+                    diffs.append(f"{fresh.item_id} (seed {seed}): {_differ(what)} from what {mspec.scheme}: gives")
         if diffs:
             self.problems(diffs, f"{task}: asked again: ")
         else:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.engine import Plugins
-from lceval.results import FinishedRun, load_run, model_name
+from lceval.engine import Plugins, TaskSpec, model_label
+from lceval.results import FinishedRun, load_run
 from lceval.results import score_task
 from lceval.types import ContextCut, Judgment, Sample, ScoreSource
 
@@ -34,13 +34,13 @@ class ReportRun:
     run_id: str
     model: str  # the model spec string (a recorded file: the system it names)
     results: dict[str, Any]
-    specs: dict[str, dict[str, Any]]  # task -> the resolved spec it was scored with
+    specs: dict[str, TaskSpec]  # task -> the resolved spec it was scored with (absent: none recorded)
     samples: list[Sample] = field(default_factory=list)
 
     @property
     def name(self) -> str:
         """The model's name, as a paper's table calls it: the row label."""
-        return model_name(self.model)
+        return model_label(self.model)
 
     @property
     def judge(self) -> str:
@@ -58,9 +58,9 @@ def from_run_dir(run: FinishedRun) -> ReportRun:
     specs = {}
     for task in run.results.get("tasks") or {}:
         try:
-            specs[task] = run.task_spec(task)
+            specs[task] = TaskSpec.of_run(run, task)
         except UserError:
-            specs[task] = {}
+            pass
     # the model as the user named it (`smollm2`, not the file its alias resolves to)
     typed = (run.manifest.get("config") or {}).get("model")
     return ReportRun(run_id=run.run_id, model=str(typed or run.model), results=run.results, specs=specs,
@@ -83,7 +83,7 @@ def samples_of(source: ScoreSource, task: str, items: list[Any]) -> list[Sample]
     return out
 
 
-def from_sources(sources: list[ScoreSource], specs: dict[str, dict[str, Any]]) -> list[ReportRun]:
+def from_sources(sources: list[ScoreSource], specs: dict[str, TaskSpec]) -> list[ReportRun]:
     """One run per (system, scorer): the items of every file of one scorer about one system
     are joined (e.g. the dev and test2 files of one setting, and the three settings), each
     task scored with its registered spec."""
@@ -112,7 +112,7 @@ def from_sources(sources: list[ScoreSource], specs: dict[str, dict[str, Any]]) -
 
 def load_inputs(paths: list[str], plugins: Plugins, spec_of: Any) -> list[ReportRun]:
     """Run directories and recorded files (`FILE` or `FILE#SCORER`), in the order given.
-    `spec_of(task)` gives a registered task's resolved spec (recorded files name tasks)."""
+    `spec_of(task)` gives a registered task's resolved `TaskSpec` (recorded files name tasks)."""
     from lceval.analysis import read_sources
 
     runs: list[ReportRun] = []
@@ -156,17 +156,15 @@ def rescored(run: ReportRun, where: list[tuple[str, str]], by: list[str]) -> Rep
     tasks: dict[str, Any] = {}
     seed = int((run.results.get("seeds") or [0])[0])
     for task, entry in (run.results.get("tasks") or {}).items():
-        spec = run.specs.get(task) or {}
-        if not spec:
+        spec = run.specs.get(task)
+        if spec is None:
             raise UserError(f"task '{task}' has no resolved spec to score it again with",
                             file=run.run_id, field="--where/--by")
         samples = [s for s in run.samples if s.task == task
                    and all(_matches(s.metadata.get(k), v) for k, v in where)]
         if not samples:
             continue
-        report = dict(spec.get("report") or {})
-        report["breakdowns"] = list(dict.fromkeys([*(report.get("breakdowns") or []), *by]))
-        tasks[task] = score_task(samples, {**spec, "report": report}, entry.get("judge") or {}, seed=seed)
+        tasks[task] = score_task(samples, spec.with_breakdowns(by), entry.get("judge") or {}, seed=seed)
     if not tasks:
         raise UserError(f"no sample of run '{run.run_id}' has {', '.join(f'{k}={v}' for k, v in where)}",
                         field="--where")

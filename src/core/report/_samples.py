@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lceval.engine import removed_span
+from lceval.engine import ReportSettings, TaskSpec, removed_span
 from lceval.errors import UserError
 from lceval.results import primary_score
 
@@ -47,18 +47,17 @@ def sample_data(runs: list[Any], labels: list[str]) -> dict[str, Any]:
     group_fields: list[str] = []
     cluster_fields: list[str] = []
     for run, label in zip(runs, labels):
-        sections: dict[str, dict[str, Any]] = {}
+        sections: dict[str, ReportSettings] = {}
         for s in run.samples:
             if s.task not in sections:
                 try:
-                    sections[s.task] = run.task_spec(s.task).get("report") or {}
+                    sections[s.task] = TaskSpec.of_run(run, s.task).report
                 except UserError:
-                    sections[s.task] = {}
+                    sections[s.task] = ReportSettings()
                 rep = sections[s.task]
-                group_fields += [rep["group_by"]] if rep.get("group_by") and rep["group_by"] not in group_fields else []
-                cluster_fields += ([rep["cluster_by"]] if rep.get("cluster_by")
-                                   and rep["cluster_by"] not in cluster_fields else [])
-            group_by, cluster_by = sections[s.task].get("group_by"), sections[s.task].get("cluster_by")
+                group_fields += [rep.group_by] if rep.group_by and rep.group_by not in group_fields else []
+                cluster_fields += [rep.cluster_by] if rep.cluster_by and rep.cluster_by not in cluster_fields else []
+            group_by, cluster_by = sections[s.task].group_by, sections[s.task].cluster_by
             meta = json.dumps(s.metadata, sort_keys=True, ensure_ascii=False, default=str)
             key = (s.task, s.item_id, s.question or "", s.reference or "", meta)
             if key not in item_index:

@@ -102,7 +102,8 @@ def _is_variant(run: ReportRun, task: str) -> bool:
 # -- main tables (paper 000, Table 2) -----------------------------------------------------
 
 def _placement(run: ReportRun, task: str) -> tuple[str, str, float]:
-    table = ((run.specs.get(task) or {}).get("report") or {}).get("table") or {}
+    spec = run.specs.get(task)
+    table = spec.report.table if spec is not None else {}
     if table:
         return str(table["name"]), str(table["column"]), float(table.get("order", 0))
     return DEFAULT_TABLE, task, 0.0

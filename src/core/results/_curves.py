@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from lceval.engine import ReportSettings, TaskSpec
 from lceval.results._scoring import HeadlineResampler, headline_block, interval_of
 from lceval.types import Sample
 
@@ -50,11 +51,11 @@ def effective_length(points: list[dict[str, Any]], threshold: float | None) -> i
 
 
 def length_curves(task_results: dict[str, dict[str, Any]], samples: dict[str, list[Sample]],
-                  specs: dict[str, dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+                  specs: dict[str, TaskSpec], seed: int = 0) -> dict[str, Any]:
     """The `length_curves` block of results.json (empty when no task was swept): per swept
     task its points in ascending length (`full` last), the threshold and effective length;
     and `mean` over the swept tasks that share every length. `task_results` are results.json's
-    `tasks`, `samples` and `specs` (resolved spec data) by the same task names."""
+    `tasks`, `samples` and `specs` by the same task names."""
     variants: dict[str, dict[int | None, str]] = defaultdict(dict)
     for name, entry in task_results.items():
         if entry.get("context_max_tokens"):
@@ -67,13 +68,14 @@ def length_curves(task_results: dict[str, dict[str, Any]], samples: dict[str, li
     for base, by_length in sorted(variants.items()):
         lengths = sorted((length for length in by_length if length is not None)) + \
             ([None] if None in by_length else [])
-        report = (specs.get(by_length[lengths[0]]) or {}).get("report") or {}
-        threshold = report.get("effective_length_threshold")
+        first = specs.get(by_length[lengths[0]])
+        report = first.report if first is not None else ReportSettings()
+        threshold = report.effective_length_threshold
         points, resamplers[base] = [], {}
         for length in lengths:
             task = by_length[length]
-            resamplers[base][length] = HeadlineResampler(samples.get(task, []),
-                                                         (specs.get(task) or {}).get("report") or report)
+            own = specs.get(task)
+            resamplers[base][length] = HeadlineResampler(samples.get(task, []), own.report if own else report)
             head = headline_block(task_results[task]["metrics"]["score"])
             spread = head.get("spread") or {}
             ci = [spread["ci_low"], spread["ci_high"]] if spread.get("ci_low") is not None else None

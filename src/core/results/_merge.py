@@ -18,13 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from lceval.engine import RunState, Session, TaskRun, TaskSpec, assign, plan_fingerprint
 from lceval.errors import UserError
-from lceval.engine import parse_model_spec
-from lceval.engine import Catalog
 from lceval.results._run_dir import FinishedRun
-from lceval.engine import RunConfig, RunState, TaskRun
-from lceval.engine import assign, plan_fingerprint
-from lceval.engine import TaskSpec
 from lceval.types import Sample
 
 HINT = "Shards of one run come from one `lceval run ... --shard I/N` command, run for I = 0..N-1."
@@ -187,28 +183,22 @@ def _usage_of(runs: list[FinishedRun], key: str) -> Any:
     return add_up([r.manifest.get(key) for r in runs])
 
 
-def merge_runs(runs: list[FinishedRun], catalog: Catalog, command: list[str]) -> RunState:
-    """The merged run, ready for `outputs.write_run`."""
+def merge_runs(runs: list[FinishedRun], session: Session) -> RunState:
+    """The merged run, for `session.write`. `session` is the first shard reopened
+    (`Session.reopen`): its config and model are the run's, its command this merge's."""
     if not runs:
         raise UserError("merge needs the run directories of the shards", field="RUN_DIR")
     runs, records = check_together(list(runs))
     first, head = runs[0], records[0]
-    cfg = _config(first)
     resolved = first.manifest.get("resolved") or {}
     seeds = [int(s) for s in first.results["seeds"]]
-    config = RunConfig(
-        tasks=str(cfg.get("tasks", "")), models=[str(cfg.get("model", first.model))], judge=cfg.get("judge"),
-        judge_model=cfg.get("judge_model"), splits=cfg.get("splits"), limit=cfg.get("limit"), seeds=seeds,
-        context_policy=cfg.get("context_policy"), retriever=cfg.get("retriever"),
-        overrides=dict(cfg.get("overrides") or {}), disabled_plugins=list(cfg.get("disabled_plugins") or []),
-        progress=False, command=command, contexts=cfg.get("contexts"),
-    )
-    model_spec = replace(parse_model_spec(first.model, catalog), text=config.models[0])
+    config = replace(session.config, seeds=seeds, shard=None)
+    # the model as results.json names it (canonical), as the user typed it for the labels
+    model_spec = replace(session.model_spec(first.model, check=False), text=config.models[0])
     files = dict(first.manifest.get("data_files") or {})
     tasks = []
     for name, result in first.results["tasks"].items():
-        entry = (resolved.get("tasks") or {}).get(name) or {}
-        spec = TaskSpec(name=name, path=Path(entry.get("spec_path", first.path)), data=first.task_spec(name), lines={})
+        spec = TaskSpec.of_run(first, name)
         facts = {cid: f for r in runs for cid, f in ((r.manifest.get("context_facts") or {}).get(name) or {}).items()}
         tasks.append(TaskRun(spec=spec, samples=merged_samples(runs, head["plan"], name, seeds),
                              judge_identity=result["judge"], files_read=files, context_facts=facts,

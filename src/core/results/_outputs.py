@@ -18,10 +18,8 @@ import jsonschema
 
 from lceval import __version__
 from lceval.io import atomic_directory
-from lceval.engine import Plugins
-from lceval.engine import RunState
+from lceval.engine import Plugins, RunState, model_label
 from lceval.results._curves import length_curves
-from lceval.results._run_dir import model_name
 from lceval.results._scoring import headline_block, score_task
 from lceval.io import load_schema
 
@@ -34,7 +32,7 @@ def run_id_for(state: RunState) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     bases = list(dict.fromkeys(t.spec.name.split("@")[0] for t in state.tasks))
     task = (bases[0] + (f"+{len(bases) - 1}" if len(bases) > 1 else "")) if bases else "none"
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{model_name(state.model_text)}_{task}").strip("-.")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{model_label(state.model_text)}_{task}").strip("-.")
     return f"{stamp}_{name[:64]}"
 
 
@@ -48,10 +46,10 @@ def build_results(state: RunState, run_id: str) -> dict[str, Any]:
         "tasks": {},
     }
     for task in state.tasks:
-        results["tasks"][task.spec.name] = score_task(task.samples, task.spec.data, task.judge_identity,
+        results["tasks"][task.spec.name] = score_task(task.samples, task.spec, task.judge_identity,
                                                       seed=state.config.seeds[0])
     curves = length_curves(results["tasks"], {t.spec.name: t.samples for t in state.tasks},
-                           {t.spec.name: t.spec.data for t in state.tasks}, seed=state.config.seeds[0])
+                           {t.spec.name: t.spec for t in state.tasks}, seed=state.config.seeds[0])
     if curves:  # a --context-lengths sweep
         results["length_curves"] = curves
     jsonschema.validate(results, load_schema("results.schema.json"))
@@ -81,19 +79,11 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
     return {
         "run_id": run_id,
         "command": cfg.command,
-        "config": {
-            "tasks": cfg.tasks, "model": state.model_text, "judge": cfg.judge, "judge_model": cfg.judge_model,
-            "splits": cfg.splits, "limit": cfg.limit, "limit_per_context": cfg.limit_per_context,
-            "seeds": cfg.seeds,
-            "context_policy": cfg.context_policy, "context_lengths": cfg.context_lengths,
-            "retriever": cfg.retriever, "overrides": cfg.overrides,
-            "disabled_plugins": cfg.disabled_plugins, "contexts": cfg.contexts,
-            "shard": list(cfg.shard) if cfg.shard else None,
-        },
+        "config": cfg.to_manifest(),
         "resolved": {
             "model_spec": state.model_spec.canonical,
             "model_identity": state.model_identity,
-            "tasks": {t.spec.name: {"spec_path": str(t.spec.path), "spec": t.spec.data} for t in state.tasks},
+            "tasks": {t.spec.name: t.spec.to_manifest() for t in state.tasks},
         },
         "seed": cfg.seeds[0],
         "usage": state.usage,
@@ -165,6 +155,19 @@ def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, di
         manifest = build_manifest(state, plugins, run_id)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return final, results
+
+
+class RunOutputs:
+    """What the engine's `Session` scores and writes a run with (`Session(..., outputs=RUN_OUTPUTS)`)."""
+
+    def score(self, state: RunState) -> dict[str, Any]:
+        return build_results(state, run_id_for(state))
+
+    def write(self, state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
+        return write_run(state, plugins, output)
+
+
+RUN_OUTPUTS = RunOutputs()
 
 
 def format_context_facts(state: RunState) -> str:

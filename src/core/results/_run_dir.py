@@ -4,13 +4,13 @@ run can be re-judged, compared or tabulated months later on another machine."""
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
+from lceval.engine import model_label
 from lceval.errors import UserError
 from lceval.io import DATA_MAX_BYTES, read_json_lines, read_json_object
 from lceval.io import load_schema, validate
@@ -89,15 +89,8 @@ def load_run(path: Path) -> FinishedRun:
     return FinishedRun(path=path, results=results, manifest=manifest, samples=samples)
 
 
-def model_name(model: str) -> str:
-    """`replay:FILE#GPT-4` -> `GPT-4`, `hf:org/Model,opt=1` -> `Model`: the last path-like
-    component without options, which is what a paper's table calls the model."""
-    base = model.split(",")[0]
-    return re.split(r"[#/:]", base)[-1] or model
-
-
 def run_model_name(run: FinishedRun) -> str:
     """A run's row label: the model as the user named it (`smollm2`, not the GGUF its alias
     resolves to), shortened like a paper's table (`replay:FILE#GPT-4` -> `GPT-4`)."""
     typed = (run.manifest.get("config") or {}).get("model")
-    return model_name(str(typed or run.model))
+    return model_label(str(typed or run.model))

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from lceval.engine import tokens_label
+from lceval.engine import ReportSettings, TaskSpec, tokens_label
 from lceval.stats import across_seeds, cluster_bootstrap, welch_one_tailed
 from lceval.types import Sample, is_scored
 
@@ -95,14 +95,13 @@ def metadata_breakdown(fieldname: str, order: Sequence[str] | None = None) -> Br
                      tuple(str(v) for v in order) if order else None)
 
 
-def breakdowns_for(samples: list[Sample], report: dict[str, Any]) -> list[Breakdown]:
+def breakdowns_for(samples: list[Sample], report: ReportSettings) -> list[Breakdown]:
     """The spec's `report.breakdowns` (metadata fields), then, for a task whose samples have a
     measured context, the score by context length (`report.context_buckets` or the default
     edges) and by the share of the context that was kept."""
-    orders = report.get("breakdown_order") or {}
-    out = [metadata_breakdown(f, orders.get(f)) for f in report.get("breakdowns", [])]
+    out = [metadata_breakdown(f, report.breakdown_order.get(f)) for f in report.breakdowns]
     if any(s.context_cut.original_tokens for s in samples):
-        out.append(context_tokens_breakdown(report.get("context_buckets") or DEFAULT_CONTEXT_EDGES))
+        out.append(context_tokens_breakdown(report.context_buckets or DEFAULT_CONTEXT_EDGES))
         out.append(Breakdown("context_kept_share", kept_share_label, KEPT_SHARE_ORDER))
     return out
 
@@ -145,9 +144,9 @@ def _by_seed_mean(samples: list[Sample], value_of: Callable[[Sample], float | No
     return out
 
 
-def _block(samples: list[Sample], report: dict[str, Any], seed: int, splits: list[Breakdown],
+def _block(samples: list[Sample], report: ReportSettings, seed: int, splits: list[Breakdown],
            value_of: Callable[[Sample], float | None] = primary_score) -> dict[str, Any]:
-    cluster_by = report.get("cluster_by")
+    cluster_by = report.cluster_by
     block = _summary(samples, cluster_by, seed, value_of)
     seeds = _by_seed_mean(samples, value_of)
     if seeds:
@@ -160,15 +159,15 @@ def _block(samples: list[Sample], report: dict[str, Any], seed: int, splits: lis
     if breakdowns:
         block["breakdowns"] = breakdowns
     tests: dict[str, Any] = {}
-    for test in report.get("tests", []):
-        if test["kind"] == "welch_one_tailed":
-            inside = [v for s in samples if str(s.metadata.get(test["field"])) == str(test["value"])
+    for test in report.tests:
+        if test.kind == "welch_one_tailed":
+            inside = [v for s in samples if str(s.metadata.get(test.field)) == str(test.value)
                       and (v := value_of(s)) is not None]
-            outside = [v for s in samples if str(s.metadata.get(test["field"])) != str(test["value"])
+            outside = [v for s in samples if str(s.metadata.get(test.field)) != str(test.value)
                        and (v := value_of(s)) is not None]
-            res = welch_one_tailed(inside, outside, test.get("alternative", "less"))
-            res.update(field=test["field"], value=test["value"], description=test.get("description", ""))
-            tests[test["name"]] = res
+            res = welch_one_tailed(inside, outside, test.alternative)
+            res.update(field=test.field, value=test.value, description=test.description)
+            tests[test.name] = res
     if tests:
         block["tests"] = tests
     return block
@@ -179,9 +178,9 @@ class HeadlineResampler:
     mean of the groups' means with `group_by`, else the mean) and its bootstrap, which
     resamples clusters within each group."""
 
-    def __init__(self, samples: list[Sample], report: dict[str, Any],
+    def __init__(self, samples: list[Sample], report: ReportSettings,
                  value_of: Callable[[Sample], float | None] = primary_score) -> None:
-        group_by, cluster_by = report.get("group_by"), report.get("cluster_by")
+        group_by, cluster_by = report.group_by, report.cluster_by
         groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for s in samples:
             value = value_of(s)
@@ -227,11 +226,11 @@ def interval_of(boot: np.ndarray | None, level: float = 0.95) -> list[float] | N
     return [float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha))]
 
 
-def _metric(samples: list[Sample], report: dict[str, Any], seed: int,
+def _metric(samples: list[Sample], report: ReportSettings, seed: int,
             value_of: Callable[[Sample], float | None]) -> dict[str, Any]:
     splits = breakdowns_for(samples, report)
     metric = _block(samples, report, seed, splits, value_of)
-    group_by = report.get("group_by")
+    group_by = report.group_by
     if group_by:
         metric["groups"] = {k: _block(v, report, seed, splits, value_of)
                             for k, v in _grouped(samples, group_by).items()}
@@ -246,11 +245,12 @@ def _metric(samples: list[Sample], report: dict[str, Any], seed: int,
     return metric
 
 
-def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity: dict[str, Any],
+def score_task(samples: list[Sample], spec: TaskSpec, judge_identity: dict[str, Any],
                seed: int = 0) -> dict[str, Any]:
-    """Results of one task: overall, per group (e.g. split) and the mean of group means. A
-    sample of an unscored turn (`metadata["scored"] is False`: a reasoning step) is no result."""
-    report = spec_data.get("report", {})
+    """Results of one task: overall, per group (e.g. split) and the mean of group means, as
+    the spec's typed `report` section asks. A sample of an unscored turn
+    (`metadata["scored"] is False`: a reasoning step) is no result."""
+    report = spec.report
     samples = [s for s in samples if is_scored(s.metadata)]
     n = len(samples)
     unanswered = sum(1 for s in samples if s.response is None)
@@ -260,14 +260,14 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
     truncated = sum(1 for s in samples if s.context_cut.action == "truncated")
     skipped = sum(1 for s in samples if s.context_cut.action == "skipped")
     metrics = {"score": _metric(samples, report, seed, primary_score)}
-    for name in report.get("metrics", []):
+    for name in report.metrics:
         metrics[name] = _metric(samples, report, seed, lambda s, name=name: detail_value(s, name))
     out: dict[str, Any] = {
-        "type": spec_data["type"],
-        "description": spec_data["description"],
+        "type": spec.type,
+        "description": spec.description,
         "judge": judge_identity,
         "n_samples": n,
-        "cluster_by": report.get("cluster_by"),  # what the intervals resample (the table names it)
+        "cluster_by": report.cluster_by,  # what the intervals resample (the table names it)
         "metrics": metrics,
         "accounting": {
             "answered": n - unanswered,
@@ -282,9 +282,9 @@ def score_task(samples: list[Sample], spec_data: dict[str, Any], judge_identity:
             "tokens": token_totals(samples),
         },
     }
-    budget = (spec_data.get("context") or {}).get("max_tokens")
+    budget = spec.context.max_tokens
     if budget:  # one point of a --context-lengths curve
-        out["spec_name"] = spec_data["name"]
+        out["spec_name"] = spec.data["name"]
         out["context_max_tokens"] = budget
         # contexts longer than the budget that the model's window cut shorter still: this
         # point of the curve is not at its nominal length
