@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.hf_tokens import HFTokens, read_chat_template
+from lceval.tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.options import check_options
 from lceval.types import Generation, GenerationParams, GenerationRequest

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.hf_tokens import HFTokens, read_chat_template
+from lceval.tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend, PrefixCache, requires
 from lceval.types import Generation, GenerationParams, GenerationRequest
 

@@ -1,36 +1,11 @@
-"""Every hook a plugin can implement: the plugin author's whole reference.
+"""The hooks a plugin implements: lceval's plugin contract, one function per hook.
 
-A plugin is a module (or object) named in the ``lceval`` entry-point group of its
-distribution's metadata::
-
-    [project.entry-points.lceval]
-    myplugin = "my_package.lceval_plugin"
-
-Inside it, decorate functions with ``lceval.hookimpl``. Every ``register_*`` hook receives a
-``register`` callback; call it once per thing you provide. A function named like a hook but
-spelled otherwise (``register_model``) is never called: lceval reports it on every command
-and ``lceval validate`` refuses it.
-
-Names are global. When two plugins give one name, the first in this order keeps it: plugins
-named with ``-p override:NAME`` (or $LCEVAL_OVERRIDE_PLUGINS), lceval's built-ins, then the
-others by distribution and entry-point name; each clash is printed on every command and
-recorded in the run manifest (``plugin_clashes``). A plugin registers all or nothing: if one
-of its hooks raises, or it registers something unusable (a factory that is not callable, a
-task type that is not a ``TaskType``, a bad options schema, one name twice), nothing it
-registered is used and ``lceval plugins`` reports it as failed.
-
-Plugins that take user options (backends, judges, pairwise judges, retrievers) declare them
-with ``register(name, factory, options_schema=SCHEMA)``: a JSON Schema object whose
-``properties`` give each option's ``type``, ``default``, ``description`` and bounds (see
-``lceval.options``; ``lceval.options.NO_OPTIONS`` for none). The engine then converts
-``,key=value`` text to the declared types (a ``number`` is always a float, an ``integer`` an
-int), refuses unknown keys (with a did-you-mean), bad types, out-of-range values and
-secrets (``api_key=...``, never echoed) before the factory runs, fills in the defaults, and
-lists the options in ``lceval plugins NAME``; the factory receives the checked mapping.
-Without a schema the options arrive unchecked. Public helpers for plugins: ``lceval.options``,
-``lceval.judging`` (model-calling judges), ``lceval.tokens`` (budgets, tokenizer check).
-Keep module imports light: heavy libraries (torch, llama_cpp ...) belong inside factories,
-so that ``lceval --help`` and ``lceval tasks`` stay instant.
+A plugin is a module named in the ``lceval`` entry-point group of its distribution; it
+decorates functions named like these hooks with ``lceval.hookimpl``. Each ``register_*`` hook
+receives a ``register`` callback, called once per thing provided. A plugin registers all or
+nothing, names are global (built-ins win a clash unless ``-p override:NAME``), and options are
+declared with ``options_schema`` (``lceval.options``). The guide to writing one, with the
+example package, is docs/plugins.md; CONTRIBUTING.md "Writing a plugin" has one section per hook.
 """
 
 from __future__ import annotations
@@ -111,10 +86,9 @@ def register_spec_dirs(register):
 def register_score_sources(register):
     """Register readers of recorded scores, for ``lceval judge-agreement``.
 
-    ``register(name: str, reader: ScoreSourceReader)``, where ``reader(path)`` returns
-    ``None`` when the file is not in its format, else a list of
-    ``lceval.agreement.ScoreSource`` (one per scorer recorded in the file: e.g. a GPT-4 judge
-    and two groups of human annotators). Run directories are read by the engine itself.
+    ``register(name: str, reader: ScoreSourceReader)``: ``reader(path)`` returns ``None`` when
+    the file is not in its format, else a list of ``lceval.types.ScoreSource`` (one per
+    scorer recorded in the file, e.g. a GPT-4 judge and two groups of annotators).
     """
 
 
@@ -134,11 +108,7 @@ def register_report_panels(register):
     (e.g. SummHay's retrievers and budgets, which live in its spec options).
 
     ``register(name: str, panel: lceval.interfaces.ReportPanel)``: ``panel(ctx:
-    ReportContext)`` returns a list of ``ReportFigure``, each a Vega-Lite chart spec (draw
-    with ``lceval.report.charts``, whose builders give hover details, legend filtering and
-    the model colours of the rest of the page, or with ``altair``; wrap with
-    ``lceval.report.figure(chart, title, caption, section)``), empty when the runs hold
-    nothing it draws. The engine already draws every group,
-    metric and breakdown of results.json, rankings and judge agreement; a panel that
-    raises is shown as a failed panel, the rest of the report is unaffected.
+    ReportContext)`` returns a list of ``ReportFigure`` (Vega-Lite charts; ``lceval.report``'s
+    ``charts`` and ``figure`` build them), empty when the runs hold nothing it draws. A panel
+    that raises is shown as failed; the rest of the report is unaffected.
     """

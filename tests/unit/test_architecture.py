@@ -108,7 +108,7 @@ def test_lint_imports_keeps_every_contract():
 
 
 @pytest.mark.parametrize("kind,importer,imported", [
-    ("layers", "lceval.io._safeio", "lceval.engine._runner"),  # a lower layer reaching up
+    ("layers", "lceval.io._readers", "lceval.engine._runner"),  # a lower layer reaching up
     ("layers", "lceval.types", "lceval.results._run_dir"),  # the contract reaching into results
     ("private_modules", "lceval_plugins.elitr.task", "lceval.engine._cache"),  # a plugin past a door
     ("private_modules", "lceval.cli._commands", "lceval.engine._runner"),  # a layer past another's door
@@ -155,3 +155,45 @@ def test_private_imports_are_found_with_their_line(tmp_path):
     assert private_imports([path]) == [(f"{path}:5", "imports lceval.engine._cache, a private module (a leading "
                                                      "underscore: it changes without notice); import from "
                                                      "lceval.engine instead")]
+
+
+def _calls(name: str) -> list[str]:
+    """Every place in lceval's own code (and its built-in plugins) that calls `name(...)`."""
+    import ast
+
+    found = []
+    for root in (CORE, REPO / "plugins"):
+        for path in root.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                    if called == name:
+                        found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def test_only_the_session_opens_a_cache_or_a_model():
+    """One door to a run (issue 24): the request cache and every model a command uses are opened
+    by `engine.Session` (a model through `ModelHandle`, the one caller of `open_backend`)."""
+    session = "src/core/engine/_session.py"
+    assert {c.split(":")[0] for c in _calls("Cache")} == {session}
+    assert {c.split(":")[0] for c in _calls("ModelHandle")} == {session}
+    assert {c.split(":")[0] for c in _calls("open_backend")} == {"src/core/engine/_model_handle.py"}
+
+
+def test_the_engine_door_is_sized_to_its_readers():
+    import lceval.engine
+
+    assert len(lceval.engine.__all__) <= 25, sorted(lceval.engine.__all__)
+
+
+def test_the_hookspecs_module_reads_as_a_contract():
+    """Every hook with a short docstring; the guide to writing plugins is in docs/plugins.md."""
+    import inspect
+
+    import lceval.hookspecs as hookspecs
+
+    assert len((hookspecs.__doc__ or "").splitlines()) <= 15
+    hooks = [getattr(hookspecs, n) for n in hookspecs.__all__ if n.startswith("register_")]
+    assert hooks and all(8 >= len(inspect.getdoc(h).splitlines()) >= 1 for h in hooks)

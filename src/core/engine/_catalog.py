@@ -73,10 +73,6 @@ class Catalog:
         hint = f" Did you mean: {', '.join(close)}?" if close else " Run `lceval tasks` to list them."
         raise UserError(f"unknown task or suite '{entry}'.{hint}", field="--tasks")
 
-    def resolve_model(self, text: str) -> str:
-        alias = self.models.get(text)
-        return alias.spec if alias else text
-
     def resolve_judge(self, name: str) -> dict[str, Any]:
         return dict(self.judges.get(name, {"name": name, "options": {}}))
 

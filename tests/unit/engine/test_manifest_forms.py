@@ -1,0 +1,108 @@
+"""Run settings and task specs read and write their manifest form themselves
+(`RunConfig.to_manifest` / `from_manifest`, `TaskSpec.to_manifest` / `from_manifest`): every
+field goes round, including fields added later, so `lceval score`, `merge` and `verify` reopen
+a run with exactly the settings it was made with."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lceval.engine import ReportSettings, RunConfig, TaskSpec, load_catalog, load_plugins
+from lceval.results import load_run
+from tests.cli import lceval
+from tests.conftest import serve_scripted
+
+#: a value unlike the default for every RunConfig field the manifest records. A field added
+#: to RunConfig without a value here fails `test_every_recorded_field_has_a_sample`: add one,
+#: and the round trip below then proves the manifest carries it.
+SAMPLES: dict[str, Any] = {
+    "tasks": "elitr_qa,ruler",
+    "models": ["hf:org/Model,batch_size=4"],
+    "judge": "rubric,temperature=0.6",
+    "judge_model": "litellm:openai/gpt-4o",
+    "splits": ["dev", "test2"],
+    "limit": 9,
+    "limit_per_context": 3,
+    "seeds": [2023, 2024, 2025],
+    "context_policy": "truncate-middle",
+    "context_lengths": [8192, 16384, None],
+    "retriever": "bm25",
+    "overrides": {"options.history": "gold", "generation.max_new_tokens": 32},
+    "contexts": ["dev/*", "test2/meeting_en_test2_004"],
+    "shard": (1, 4),
+    "disabled_plugins": ["noise"],
+}
+
+
+def _recorded() -> list[str]:
+    return [f.name for f in fields(RunConfig) if not f.metadata.get("local")]
+
+
+def test_every_recorded_field_has_a_sample() -> None:
+    missing = [name for name in _recorded() if name not in SAMPLES]
+    assert not missing, f"RunConfig fields without a round-trip sample in this test: {missing}"
+    for name in _recorded():
+        default = getattr(RunConfig(tasks="", models=[]), name)
+        assert SAMPLES[name] != default, f"the sample of {name} is its default: it would prove nothing"
+
+
+def test_run_config_goes_round_through_json_field_by_field() -> None:
+    config = RunConfig(**SAMPLES, output=Path("elsewhere"), cache_path=Path("c.sqlite"), command=["lceval", "run"])
+    back = RunConfig.from_manifest(json.loads(json.dumps(config.to_manifest())))
+    for name in _recorded():
+        assert getattr(back, name) == getattr(config, name), name
+    # where this machine keeps things is not a setting of the run: not recorded, defaults back
+    assert back.output == Path("runs") and back.cache_path is None and back.command == []
+
+
+def test_changes_apply_over_the_recorded_settings() -> None:
+    recorded = RunConfig(**SAMPLES).to_manifest()
+    back = RunConfig.from_manifest(recorded, judge="lexical", cache_path=Path("x.sqlite"))
+    assert (back.judge, back.cache_path, back.limit) == ("lexical", Path("x.sqlite"), 9)
+
+
+def test_a_manifest_of_an_older_or_newer_lceval_still_reads() -> None:
+    # an older lceval recorded fewer settings; a newer one may record settings unknown here
+    back = RunConfig.from_manifest({"tasks": "elitr_qa", "model": "smollm2", "seeds": [1], "from_the_future": 1})
+    assert (back.tasks, back.models, back.seeds, back.context_lengths) == ("elitr_qa", ["smollm2"], [1], None)
+
+
+def test_task_spec_goes_round_with_its_typed_report() -> None:
+    plugins = load_plugins()
+    spec = load_catalog(plugins).spec("elitr_qa")
+    entry = json.loads(json.dumps(spec.to_manifest()))
+    back = TaskSpec.from_manifest(spec.name, entry, Path("run"))
+    assert (back.name, back.path, back.data) == (spec.name, spec.path, spec.data)
+    assert back.report == spec.report and isinstance(back.report, ReportSettings)
+    assert back.report.group_by == "split" and back.report.cluster_by == "meeting_id"
+    assert [t.name for t in back.report.tests] == ["lost_in_the_middle"]
+
+
+def test_a_finished_run_reopens_with_its_own_settings(tiny_home: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real run folder: what `lceval score` and `merge` reopen equals what ran."""
+    serve_scripted(monkeypatch)
+    out = tmp_path / "runs"
+    lceval("run", "--tasks", "elitr_qa", "--model", "scripted:x", "--judge", "lexical", "--limit", "4",
+           "--limit-per-context", "2", "--seed", "3", "--data-home", tiny_home, "--output", out, "--no-progress")
+    (run_dir,) = list(out.iterdir())
+    run = load_run(run_dir)
+    config = RunConfig.from_manifest(run.manifest["config"])
+    assert (config.tasks, config.models, config.limit, config.limit_per_context, config.seeds, config.judge) == \
+        ("elitr_qa", ["scripted:x"], 4, 2, [3], "lexical")
+    spec = TaskSpec.of_run(run, "elitr_qa")
+    assert spec.data == run.task_spec("elitr_qa") and spec.report.cluster_by == "meeting_id"
+
+
+@pytest.mark.parametrize("broken", [{}, {"spec": "not a mapping"}])
+def test_a_manifest_without_the_spec_is_named(broken: dict[str, Any]) -> None:
+    from lceval.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        TaskSpec.from_manifest("elitr_qa", broken, Path("run"))
+    assert err.value.field == "resolved.tasks.elitr_qa.spec"
