@@ -197,7 +197,7 @@ def floor(prompts: list[list[int]]) -> int:
 # -- lm-evaluation-harness's side ------------------------------------------------------------------
 def lmeval_run(args: argparse.Namespace, requests: list[Any], backend: Any) -> Outcome:
     """lm-eval's HFLM in its own venv, sent the chat-templated text of each request."""
-    from lceval.hf_tokens import chat_token_ids
+    from lceval.tokens import chat_token_ids
 
     python = Path(args.lmeval_python)
     if not python.is_file():
