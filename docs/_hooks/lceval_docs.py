@@ -48,7 +48,7 @@ LIST_RE = re.compile(r"^<!-- lceval-plugins: ([a-z-]+) -->$", re.M)
 #: the API reference: one page per public module (CONTRIBUTING, "The public API"), each the
 #: module's docstrings through mkdocstrings; mkdocs.yml's nav lists the same pages
 API_MODULES = ("lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.options",
-               "lceval.hookspecs", "lceval.judging", "lceval.tokens", "lceval.stats",
+               "lceval.hookspecs", "lceval.judging", "lceval.tokens", "lceval.reasoning", "lceval.stats",
                "lceval.safeio", "lceval.io", "lceval.results", "lceval.analysis", "lceval.report",
                "lceval.engine")
 

@@ -38,6 +38,8 @@ class ApiStats:
     failed_by_kind: dict[str, int] = field(default_factory=dict)  # last error of failed requests
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: of the completion tokens, those a reasoning model thought (where the API says)
+    reasoning_tokens: int = 0
     cached_prompt_tokens: int = 0
     #: successful responses that said nothing about cached prompt tokens (prefill unknown)
     responses_without_cached_tokens: int = 0

@@ -137,6 +137,8 @@ class HFBackend(HFTokens, ModelBackend):
 
     #: ModelBackend's: requests per `generate` call when max_in_flight is 1.
     batch_size = 1
+    #: a last assistant message is continued (HFTokens.prompt_tokens)
+    continues_assistant = True
 
     def __init__(self, model: str, options: dict[str, str]) -> None:
         self.options: dict[str, Any] = check_options(OPTIONS, options, what=f"backend '{SCHEME}'")
@@ -329,15 +331,25 @@ class HFBackend(HFTokens, ModelBackend):
             with self._tok_lock:
                 return _cut_at_stop(self._tokenizer.decode(out, skip_special_tokens=True), stops)[1]
 
-        return engine.submit(Job(ids, request.params, self._eos, stop_hit))
+        banned: frozenset[int] = frozenset()
+        if request.params.min_new_tokens:  # no end, and no token that is a stop string, before the minimum
+            with self._tok_lock:
+                singles = [self._tokenizer.encode(stop, add_special_tokens=False) for stop in stops if stop]
+            banned = frozenset(self._eos) | {ids[0] for ids in singles if len(ids) == 1}
+        return engine.submit(Job(ids, request.params, self._eos, stop_hit, banned_early=banned))
 
     def _answer(self, request: GenerationRequest, job: Job) -> Generation:
         with self._tok_lock:
-            text = self._get_tokenizer().decode(job.out, skip_special_tokens=True)
+            # a template that writes its thinking in special tokens (gpt-oss's channels) keeps
+            # them, so the engine can split the thinking off the answer
+            keep = "<|channel|>" in (self.chat_template_text() or "")
+            text = self._get_tokenizer().decode(job.out, skip_special_tokens=not keep)
+            opened = self.opens_thinking(job.ids)
         text = _cut_at_stop(text, request.params.stop)[0]
         return Generation(request_id=request.request_id, text=text.strip(), prompt_tokens=len(job.ids),
                           prefilled_tokens=job.prefilled, completion_tokens=len(job.out),
-                          finish_reason=job.finish, seconds=job.seconds)
+                          finish_reason=job.finish, seconds=job.seconds,
+                          extras={"opened_thinking": True} if opened else {})
 
     def stats(self) -> dict[str, Any] | None:
         """The batching engine's counters: forward passes, those that decoded, and the

@@ -92,6 +92,9 @@ class Job:
     params: GenerationParams
     eos: frozenset[int]
     stop_hit: Callable[[list[int]], bool]
+    #: tokens that may not come before `params.min_new_tokens` answer tokens (the end of text,
+    #: a token that is a stop string): LongBench's `min_length` for samsum
+    banned_early: frozenset[int] = frozenset()
     submitted: float = field(default_factory=time.perf_counter)
     done: threading.Event = field(default_factory=threading.Event)
     out: list[int] = field(default_factory=list)
@@ -559,11 +562,15 @@ class BatchEngine:
         params = job.params
         if len(job.out) >= params.max_new_tokens:
             return self._finish(s, "length")
+        early = len(job.out) < params.min_new_tokens
+        if early and job.banned_early:
+            logits = logits.clone()
+            logits[list(job.banned_early)] = float("-inf")
         token = self.pick(logits, params, (job.ids + job.out)[-REPEAT_LAST_N:], s.generator)
-        if token in job.eos:
+        if token in job.eos and not early:
             return self._finish(s, "stop")
         job.out.append(token)
-        if params.stop and job.stop_hit(job.out):
+        if params.stop and not early and job.stop_hit(job.out):
             return self._finish(s, "stop")
         if len(job.out) >= params.max_new_tokens:
             return self._finish(s, "length")

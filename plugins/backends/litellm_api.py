@@ -45,7 +45,7 @@ from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend, PrefixCache, requires
 from lceval.options import check_options
-from lceval.types import Generation, GenerationRequest, Message
+from lceval.types import Generation, GenerationParams, GenerationRequest, Message
 
 from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, MalformedResponse,
                         classify, environment_secrets, retry_after_seconds, scrub)
@@ -186,6 +186,43 @@ class LiteLLMBackend(ModelBackend):
     def stats(self) -> dict[str, Any]:
         return {**self._stats.as_dict(), "sampling": self._sampling.as_dict()}
 
+    # -- a reasoning model ---------------------------------------------------------------------
+    @property  # type: ignore[override]
+    def handles_reasoning_budget(self) -> bool:
+        """Anthropic's and Gemini's APIs take a thinking budget (litellm's `thinking`
+        parameter); others (OpenAI's reasoning models) take an effort instead, and a server
+        of one's own cannot be told to end a model's thinking through the chat API."""
+        return self.model.split("/", 1)[0] in BUDGET_PROVIDERS
+
+    def thinks(self) -> bool | None:
+        """What litellm's model map says of the model's reasoning (None: it does not know it)."""
+        if self.self_hosted and self.model.startswith("openai/"):
+            local = self._local_tokenizer()
+            return local.thinks() if local is not None else None
+        try:  # True when the map says so; otherwise unknown (the map lags the providers)
+            return True if self._import().supports_reasoning(model=self.model) else None
+        except Exception:  # noqa: BLE001 - an unknown model: cannot tell
+            return None
+
+    def _reasoning_payload(self, params: GenerationParams, body: dict[str, Any]) -> None:
+        """The run's reasoning settings in the provider's terms: a thinking budget (and the
+        answer's tokens on top, as Anthropic counts max_tokens), an effort, or a server's
+        chat-template switch (vLLM's and SGLang's `chat_template_kwargs`)."""
+        if params.reasoning_effort is not None:
+            body["reasoning_effort"] = params.reasoning_effort
+        if self.self_hosted and self.model.startswith("openai/"):  # an OpenAI-compatible server of one's own
+            if params.thinking is not None:
+                extra = body.setdefault("extra_body", {})
+                extra["chat_template_kwargs"] = {"enable_thinking": bool(params.thinking)}
+            return
+        if params.thinking is False:
+            if self.model.split("/", 1)[0] in BUDGET_PROVIDERS:
+                body["thinking"] = {"type": "disabled"}
+            return
+        if params.reasoning_budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": params.reasoning_budget}
+            body["max_tokens"] = params.max_new_tokens + params.reasoning_budget
+
     # -- tokenizer: only with tokenizer=..., the model's own (an API hides it) -------------
     def _local_tokenizer(self) -> ModelBackend | None:
         """A local backend of the same model used only for its tokenizer and chat template
@@ -290,10 +327,11 @@ class LiteLLMBackend(ModelBackend):
             body["top_p"] = params.top_p
         if params.stop:
             body["stop"] = list(params.stop)
+        self._reasoning_payload(params, body)
         name = self.options.get("repeat_penalty_field") or ("repeat_penalty" if explicit else None)
         if name is not None:
             # named: sent on every request, 1.0 included, so no server default applies
-            body["extra_body"] = {name: params.repeat_penalty}
+            body.setdefault("extra_body", {})[name] = params.repeat_penalty
         elif params.repeat_penalty != 1.0:
             raise UserError(
                 f"repeat_penalty={params.repeat_penalty} has no equivalent in the OpenAI-style "
@@ -321,7 +359,7 @@ class LiteLLMBackend(ModelBackend):
             sent = time.perf_counter()
             try:
                 response = litellm.completion(**base, **self._route_kwargs(where), **payload)
-                text, finish = self._read(response)
+                text, finish, reasoning = self._read(response)
             except Exception as exc:  # noqa: BLE001  (every failure is classified below)
                 kind = classify(exc, litellm)
                 moved = self._release(where, kind, time.perf_counter() - sent)
@@ -347,7 +385,7 @@ class LiteLLMBackend(ModelBackend):
                 self._release(where, "interrupted", time.perf_counter() - sent)
                 raise
             self._release(where, None, time.perf_counter() - sent)
-            return self._succeeded(request, response, text, finish, attempt + 1, start, litellm)
+            return self._succeeded(request, response, text, finish, attempt + 1, start, litellm, reasoning)
 
     # -- where a request goes: one server here; the fleet overrides these three ------------
     def _acquire(self, request: GenerationRequest) -> Any:
@@ -371,7 +409,10 @@ class LiteLLMBackend(ModelBackend):
         return self._rng.uniform(0.0, cap)
 
     @staticmethod
-    def _read(response: Any) -> tuple[str, str]:
+    def _read(response: Any) -> tuple[str, str, str | None]:
+        """The answer, the finish reason and the model's reasoning when the API returns it
+        apart (`reasoning_content`, which litellm also fills from Anthropic's thinking blocks
+        and DeepSeek's field; else the thinking blocks themselves)."""
         choices = getattr(response, "choices", None)
         if not choices:
             raise MalformedResponse("response has no choices")
@@ -381,13 +422,14 @@ class LiteLLMBackend(ModelBackend):
         if message is None or not (content is None or isinstance(content, str)):
             raise MalformedResponse("response choice has no message text")
         finish = getattr(choice, "finish_reason", None) or "stop"
-        return (content or "").strip(), "length" if finish == "length" else "stop"
+        return (content or "").strip(), "length" if finish == "length" else "stop", reasoning_of(message)
 
     def _succeeded(self, request: GenerationRequest, response: Any, text: str, finish: str,
-                   attempts: int, start: float, litellm: Any) -> Generation:
+                   attempts: int, start: float, litellm: Any, reasoning: str | None = None) -> Generation:
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        thought = reasoning_tokens_of(usage)
         cached = reported_cached_tokens(usage)
         cost = self._cost(response, prompt, completion, litellm)
         stats = self._stats
@@ -405,10 +447,16 @@ class LiteLLMBackend(ModelBackend):
         extras: dict[str, Any] = {"attempts": attempts}
         if cost is not None:
             extras["cost_usd"] = round(cost, 8)
+        if thought is not None or reasoning is not None:
+            with stats.lock:
+                stats.reasoning_tokens += thought or 0
         return Generation(request_id=request.request_id, text=text, prompt_tokens=prompt,
                           prefilled_tokens=None if cached is None else max(0, prompt - cached),
                           completion_tokens=completion,
-                          finish_reason=finish, seconds=time.perf_counter() - start, extras=extras)
+                          finish_reason=finish, seconds=time.perf_counter() - start, extras=extras,
+                          # thought with its text hidden (OpenAI's reasoning models): "" and its tokens
+                          reasoning=reasoning if reasoning is not None else ("" if thought else None),
+                          reasoning_tokens=thought)
 
     def _cost(self, response: Any, prompt: int, completion: int, litellm: Any) -> float | None:
         """The user's per-million-token prices win; then litellm's bundled price map; else
@@ -470,8 +518,9 @@ class SamplingRecord:
                 "seed": body.get("seed")}
         if "top_p" in body:
             sent["top_p"] = body["top_p"]
-        if extra:
-            sent["repeat_penalty"] = next(iter(extra.values()))
+        name = next((k for k in extra if k != "chat_template_kwargs"), None)
+        if name is not None:
+            sent["repeat_penalty"] = extra[name]
         with self._lock:
             for name, value in sent.items():
                 self._sent.setdefault(name, set()).add(value)
@@ -493,3 +542,27 @@ def make_litellm(model: str, options: dict[str, str]) -> LiteLLMBackend:
 @hookimpl
 def register_models(register: Callable[[str, Any], None]) -> None:
     register(SCHEME, make_litellm, options_schema=OPTIONS)
+
+
+#: providers whose API takes a thinking budget through litellm's `thinking` parameter
+BUDGET_PROVIDERS = ("anthropic", "gemini", "vertex_ai", "bedrock")
+
+
+def reasoning_of(message: Any) -> str | None:
+    """A chat message's reasoning text, where the API returns it apart from the answer."""
+    text = getattr(message, "reasoning_content", None)
+    if isinstance(text, str) and text:
+        return text
+    blocks = getattr(message, "thinking_blocks", None) or []
+    parts = [b.get("thinking") if isinstance(b, dict) else getattr(b, "thinking", None) for b in blocks]
+    joined = "\n\n".join(p for p in parts if isinstance(p, str) and p)
+    return joined or None
+
+
+def reasoning_tokens_of(usage: Any) -> int | None:
+    """`usage.completion_tokens_details.reasoning_tokens` (OpenAI, and litellm for others)."""
+    details = getattr(usage, "completion_tokens_details", None)
+    if details is None and isinstance(usage, dict):
+        details = usage.get("completion_tokens_details")
+    value = details.get("reasoning_tokens") if isinstance(details, dict) else getattr(details, "reasoning_tokens", None)
+    return int(value) if isinstance(value, (int, float)) and value else None

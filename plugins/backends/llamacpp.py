@@ -22,7 +22,7 @@ from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend, requires
 from lceval.options import check_options
-from lceval.tokens import check_fits_window
+from lceval.tokens import check_fits_window, opens_thinking, template_thinks, thinking_kwargs
 from lceval.types import Generation, GenerationRequest, Message
 
 from . import local_files
@@ -135,6 +135,8 @@ class LlamaCppBackend(ModelBackend):
     (a long transcript) is reused by the next one that shares its prefix."""
 
     batch_size = 1
+    #: a last assistant message is continued (prompt_tokens)
+    continues_assistant = True
 
     def __init__(self, model: str, options: dict[str, str]) -> None:
         self.options = check_options(OPTIONS, options, what=f"backend '{SCHEME}'")
@@ -143,6 +145,7 @@ class LlamaCppBackend(ModelBackend):
         self._vocab: Llama | None = None
         self._llama: Llama | None = None
         self._formatter: Any = None
+        self._switched: dict[Any, Any] = {}
         self._template: str | None = None
         self._n_ctx: int | None = self.options.get("n_ctx")
 
@@ -175,11 +178,13 @@ class LlamaCppBackend(ModelBackend):
             self._formatter = self._make_formatter(self._vocab)
         return self._vocab
 
-    def _make_formatter(self, vocab: "Llama") -> Any:
+    def _make_formatter(self, vocab: "Llama", template: str | None = None) -> Any:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         override = self.options.get("chat_template")
-        if override is not None:
+        if template is not None:
+            pass  # the model's own, with a switch set (_formatter_for)
+        elif override is not None:
             path = Path(override).expanduser()
             if path.is_file():
                 template = path.read_text(encoding="utf-8")
@@ -187,12 +192,13 @@ class LlamaCppBackend(ModelBackend):
                 template = override
             else:
                 raise UserError(f"chat_template file not found: {path}", field="chat_template")
+            self._template = template
         else:
             template = vocab.metadata.get("tokenizer.chat_template")
             if not template:
                 raise UserError(f"{self.path.name} has no chat template in its metadata",
                                 field="chat_template", hint="Pass chat_template=FILE.jinja.")
-        self._template = template
+            self._template = template
         model = vocab._model
 
         def text(token: int) -> str:
@@ -240,17 +246,40 @@ class LlamaCppBackend(ModelBackend):
             "chat_template_sha256": hashlib.sha256(self._template.encode("utf-8")).hexdigest(),
         }
 
-    def prompt_tokens(self, messages: list[Message]) -> list[int]:
+    def thinks(self) -> bool:
+        """A reasoning model's template writes thinking markers or has a thinking switch."""
+        self._tokenizer()
+        return template_thinks(self._template)
+
+    def _formatter_for(self, thinking: bool | None) -> Any:
+        """The chat formatter, with the template's thinking switch set when the run sets it
+        (llama-cpp-python's formatter takes no template keywords: the switch is set at the top
+        of the template, where `enable_thinking is defined` sees it)."""
+        kwargs = thinking_kwargs(self._template, thinking)
+        if not kwargs:
+            return self._formatter
+        key = ("thinking", kwargs["enable_thinking"])
+        if key not in self._switched:
+            switch = "{%- set enable_thinking = " + ("true" if kwargs["enable_thinking"] else "false") + " -%}"
+            self._switched[key] = self._make_formatter(self._tokenizer(), switch + (self._template or ""))
+        return self._switched[key]
+
+    def prompt_tokens(self, messages: list[Message], thinking: bool | None = False) -> list[int]:
         """The exact tokens `generate` sends: template rendered as llama-cpp-python's chat
         handler does, special tokens parsed, BOS added only if the model wants one and the
-        template did not already write it."""
+        template did not already write it. A last assistant message is continued: the messages
+        before it with the generation prompt, then its text. Without the run's thinking switch
+        (the context policy's counts), a template with the switch renders with thinking off,
+        its longer form."""
         vocab = self._tokenizer()
+        continued = messages[-1].content if messages and messages[-1].role == "assistant" else ""
+        shown = messages[:-1] if continued else messages
         try:
-            prompt = self._formatter(messages=[{"role": m.role, "content": m.content}
-                                               for m in messages]).prompt
+            prompt = self._formatter_for(thinking)(messages=[{"role": m.role, "content": m.content}
+                                                            for m in shown]).prompt
         except Exception as exc:  # raise_exception() in the template, undefined variables
             raise UserError(f"chat template rejects these messages: {exc}", field="chat_template") from None
-        tokens = vocab.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        tokens = vocab.tokenize((prompt + continued).encode("utf-8"), add_bos=False, special=True)
         bos = vocab.token_bos()
         if vocab._model.add_bos_token() and bos != -1 and tokens[:1] != [bos]:
             tokens.insert(0, bos)
@@ -271,7 +300,7 @@ class LlamaCppBackend(ModelBackend):
     def _generate_one(self, request: GenerationRequest) -> Generation:
         start = time.perf_counter()
         params = request.params
-        tokens = self.prompt_tokens(request.messages)
+        tokens = self.prompt_tokens(request.messages, params.thinking)
         check_fits_window(request, len(tokens), self.context_window, "n_ctx")
         llama = self._model()
         reused = reusable_prefix(llama, tokens)
@@ -279,17 +308,38 @@ class LlamaCppBackend(ModelBackend):
             out: Any = llama.create_completion(
                 prompt=tokens, max_tokens=params.max_new_tokens, temperature=params.temperature,
                 top_p=params.top_p, top_k=0, min_p=0.0, repeat_penalty=params.repeat_penalty,
-                seed=params.seed, stop=list(params.stop) or None)
+                seed=params.seed, stop=list(params.stop) or None,
+                logits_processor=self._minimum(params, len(tokens)))
         choice = out["choices"][0]
+        opened = self.thinks() and opens_thinking(self._tokenizer().detokenize(tokens[-16:]).decode("utf-8", "replace"))
         return Generation(
             request_id=request.request_id,
             text=choice["text"].strip(),
+            extras={"opened_thinking": True} if opened else {},
             prompt_tokens=len(tokens),
             prefilled_tokens=len(tokens) - reused,
             completion_tokens=int(out["usage"]["completion_tokens"]),
             finish_reason="length" if choice["finish_reason"] == "length" else "stop",
             seconds=time.perf_counter() - start,
         )
+
+    def _minimum(self, params: Any, prompt_len: int) -> Any:
+        """LongBench's `min_length`: before `min_new_tokens` answer tokens, neither the end of
+        text nor a token that is a stop string may be drawn (a processor of llama-cpp-python's)."""
+        if not params.min_new_tokens:
+            return None
+        from llama_cpp import LogitsProcessorList
+
+        vocab = self._tokenizer()
+        banned = {vocab.token_eos()} | {ids[0] for stop in params.stop if stop
+                                        for ids in [self.tokenize(stop)] if len(ids) == 1}
+
+        def hold(input_ids: Any, scores: Any) -> Any:
+            if len(input_ids) - prompt_len < params.min_new_tokens:
+                scores[list(banned)] = -float("inf")
+            return scores
+
+        return LogitsProcessorList([hold])
 
     def close(self) -> None:
         for llama in (self._llama, self._vocab):

@@ -138,12 +138,17 @@ def sampling_kwargs(params: GenerationParams) -> dict[str, Any]:
     }
     if params.repeat_penalty != 1.0:
         kwargs["repetition_penalty"] = params.repeat_penalty
+    if params.min_new_tokens:  # no end of text or stop before it (LongBench's min_length)
+        kwargs["min_tokens"] = params.min_new_tokens
     return kwargs
 
 
 class VLLMBackend(HFTokens, ModelBackend):
     """One model in one vLLM engine; `generate` may be called from many threads at once and
     every caller's requests join the same running batch."""
+
+    #: a last assistant message is continued (HFTokens.prompt_tokens)
+    continues_assistant = True
 
     install_hint = _INSTALL_HINT
 
@@ -313,7 +318,10 @@ class VLLMBackend(HFTokens, ModelBackend):
         prepared = [(r, self.checked_prompt_tokens(r, self.context_window, "max_model_len")) for r in requests]  # bad input fails before start-up
         driver = self._engine()
         # the engine's transcript group (scheduler hint) keeps a transcript on one data-parallel copy
-        futures = [driver.submit(ids, driver.make_prompt(ids), driver.make_params(sampling_kwargs(r.params)),
+        # a template that writes its thinking in special tokens (gpt-oss's channels) keeps them in
+        # the text, so the engine can split the thinking off the answer
+        keep = {"skip_special_tokens": False} if "<|channel|>" in (self.chat_template_text() or "") else {}
+        futures = [driver.submit(ids, driver.make_prompt(ids), driver.make_params({**sampling_kwargs(r.params), **keep}),
                                  _group(r)) for r, ids in prepared]
         return [self._generation(r, ids, *f.result()) for (r, ids), f in zip(prepared, futures)]
 
@@ -327,7 +335,8 @@ class VLLMBackend(HFTokens, ModelBackend):
             self._stats["cached_prompt_tokens"] += cached
         return Generation(request_id=request.request_id, text=completion.text.strip(), prompt_tokens=len(ids),
                           prefilled_tokens=len(ids) - cached, completion_tokens=len(completion.token_ids),
-                          finish_reason=completion.finish_reason, seconds=seconds)
+                          finish_reason=completion.finish_reason, seconds=seconds,
+                          extras={"opened_thinking": True} if self.opens_thinking(ids) else {})
 
     def reset_prefix_cache(self) -> None:
         """Empty vLLM's prefix cache (benchmarks compare orders from a cold cache)."""

@@ -174,7 +174,10 @@ class JudgeDef:
         rubric = {"rubric": {"type": ["string", "null"], "default": None,
                              "description": "The score rubric (criterion and what each score means) in place of "
                                             "the paper's, for another benchmark's answers; the task description, "
-                                            "the output format and the scale stay (null: the paper's rubric)."}}
+                                            "the output format and the scale stay (null: the paper's rubric)."},
+                  "see_reasoning": {"type": "boolean", "default": False,
+                                    "description": "Show the judge a reasoning model's thinking before its answer "
+                                                   "(default: the answer alone, as the papers judged answers)."}}
         return sampling_options(temperature=0.6, top_p=0.9, max_new_tokens=1024, repeat_penalty=1.0,
                                 max_attempts=3, system_prompt=self.system_prompt, extra=rubric)
 
@@ -209,11 +212,15 @@ class LLMJudge(SampledJudge, Judge):
         model = require_model(ctx, definition.name, "Pass --judge-model SPEC (e.g. --judge-model "
                               "litellm:openai/gpt-4-0613, or --judge-model smollm2 to try it offline).")
         self.definition = definition.with_rubric(options.get("rubric"))
+        self.see_reasoning = bool(options.get("see_reasoning"))
         self.name = definition.name
         self.configure_sampling(model, ctx.seed, options)
 
     def messages(self, item: JudgeInput) -> list[Message]:
-        return self.chat(render(self.definition.template, item.question, item.response, item.reference))
+        response = item.response
+        if self.see_reasoning and item.reasoning:
+            response = f"[The model's reasoning before its answer]\n{item.reasoning.strip()}\n\n[Its answer]\n{response.strip()}"
+        return self.chat(render(self.definition.template, item.question, response, item.reference))
 
     def _parse(self, _key: Hashable, text: str) -> tuple[Parsed, str | None]:
         parsed = self.definition.parse(text)
@@ -257,6 +264,7 @@ class LLMJudge(SampledJudge, Judge):
             "system_prompt_sha256": self.system_prompt_identity(),
             "output": self.definition.scale_note,
             **self.sampling_identity(),
+            **({"see_reasoning": True} if self.see_reasoning else {}),
         }
 
 

@@ -74,9 +74,25 @@ class ModelBackend(ABC):
     #: concurrency of one server here, so the engine fills the other servers' slots with other
     #: transcripts instead of queueing a transcript's questions behind each other.
     max_in_flight_per_prefix: int | None = None
+    #: A request whose last message is the assistant's is continued from that text, the
+    #: assistant's turn already begun (the chat template's generation prompt, then the text):
+    #: RULER's answer prefix, or a thinking the engine ended when its budget ran out. A backend
+    #: that cannot leaves it False; the engine then says so instead of sending such a request.
+    continues_assistant: bool = False
+    #: The backend passes `params.reasoning_budget` to the model itself (an API's thinking
+    #: budget, e.g. Anthropic's `budget_tokens`). Otherwise the engine enforces the budget: at
+    #: most that many tokens of thinking, then the thinking closed and the answer asked for
+    #: (`lceval.reasoning`), which needs `continues_assistant`.
+    handles_reasoning_budget: bool = False
 
     @abstractmethod
     def identity(self) -> dict[str, Any]: ...
+
+    def thinks(self) -> bool | None:
+        """Whether the model thinks before it answers (its chat template writes thinking
+        markers or has a thinking switch; an API says the model reasons); None: cannot tell.
+        The engine refuses a thinking budget or `--thinking on` for a model that does not."""
+        return None
 
     @abstractmethod
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:

@@ -37,7 +37,9 @@ from lceval.errors import UserError
 from lceval.types import GenerationRequest, Message
 
 __all__ = ["SAFETY_MARGIN", "SAMPLE_TEXTS", "TOKENIZERS", "WORDS_PER_TOKEN", "Counter", "HFTokens", "Kept",
-           "chat_token_ids", "check_fits_window", "counter", "fill_budget", "read_chat_template", "tokenizer_problems"]
+           "chat_token_ids", "check_fits_window", "counter", "fill_budget", "opens_thinking", "read_chat_template",
+           "template_thinks",
+           "thinking_kwargs", "tokenizer_problems"]
 
 TOKENIZERS = ("auto", "cl100k_base", "words")
 #: Tokens a prompt's count may drift from the sum of its parts when cut text is joined again
@@ -221,18 +223,58 @@ def read_chat_template(value: str) -> str:
     raise UserError(f"chat_template file not found: {path}", field="chat_template")
 
 
-def chat_token_ids(tokenizer: Any, messages: list[Message], name: str) -> list[int]:
+def chat_token_ids(tokenizer: Any, messages: list[Message], name: str,
+                   template_kwargs: dict[str, Any] | None = None) -> list[int]:
     """The prompt's tokens: the tokenizer's chat template with the generation prompt, special
-    tokens as the template writes them (none added on top)."""
+    tokens as the template writes them (none added on top). A last message of the assistant
+    is continued: the template renders the messages before it with the generation prompt and
+    the assistant's text follows as it is (the answer's start, or a thinking the engine
+    ended), whatever the template would do to an assistant turn it renders itself (a reasoning
+    model's template drops earlier thinking). `template_kwargs` reach the template (e.g.
+    Qwen3's `enable_thinking`)."""
+    continued = messages[-1].content if messages and messages[-1].role == "assistant" else None
+    shown = messages[:-1] if continued is not None else messages
     try:
-        ids = tokenizer.apply_chat_template([{"role": m.role, "content": m.content} for m in messages],
-                                            add_generation_prompt=True, tokenize=True, return_dict=False)
+        ids = tokenizer.apply_chat_template([{"role": m.role, "content": m.content} for m in shown],
+                                            add_generation_prompt=True, tokenize=True, return_dict=False,
+                                            **(template_kwargs or {}))
     except Exception as exc:  # no template, raise_exception() in it, undefined variables
         raise UserError(f"chat template of '{name}' fails on these messages: {exc}",
                         field="chat_template", hint="Pass chat_template=FILE.jinja.") from None
     if isinstance(ids, dict) or hasattr(ids, "input_ids"):
         ids = ids["input_ids"]
-    return [int(t) for t in ids]
+    out = [int(t) for t in ids]
+    if continued:
+        out += [int(t) for t in tokenizer.encode(continued, add_special_tokens=False)]
+    return out
+
+
+def template_thinks(template: str | None) -> bool:
+    """Whether a chat template belongs to a model that thinks: it writes a thinking marker or
+    has a thinking switch (Qwen3's `enable_thinking`, gpt-oss's analysis channel)."""
+    if not template:
+        return False
+    from lceval.reasoning import KNOWN_MARKERS
+
+    return "enable_thinking" in template or any(m.open in template for m in KNOWN_MARKERS)
+
+
+def opens_thinking(prompt_tail: str) -> bool:
+    """Whether a prompt ends inside a thinking its template opened (DeepSeek-R1's
+    distillations end the generation prompt with `<think>`): the model's text then starts
+    inside the thinking, and a backend says so with `extras["opened_thinking"] = True`."""
+    from lceval.reasoning import KNOWN_MARKERS
+
+    tail = prompt_tail.rstrip()
+    return any(tail.endswith(m.open) for m in KNOWN_MARKERS)
+
+
+def thinking_kwargs(template: str | None, thinking: bool | None) -> dict[str, Any]:
+    """The template keyword that switches a model's thinking on or off (Qwen3's
+    `enable_thinking`), when the run sets it and the template has the switch."""
+    if thinking is None or not template or "enable_thinking" not in template:
+        return {}
+    return {"enable_thinking": bool(thinking)}
 
 
 class HFTokens:
@@ -276,18 +318,39 @@ class HFTokens:
             self._tokenizer = tok
         return self._tokenizer
 
-    def prompt_tokens(self, messages: list[Message]) -> list[int]:
-        """The exact tokens `generate` runs: the chat template with the generation prompt."""
-        return chat_token_ids(self._get_tokenizer(), messages, self.name)
+    def chat_template_text(self) -> str | None:
+        """The chat template the prompts are made with, as text (the default one of several)."""
+        template = self._get_tokenizer().chat_template
+        if isinstance(template, dict):
+            template = template.get("default") or next(iter(template.values()), None)
+        return template if isinstance(template, str) else None
+
+    def thinks(self) -> bool | None:
+        """A reasoning model's template writes thinking markers or has a thinking switch."""
+        return template_thinks(self.chat_template_text())
+
+    def prompt_tokens(self, messages: list[Message], thinking: bool | None = False) -> list[int]:
+        """The exact tokens `generate` runs: the chat template with the generation prompt, a
+        last assistant message continued. Without the run's thinking switch (the context
+        policy's counts) the template renders with thinking off, its longer form where it
+        has a switch (Qwen3 writes an empty thinking block), so a count never falls short."""
+        kwargs = thinking_kwargs(self.chat_template_text(), thinking)
+        return chat_token_ids(self._get_tokenizer(), messages, self.name, kwargs)
 
     def checked_prompt_tokens(self, request: GenerationRequest, window: int, window_option: str) -> list[int]:
         """The request's prompt tokens, refused when they and the answer do not fit `window`."""
-        ids = self.prompt_tokens(request.messages)
+        ids = self.prompt_tokens(request.messages, request.params.thinking)
         check_fits_window(request, len(ids), window, window_option)
         return ids
 
     def count_tokens(self, messages: list[Message]) -> int:
         return len(self.prompt_tokens(messages))
+
+    def opens_thinking(self, ids: list[int]) -> bool:
+        """The prompt `ids` end inside a thinking the template opened (`opens_thinking`)."""
+        if not self.thinks():
+            return False
+        return opens_thinking(self._get_tokenizer().decode(ids[-16:], skip_special_tokens=False))
 
     def tokenize(self, text: str) -> list[int]:
         return list(self._get_tokenizer().encode(text, add_special_tokens=False))

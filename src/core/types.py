@@ -63,15 +63,28 @@ class Conversation:
 
 @dataclass(frozen=True)
 class GenerationParams:
-    max_new_tokens: int = 512
+    max_new_tokens: int = 512  # the answer's tokens (a thinking model's reasoning has its own budget)
     temperature: float = 0.0
     top_p: float = 1.0
     repeat_penalty: float = 1.0
     seed: int = 0
     stop: tuple[str, ...] = ()
+    #: a reasoning model's thinking switched on or off where its chat template or API has a
+    #: switch (Qwen3's `enable_thinking`, Anthropic's extended thinking); None: the model's default
+    thinking: bool | None = None
+    #: tokens the model may think before it must answer (None: no limit of the run's own)
+    reasoning_budget: int | None = None
+    #: an API's reasoning effort ("low", "medium", "high"), for models that take one
+    reasoning_effort: str | None = None
+    #: tokens the answer must have before the model may end it (LongBench's `min_length` for
+    #: samsum: no end of text and no stop string as the first token); 0: none
+    min_new_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """The parameters as they key the request cache: the thinking and answer-length
+        settings only when they are set, so the keys of a model that does not think are the
+        keys lceval always had."""
+        out: dict[str, Any] = {
             "max_new_tokens": self.max_new_tokens,
             "temperature": self.temperature,
             "top_p": self.top_p,
@@ -79,6 +92,12 @@ class GenerationParams:
             "seed": self.seed,
             "stop": list(self.stop),
         }
+        for name in ("thinking", "reasoning_budget", "reasoning_effort"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.min_new_tokens:
+            out["min_new_tokens"] = self.min_new_tokens
+        return out
 
 
 @dataclass
@@ -93,6 +112,11 @@ class GenerationRequest:
 
 @dataclass
 class Generation:
+    """What a backend answered. `text` is the answer alone: a reasoning model's thinking is
+    kept apart in `reasoning` (the backend's own split, an API's reasoning content, or the
+    engine's split of the text at the model's thinking markers; None where the model gave
+    none), so no metric or judge ever scores a deliberation as the answer."""
+
     request_id: str
     text: str
     prompt_tokens: int = 0  # tokens of the full prompt sent
@@ -106,16 +130,21 @@ class Generation:
     #: Backend-specific facts kept in samples.jsonl (e.g. recorded judge scores of a replay).
     extras: dict[str, Any] = field(default_factory=dict)
     cached: bool = False  # set by the engine when served from the cache
+    #: the model's thinking before its answer (None: it gave none), and its tokens (None: unknown)
+    reasoning: str | None = None
+    reasoning_tokens: int | None = None
 
 
 @dataclass
 class JudgeInput:
     item_id: str
     question: str
-    response: str
+    response: str  # the answer alone, never the model's thinking
     reference: str
     metadata: dict[str, Any] = field(default_factory=dict)
     generation_extras: dict[str, Any] = field(default_factory=dict)
+    #: a reasoning model's thinking before the answer, for a judge that asks to see it
+    reasoning: str | None = None
 
 
 @dataclass
@@ -161,6 +190,10 @@ class Sample:
     cached: bool = False
     generation_extras: dict[str, Any] = field(default_factory=dict)
     question: str = ""  # the bare question, so `lceval score` can re-judge without the dataset
+    #: a reasoning model's thinking (never scored) and its tokens; samples.jsonl has them only
+    #: when the model thought
+    reasoning: str | None = None
+    reasoning_tokens: int | None = None
 
 
 @dataclass

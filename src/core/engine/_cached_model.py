@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
 from lceval.engine._cache import Cache
 from lceval.engine._dispatch import Dispatcher
+from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.io import canonical_hash
+from lceval.reasoning import EARLY_STOP, ReasoningOptions, split_reasoning
 from lceval.types import Generation, GenerationRequest, Message
 
 SECRET_MARKERS = ("key", "token", "secret", "password", "authorization")
@@ -78,6 +80,11 @@ class UsageCounters:
     #: not redo (a rerun's prompt_tokens is 0 because nothing was sent, not because nothing was asked)
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    #: tokens a reasoning model thought before its answers (generated or from the cache; part of
+    #: completion_tokens, as providers bill them), where the backend could tell
+    reasoning_tokens: int = 0
+    #: answers whose thinking never closed (no answer at all)
+    unclosed_thinking: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,11 +112,15 @@ class CachedModel:
     requests at once; every answer is stored the moment it exists, so an interrupt loses
     only the requests still in flight."""
 
-    def __init__(self, backend: ModelBackend, cache: Cache, spec: str) -> None:
+    def __init__(self, backend: ModelBackend, cache: Cache, spec: str,
+                 reasoning: ReasoningOptions | None = None) -> None:
         self.backend = backend
         self.cache = cache
         self.spec = spec
+        #: how the model's thinking is read (split off its answers, at which markers)
+        self.reasoning = reasoning or ReasoningOptions()
         self.usage = UsageCounters()
+        self._marked = {"with": 0, "without": 0}
         self._identity = strip_secrets(backend.identity())
         self._lock = threading.Lock()
         self._busy = 0
@@ -129,6 +140,8 @@ class CachedModel:
 
     def lookup(self, request: GenerationRequest) -> Generation | None:
         """The cached answer to `request`, or None (counted either way)."""
+        if self._budgeted(request):
+            return self._think_then_answer(request, ask=False)
         hit = self.cache.get(self.key(request))
         with self._lock:
             self.usage.requests += 1
@@ -136,7 +149,7 @@ class CachedModel:
                 self.usage.cache_hits += 1
         if hit is None:
             return None
-        return self._hit(request, hit)
+        return self._read(request, self._hit(request, hit))
 
     def _hit(self, request: GenerationRequest, record: dict[str, Any]) -> Generation:
         gen = Generation(**{**record, "request_id": request.request_id, "cached": True})
@@ -145,12 +158,109 @@ class CachedModel:
             self.usage.cached_completion_tokens += int(gen.completion_tokens or 0)
         return gen
 
+    # -- a reasoning model's thinking --------------------------------------------------------
+    def _read(self, request: GenerationRequest, gen: Generation) -> Generation:
+        """The generation as a run sees it: a thinking model's reasoning split off its answer
+        at its markers (the cache keeps what the backend said, so other markers need no new
+        answers), an answer whose thinking never closed marked as such, and counted."""
+        if gen.finish_reason != "error" and self.reasoning.split and gen.reasoning is None:
+            text = gen.text
+            if gen.extras.get("opened_thinking"):  # the template opened it: the text starts inside
+                markers = self.reasoning.markers[0]
+                text = text if text.lstrip().startswith(markers.open) else markers.open + text
+            part = split_reasoning(text, self.reasoning.markers)
+            if part.reasoning is not None:
+                gen = replace(gen, text=part.answer, reasoning=part.reasoning,
+                              reasoning_tokens=self._tokens(part.reasoning),
+                              finish_reason=gen.finish_reason if part.closed else "unclosed_thinking")
+        if gen.finish_reason != "error":
+            self._check_marked(request, gen)
+        with self._lock:
+            self.usage.reasoning_tokens += int(gen.reasoning_tokens or 0)
+            self.usage.unclosed_thinking += gen.finish_reason == "unclosed_thinking"
+        return gen
+
+    def _tokens(self, text: str) -> int | None:
+        ids = self.backend.tokenize(text)
+        return len(ids) if ids is not None else None
+
+    def _check_marked(self, request: GenerationRequest, gen: Generation) -> None:
+        """`--thinking on` promises thinking: three answers in a row with none, and none
+        before them, means the markers are not the model's (or it does not think)."""
+        if request.params.thinking is not True or not self.reasoning.split:
+            return
+        with self._lock:
+            self._marked["with" if gen.reasoning is not None else "without"] += 1
+            silent = self._marked["with"] == 0 and self._marked["without"] >= 3
+        if silent:
+            shown = ", ".join(f"{m.open}...{m.close}" for m in self.reasoning.markers)
+            raise UserError(f"the run says the model thinks (--thinking on), but its first answers hold no thinking "
+                            f"between the markers looked for ({shown})", field="--thinking",
+                            hint="Name the model's own markers with the model option think_markers=OPEN|CLOSE, "
+                                 "or drop --thinking on for a model that does not think.")
+
+    def _budgeted(self, request: GenerationRequest) -> bool:
+        return request.params.reasoning_budget is not None and not self.backend.handles_reasoning_budget
+
+    def _think_then_answer(self, request: GenerationRequest, ask: bool) -> Generation | None:
+        """A thinking budget the backend cannot enforce (`lceval.reasoning`): at most `budget`
+        tokens of thinking, stopped at the closing marker; then the thinking closed (with
+        EARLY_STOP when the budget ran out) as the start of the assistant's message, and the
+        answer asked for with the answer's own `max_new_tokens`. Both requests go through the
+        cache; with `ask=False` only the cache is read (None when either is missing)."""
+        params = request.params
+        markers = self.reasoning.markers[0]
+        think = replace(request, params=replace(params, max_new_tokens=int(params.reasoning_budget or 0),
+                                                stop=(markers.close,), reasoning_budget=None))
+        first = self._one(think, ask)
+        if first is None or first.finish_reason == "error":
+            return first
+        thought = first.text
+        reached = first.finish_reason == "length"
+        prefill = thought + (EARLY_STOP if reached else "") + markers.close + "\n\n"
+        answer_request = replace(request, messages=[*request.messages, Message("assistant", prefill)],
+                                 params=replace(params, reasoning_budget=None))
+        second = self._one(answer_request, ask)
+        if second is None or second.finish_reason == "error":
+            return second
+        reasoning = thought.lstrip()
+        reasoning = reasoning[len(markers.open):] if reasoning.startswith(markers.open) else reasoning
+        prefilled = (None if first.prefilled_tokens is None or second.prefilled_tokens is None
+                     else first.prefilled_tokens + second.prefilled_tokens)
+        gen = Generation(request_id=request.request_id, text=second.text, prompt_tokens=first.prompt_tokens,
+                         prefilled_tokens=prefilled, completion_tokens=first.completion_tokens + second.completion_tokens,
+                         finish_reason=second.finish_reason, seconds=first.seconds + second.seconds,
+                         extras={**second.extras, "thinking_budget_reached": reached},
+                         cached=first.cached and second.cached, reasoning=reasoning.strip(),
+                         reasoning_tokens=first.completion_tokens or self._tokens(reasoning))
+        with self._lock:
+            self.usage.reasoning_tokens += int(gen.reasoning_tokens or 0)
+        self._check_marked(request, gen)
+        return gen
+
+    def _one(self, request: GenerationRequest, ask: bool) -> Generation | None:
+        """One request, unsplit: from the cache, else (with `ask`) from the backend."""
+        hit = self.cache.get(self.key(request))
+        with self._lock:
+            self.usage.requests += not ask  # a lookup counts once, as any request's
+            self.usage.cache_hits += hit is not None
+        if hit is not None:
+            return self._hit(request, hit)
+        return self._call([request])[0] if ask else None
+
     def call(self, requests: list[GenerationRequest]) -> list[Generation]:
         """Ask the backend (no cache lookup) and store each answer at once. Each request is
         claimed in the cache first: one another process is asking already is not asked
         again, its answer is awaited (and counted as a cache hit). A request the backend gave
         up on (finish_reason "error", an API past its retries) is no answer: never stored, so
-        the same command run again asks it again."""
+        the same command run again asks it again. A thinking model's reasoning is split off
+        the answers returned (the cache keeps them whole)."""
+        if any(self._budgeted(r) for r in requests):
+            return [self._think_then_answer(r, ask=True) if self._budgeted(r) else self.call([r])[0]  # type: ignore[misc]
+                    for r in requests]
+        return [self._read(r, gen) for r, gen in zip(requests, self._call(requests))]
+
+    def _call(self, requests: list[GenerationRequest]) -> list[Generation]:
         keys = [self.key(r) for r in requests]
         outs: list[Generation | None] = [None] * len(requests)
         mine, theirs = [], []
@@ -211,8 +321,9 @@ class CachedModel:
         return outs
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        """Answers in the order asked: cached ones at once, the rest from the backend with as
-        many in flight as it takes (`max_in_flight`), or in chunks of `batch_size`."""
+        """Answers in the order asked (a thinking model's reasoning split off each): cached
+        ones at once, the rest from the backend with as many in flight as it takes
+        (`max_in_flight`), or in chunks of `batch_size`."""
         results: list[Generation | None] = [self.lookup(req) for req in requests]
         misses = [i for i, r in enumerate(results) if r is None]
         slots = self.slots

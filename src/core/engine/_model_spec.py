@@ -17,6 +17,7 @@ from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.errors import UserError
 from lceval.interfaces import ModelFactory
 from lceval.options import check_options, options_schema_of, unwrap
+from lceval.reasoning import MODEL_OPTIONS, ReasoningOptions, reasoning_options
 
 JUDGE_MODEL_FLAG = "--judge-model"
 
@@ -31,6 +32,9 @@ class ModelSpec:
     #: it declared an options_schema); None until resolved against the installed plugins
     factory: ModelFactory | None = field(default=None, compare=False, repr=False)
     checked: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: how the engine reads the model's thinking (lceval.reasoning.MODEL_OPTIONS, options every
+    #: backend takes: the backend never sees them)
+    reasoning: ReasoningOptions = field(default_factory=ReasoningOptions, compare=False, repr=False)
 
     @property
     def canonical(self) -> str:
@@ -100,10 +104,12 @@ def resolve_model(text: str, catalog: Catalog, plugins: Plugins, field: str = "-
         )
     registered = plugins.models[spec.scheme]
     schema = options_schema_of(registered)
-    checked = (check_options(schema, spec.options, what=describe_kind("model", spec.scheme))
-               if schema is not None else dict(spec.options))
+    own = {k: v for k, v in spec.options.items() if k not in MODEL_OPTIONS}
+    checked = (check_options(schema, own, what=describe_kind("model", spec.scheme))
+               if schema is not None else dict(own))
     return ModelSpec(text=spec.text, scheme=spec.scheme, model=spec.model, options=spec.options,
-                     factory=unwrap(registered), checked=checked)
+                     factory=unwrap(registered), checked=checked,
+                     reasoning=reasoning_options(spec.options, field=field))
 
 
 def resolve_judge_model(text: str | None, catalog: Catalog, plugins: Plugins) -> ModelSpec | None:

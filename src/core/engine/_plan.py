@@ -17,7 +17,7 @@ from lceval.engine._catalog import Catalog
 from lceval.engine._model_handle import ModelHandle
 from lceval.engine._model_spec import ModelSpec, resolve_judge_model, resolve_model
 from lceval.engine._plugin_host import Plugins, describe_kind
-from lceval.engine._run_config import RunConfig
+from lceval.engine._run_config import RunConfig, flag_of
 from lceval.engine._selection import ContextSelection, select_work
 from lceval.engine._spec import JudgeChoice, TaskSpec, check_options, check_references, with_overrides
 from lceval.errors import UserError
@@ -84,6 +84,9 @@ def _blame_overrides(exc: UserError, config: RunConfig) -> UserError:
             return UserError(exc.message, field=f"--set {key}")
     if config.context_policy and field.startswith("context"):
         return UserError(exc.message, field="--context-policy")
+    for name in ("thinking", "reasoning_budget", "reasoning_effort"):
+        if getattr(config, name) is not None and field == f"generation.{name}":
+            return UserError(exc.message, field=flag_of(name))
     if config.retriever and field.startswith("options"):
         return UserError(exc.message, field="--retriever",
                          hint="This task type takes no retriever, or not this one.")
@@ -194,6 +197,9 @@ def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
         node[keys[-1]] = value
     if config.context_policy:
         overrides.setdefault("context", {})["policy"] = config.context_policy
+    for name in ("thinking", "reasoning_budget", "reasoning_effort"):  # the run's reasoning settings
+        if getattr(config, name) is not None:
+            overrides.setdefault("generation", {})[name] = getattr(config, name)
     if config.retriever:
         overrides.setdefault("options", {})["retriever"] = config.retriever
     try:

@@ -100,6 +100,23 @@ def _negated(given: bool) -> bool:
     return not given
 
 
+def _thinking(text: str) -> bool:
+    word = str(text).strip().lower()
+    if word not in ("on", "off"):
+        raise UserError(f"--thinking takes on or off, got '{text}'", field="--thinking")
+    return word == "on"
+
+
+def _effort(text: str) -> str:
+    word = str(text).strip().lower()
+    if word not in EFFORTS:
+        raise UserError(f"--reasoning-effort takes {', '.join(EFFORTS)}, got '{text}'", field="--reasoning-effort")
+    return word
+
+
+EFFORTS = ("low", "medium", "high")
+
+
 @dataclass
 class RunConfig:
     """What one `lceval run` asks: every flag's value, typed. One run per model in `models`."""
@@ -127,6 +144,17 @@ class RunConfig:
         "--context-lengths", metavar="8k,16k,...,full", parse=parse_context_lengths,
         help="run each task with its context cut to each budget (k = 1024 tokens; full = uncut): a curve of "
              "score against context length")
+    thinking: bool | None = _flag(
+        "--thinking", metavar="{on,off}", parse=_thinking,
+        help="a reasoning model's thinking on or off, where its chat template or API has a switch (Qwen3's "
+             "enable_thinking, Anthropic's extended thinking; default: the model's own)")
+    reasoning_budget: int | None = _flag(
+        "--reasoning-budget", metavar="TOKENS", parse=_count("--reasoning-budget"),
+        help="tokens a reasoning model may think before it must answer, apart from the answer's max_new_tokens "
+             "(default: the model family's guidance, printed); an API gets it as its thinking budget")
+    reasoning_effort: str | None = _flag(
+        "--reasoning-effort", metavar="{" + ",".join(EFFORTS) + "}", parse=_effort,
+        help="an API reasoning model's effort (OpenAI's reasoning_effort, gpt-oss)")
     retriever: str | None = _flag("--retriever", help="retriever plugin for tasks that retrieve "
                                                       "(sets options.retriever)")
     overrides: dict[str, Any] = _flag("--set", repeat=True, metavar="FIELD=VALUE", parse=parse_overrides,

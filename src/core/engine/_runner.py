@@ -20,9 +20,11 @@ from lceval.engine._plugin_host import Plugins
 from lceval.engine._progress import RunProgress, TaskProgress
 from lceval.engine._run_config import RunConfig
 from lceval.engine._scheduler import ConversationState
-from lceval.engine._spec import TaskSpec
-from lceval.interfaces import Judge
+from lceval.engine._spec import TaskSpec, with_overrides
+from lceval.errors import UserError
+from lceval.interfaces import Judge, ModelBackend
 from lceval.io import canonical_hash
+from lceval.reasoning import default_budget
 from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Sample,
                           is_scored)
 
@@ -70,21 +72,26 @@ def sample_of(spec: TaskSpec, conv: Conversation, i: int, gen: Generation | None
     judged. A request the backend gave up on (API errors past the retries) is no answer: it
     is counted as a generation failure and never judged."""
     failure = gen.extras if gen is not None and gen.finish_reason == "error" else None
+    reasoning = (gen.reasoning, gen.reasoning_tokens) if gen is not None else (None, None)
+    unclosed = gen is not None and gen.finish_reason == "unclosed_thinking"
     if failure is not None:
         gen = None
     turn = conv.turns[i]
+    extras = dict(gen.extras) if gen else ({"generation_failed": failure} if failure is not None else {})
+    if unclosed:  # a thinking that never closed is no answer: kept, counted, never judged
+        extras["unclosed_thinking"] = True
     return Sample(
         task=spec.name, item_id=turn.item_id, conv_id=conv.conv_id, turn_index=i, seed=seed,
         metadata={**conv.metadata, **turn.metadata}, prompt_hash=prompt_hash,
-        response=gen.text if gen else None, reference=turn.reference, judgments=[],
+        response=gen.text if gen and not unclosed else None, reference=turn.reference, judgments=[],
         context_cut=cut,
         prompt_tokens=gen.prompt_tokens if gen else 0,
         # None: the backend could not tell what it prefilled (never guessed as the prompt)
         prefilled_tokens=gen.prefilled_tokens if gen else 0,
         completion_tokens=gen.completion_tokens if gen else 0,
         seconds=gen.seconds if gen else 0.0, cached=bool(gen and gen.cached),
-        generation_extras=dict(gen.extras) if gen else ({"generation_failed": failure} if failure is not None else {}),
-        question=turn.question,
+        generation_extras=extras,
+        question=turn.question, reasoning=reasoning[0], reasoning_tokens=reasoning[1],
     )
 
 
@@ -95,7 +102,7 @@ def judge_input_of(sample: Sample) -> JudgeInput | None:
         return None
     return JudgeInput(item_id=sample.item_id, question=sample.question, response=sample.response,
                       reference=sample.reference, metadata=dict(sample.metadata),
-                      generation_extras=dict(sample.generation_extras))
+                      generation_extras=dict(sample.generation_extras), reasoning=sample.reasoning)
 
 
 def generate_task(spec: TaskSpec, conversations: list[Conversation], model: CachedModel, seed: int,
@@ -107,8 +114,11 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     run hands it to the judge at once); `progress` shows the work (True: a bar of its own)."""
     params = spec.generation_params(seed)
     window = model.backend.context_window
-    fitted = context_policy.fit_all(conversations, model.backend, spec.context.policy, params.max_new_tokens,
-                                    spec.context.reserve(params.max_new_tokens), max_tokens=spec.context.max_tokens)
+    # the window holds the context, the thinking and the answer
+    thinking = params.reasoning_budget or 0
+    fitted = context_policy.fit_all(conversations, model.backend, spec.context.policy, params.max_new_tokens + thinking,
+                                    spec.context.reserve(params.max_new_tokens) + thinking,
+                                    max_tokens=spec.context.max_tokens)
     states = [ConversationState(conv=conv, context=text, cut=cut) for conv, text, cut in fitted]
     if not isinstance(progress, TaskProgress):
         progress = RunProgress(bool(progress)).task(
@@ -126,7 +136,7 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
         if window is not None and st.next_turn > 0 and st.conv.history == "model":
             # the policy sized the first turn exactly; later ones depend on answers
             n = model.backend.count_tokens(messages)
-            if n is not None and n + params.max_new_tokens > window:
+            if n is not None and n + params.max_new_tokens + thinking > window:
                 return None  # an earlier answer ran past the reserve: stop here, never overflow
         hints = {**st.conv.metadata, **turn.metadata, "item_id": turn.item_id, "question": turn.question}
         return GenerationRequest(request_id=turn.item_id, messages=messages, params=params, hints=hints)
@@ -201,7 +211,9 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
     if not handle.built:
         progress.phase(f"loading model {model_spec.text}")
     backend = handle.backend()
-    model = CachedModel(backend, cache, model_spec.canonical)
+    work.loaded = [(thinking_settings(spec, backend, model_spec, progress.phase), conversations)
+                   for spec, conversations in work.loaded]
+    model = CachedModel(backend, cache, model_spec.canonical, model_spec.reasoning)
     judge_slots = judging.slots if judging is not None else 1
     judge_stats_before = judging.backend.stats() if judging is not None else None
     runs: list[TaskRun] = []
@@ -244,6 +256,40 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
                     model_backend_stats=model_stats,
                     judge_backend_stats=stats_since(judge_stats_before, judging.backend.stats()) if judging else None,
                     shard=work.shard)
+
+
+def thinking_settings(spec: TaskSpec, backend: ModelBackend, model: ModelSpec, say: Callable[[str], None]) -> TaskSpec:
+    """The spec's reasoning settings checked against the model, and a thinking model's budget
+    filled from its family's guidance when the run sets none (`lceval.reasoning.default_budget`,
+    said on the console and recorded with the spec). A budget, `--thinking on` or an effort for
+    a model that does not think is refused, as is a budget nobody can enforce."""
+    g = spec.data["generation"]
+    thinking, budget, effort = g.get("thinking"), g.get("reasoning_budget"), g.get("reasoning_effort")
+    asked = thinking is True or budget is not None or effort is not None
+    thinks = backend.thinks() if (asked or thinking is None) and model.reasoning.split else None
+    if asked and thinks is False:
+        flag = "--thinking" if thinking is True else "--reasoning-budget" if budget is not None else "--reasoning-effort"
+        raise UserError(f"model '{model.text}' does not think (no thinking markers or switch in its chat template, "
+                        f"or its API says it does not reason): {flag} has nothing to act on", field=flag,
+                        hint="Drop the flag, or name the model's markers with think_markers=OPEN|CLOSE.")
+    if thinking is False or not (thinks or asked):
+        return spec
+    if budget is None and not backend.handles_reasoning_budget and thinks:
+        budget = default_budget(model.model)
+        window = backend.context_window
+        if budget is not None:
+            why = "its family's guidance"
+            if window and budget > window // 2:  # the window holds the context, the thinking and the answer
+                budget, why = window // 2, f"half its {window}-token window; its family's guidance is {budget}"
+            spec = with_overrides(spec, {"generation": {"reasoning_budget": budget}})
+            say(f"{spec.name}: {model.text} thinks: reasoning budget {budget} tokens ({why}; --reasoning-budget "
+                f"to change), answer {spec.max_new_tokens} tokens")
+    if budget is not None and not backend.handles_reasoning_budget and not backend.continues_assistant:
+        raise UserError(f"backend '{model.scheme}' can neither pass a thinking budget to the model nor end the "
+                        "model's thinking itself (it does not continue an assistant message)", field="--reasoning-budget",
+                        hint="Drop --reasoning-budget (the model thinks as long as its answer's max_new_tokens "
+                             "allows), or run the model with hf:, vllm: or llamacpp:.")
+    return spec
 
 
 def stats_since(before: Any, after: Any) -> Any:

@@ -144,7 +144,7 @@ class Session:
             return None
         if self._judge_backend is None:
             self._judge_backend = self._opened(ModelHandle(self._judge_spec)).backend()
-        return CachedModel(self._judge_backend, self.cache, self._judge_spec.canonical)
+        return CachedModel(self._judge_backend, self.cache, self._judge_spec.canonical, self._judge_spec.reasoning)
 
     def model(self, text: str) -> CachedModel:
         """A model by spec string, through the request cache (a plugin's own command, e.g.
@@ -152,7 +152,7 @@ class Session:
         spec = resolve_model(text, self.catalog, self.plugins)
         if spec.canonical not in self._models:
             backend = self._opened(ModelHandle(spec)).backend()
-            self._models[spec.canonical] = CachedModel(backend, self.cache, spec.canonical)
+            self._models[spec.canonical] = CachedModel(backend, self.cache, spec.canonical, spec.reasoning)
         return self._models[spec.canonical]
 
     def _opened(self, handle: ModelHandle) -> ModelHandle:

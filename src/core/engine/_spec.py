@@ -197,7 +197,17 @@ class TaskSpec:
             repeat_penalty=float(g["repeat_penalty"]),
             seed=seed,
             stop=tuple(g.get("stop", [])),
+            thinking=g.get("thinking"),
+            reasoning_budget=int(g["reasoning_budget"]) if g.get("reasoning_budget") is not None else None,
+            reasoning_effort=g.get("reasoning_effort"),
+            min_new_tokens=int(g.get("min_new_tokens") or 0),
         )
+
+    @property
+    def reasoning_budget(self) -> int | None:
+        """Tokens a reasoning model may think (the spec's, or the run's --reasoning-budget)."""
+        value = self.data["generation"].get("reasoning_budget")
+        return int(value) if value is not None else None
 
     def error(self, message: str, at: PathKey = ()) -> UserError:
         return UserError(message, file=self.path, field=".".join(map(str, at)) or None,

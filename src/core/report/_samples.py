@@ -31,7 +31,7 @@ def _status(sample: Any) -> str:
     """The judge parse status a reader filters on: ok, parse_failure, missing, or why there is
     no judgment at all."""
     if sample.response is None:
-        return "unanswered"
+        return "thinking never closed" if sample.generation_extras.get("unclosed_thinking") else "unanswered"
     return sample.judgments[0].parse_status if sample.judgments else "not judged"
 
 
@@ -76,6 +76,9 @@ def sample_data(runs: list[Any], labels: list[str]) -> dict[str, Any]:
             }
             if j and j.attempts and j.attempts > 1:
                 row["attempts"] = j.attempts
+            if s.reasoning is not None:  # a reasoning model's thinking, folded under its answer
+                row["reasoning"] = s.reasoning
+                row["reasoning_tokens"] = s.reasoning_tokens
             if details:
                 row["details"] = details
             extras = {k: v for k, v in s.generation_extras.items() if k != "replay_file_sha256"}

@@ -140,6 +140,9 @@ def library_versions() -> dict[str, str]:
 def sample_record(sample: Any) -> dict[str, Any]:
     rec = asdict(sample)
     rec["score"] = rec["judgments"][0]["score"] if rec["judgments"] else None
+    if rec.get("reasoning") is None:  # a model that does not think: the lines lceval always wrote
+        rec.pop("reasoning", None)
+        rec.pop("reasoning_tokens", None)
     return rec
 
 
@@ -191,9 +194,29 @@ def format_context_facts(state: RunState) -> str:
 
 
 def console_text(state: RunState, results: dict[str, Any]) -> str:
-    """What `lceval run` and `lceval score` print for a run: the table, then the context facts."""
+    """What `lceval run` and `lceval score` print for a run: the table, then the context
+    facts and, for a model that thought, its thinking."""
     facts = format_context_facts(state)
-    return format_table(results) + (f"\n\n{facts}" if facts else "")
+    thinking = format_thinking(results)
+    return format_table(results) + (f"\n\n{facts}" if facts else "") + (f"\n\n{thinking}" if thinking else "")
+
+
+def format_thinking(results: dict[str, Any]) -> str:
+    """One line per task whose model thought: tokens thought (of the completion tokens, as
+    providers bill them), per answer, and the answers whose thinking never closed."""
+    lines = []
+    for name, task in results["tasks"].items():
+        acc = task["accounting"]
+        tokens = acc.get("tokens") or {}
+        if "reasoning" not in tokens and not acc.get("unclosed_thinking"):
+            continue
+        answered = max(1, int(acc["answered"]))
+        line = (f"{name}: thinking {tokens.get('reasoning', 0):,} tokens of {tokens.get('completion', 0):,} "
+                f"completion tokens ({tokens.get('reasoning', 0) / answered:,.0f} per answer)")
+        if acc.get("unclosed_thinking"):
+            line += f"; {acc['unclosed_thinking']} answer(s) never closed their thinking (no answer, in no-score)"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _fmt(value: Any, digits: int = 2) -> str:

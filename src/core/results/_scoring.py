@@ -98,12 +98,34 @@ def metadata_breakdown(fieldname: str, order: Sequence[str] | None = None) -> Br
 def breakdowns_for(samples: list[Sample], report: ReportSettings) -> list[Breakdown]:
     """The spec's `report.breakdowns` (metadata fields), then, for a task whose samples have a
     measured context, the score by context length (`report.context_buckets` or the default
-    edges) and by the share of the context that was kept."""
+    edges) and by the share of the context that was kept; for a model that thought, by how
+    long it thought."""
     out = [metadata_breakdown(f, report.breakdown_order.get(f)) for f in report.breakdowns]
     if any(s.context_cut.original_tokens for s in samples):
         out.append(context_tokens_breakdown(report.context_buckets or DEFAULT_CONTEXT_EDGES))
         out.append(Breakdown("context_kept_share", kept_share_label, KEPT_SHARE_ORDER))
+    if any(s.reasoning_tokens for s in samples):
+        out.append(reasoning_tokens_breakdown())
     return out
+
+
+#: Edges (tokens) of the `reasoning_tokens` breakdown: how long a reasoning model thought.
+REASONING_EDGES = (1024, 4096, 16384)
+
+
+def reasoning_tokens_breakdown() -> Breakdown:
+    """Samples by the tokens the model thought before answering ("0-1k", "1k-4k", ...)."""
+    edges = REASONING_EDGES
+    names = [f"0-{tokens_label(edges[0])}"] + [f"{tokens_label(a)}-{tokens_label(b)}" for a, b in zip(edges, edges[1:])]
+    names.append(f">{tokens_label(edges[-1])}")
+
+    def key(sample: Sample) -> str | None:
+        n = sample.reasoning_tokens
+        if n is None:
+            return None
+        return names[next((i for i, e in enumerate(edges) if n <= e), len(edges))]
+
+    return Breakdown("reasoning_tokens", key, tuple(names))
 
 
 def _grouped_by(samples: list[Sample], breakdown: Breakdown) -> dict[str, list[Sample]]:
@@ -258,6 +280,7 @@ def score_task(samples: list[Sample], spec: TaskSpec, judge_identity: dict[str, 
     parse_failures = status.count("parse_failure")  # the judge answered, but with no usable score
     missing = status.count("missing")  # no verdict at all (no recorded score, judge API gave up)
     truncated = sum(1 for s in samples if s.context_cut.action == "truncated")
+    unclosed = sum(1 for s in samples if s.generation_extras.get("unclosed_thinking"))
     skipped = sum(1 for s in samples if s.context_cut.action == "skipped")
     metrics = {"score": _metric(samples, report, seed, primary_score)}
     for name in report.metrics:
@@ -282,6 +305,8 @@ def score_task(samples: list[Sample], spec: TaskSpec, judge_identity: dict[str, 
             "tokens": token_totals(samples),
         },
     }
+    if unclosed:  # answers whose thinking never closed: no answer (among `unanswered`)
+        out["accounting"]["unclosed_thinking"] = unclosed
     budget = spec.context.max_tokens
     if budget:  # one point of a --context-lengths curve
         out["spec_name"] = spec.data["name"]
@@ -301,9 +326,14 @@ def token_totals(samples: list[Sample]) -> dict[str, Any]:
     over the answers whose prefill is known would pass for a total it is not."""
     answered = [s for s in samples if s.response is not None]
     unknown = sum(1 for s in answered if s.prefilled_tokens is None)
-    return {
+    out: dict[str, Any] = {
         "prompt": sum(s.prompt_tokens for s in answered),
         "prefilled": None if unknown else sum(s.prefilled_tokens or 0 for s in answered),
         "prefill_unknown": unknown,
         "completion": sum(s.completion_tokens for s in answered),
     }
+    thought = [s for s in samples if s.reasoning is not None]
+    if thought:  # a reasoning model: its thinking (part of completion, as providers bill it)
+        out["reasoning"] = sum(s.reasoning_tokens or 0 for s in thought)
+        out["reasoning_unknown"] = sum(1 for s in thought if s.reasoning_tokens is None)
+    return out

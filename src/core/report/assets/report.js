@@ -195,7 +195,7 @@
         if (hiN !== null && s.score > hiN) return;
         if (text) {
           var it = items[s.item];
-          var hay = [s.id, it.question, s.response, it.reference, s.raw].join("\n").toLowerCase();
+          var hay = [s.id, it.question, s.response, it.reference, s.raw, s.reasoning || ""].join("\n").toLowerCase();
           if (hay.indexOf(text) < 0) return;
         }
         out.push(i);
@@ -241,6 +241,13 @@
       var verdict = (s.judge || "no judge") + ": " + s.status + (s.attempts ? ", " + s.attempts + " attempts" : "");
       card.appendChild(el("p", { class: s.status === "ok" ? "ok" : "warn" }, verdict));
       textBlock(card, "answer", s.response === null ? "(no answer: " + s.status + ")" : s.response);
+      if (s.reasoning !== undefined) {
+        var fold = el("details", { class: "block reasoning" });
+        fold.appendChild(el("summary", {}, "reasoning before the answer" +
+          (s.reasoning_tokens ? " (" + s.reasoning_tokens + " tokens)" : "") + ": not scored"));
+        fold.appendChild(el("pre", {}, s.reasoning === "" ? "(hidden by the API; only its tokens are known)" : s.reasoning));
+        card.appendChild(fold);
+      }
       textBlock(card, "judge output (feedback and score)", s.raw);
       if (s.details) textBlock(card, "judge details", JSON.stringify(s.details, null, 1));
       return card;
