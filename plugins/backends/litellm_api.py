@@ -450,6 +450,8 @@ class LiteLLMBackend(ModelBackend):
         if thought is not None or reasoning is not None:
             with stats.lock:
                 stats.reasoning_tokens += thought or 0
+            if finish == "length" and not text:  # the token budget ran out while it still thought
+                finish = "unclosed_thinking"
         return Generation(request_id=request.request_id, text=text, prompt_tokens=prompt,
                           prefilled_tokens=None if cached is None else max(0, prompt - cached),
                           completion_tokens=completion,

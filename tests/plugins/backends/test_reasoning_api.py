@@ -129,3 +129,19 @@ def test_a_recorded_gpt_oss_transcript_is_split_the_same_way(tmp_path: Path) -> 
         "question_id": "1", "question": q.get("question"), "split": "dev"})
     (gen,) = cached(backend, tmp_path).generate([request])
     assert gen.text == "PERSON2 chaired it." and gen.reasoning == "The chair is named in the first minute: PERSON2."
+
+
+def test_an_api_model_that_thinks_past_its_tokens_gave_no_answer(server: Server, tmp_path: Path) -> None:
+    """OpenAI's reasoning models hide their reasoning: a response cut at max_tokens with reasoning
+    tokens and no text is a thinking that never closed, not an empty answer."""
+    from lceval_plugins.backends.litellm_api import make_litellm
+
+    server.openai = lambda body: {  # type: ignore[method-assign]
+        "id": "c2", "object": "chat.completion", "created": 1, "model": body["model"],
+        "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": ""}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 64, "total_tokens": 104,
+                  "completion_tokens_details": {"reasoning_tokens": 64}}}
+    backend = make_litellm("openai/o4-mini", {"api_base": server.url + "/v1"})
+    (gen,) = cached(backend, tmp_path).generate([ask(GenerationParams(max_new_tokens=64, reasoning_effort="low"))])
+    assert gen.finish_reason == "unclosed_thinking" and gen.reasoning == "" and gen.reasoning_tokens == 64
+    assert server.bodies[-1]["reasoning_effort"] == "low"
