@@ -346,7 +346,7 @@ class HFBackend(HFTokens, ModelBackend):
             text = self._get_tokenizer().decode(job.out, skip_special_tokens=not keep)
             opened = self.opens_thinking(job.ids)
         text = _cut_at_stop(text, request.params.stop)[0]
-        return Generation(request_id=request.request_id, text=text.strip(), prompt_tokens=len(job.ids),
+        return Generation(request_id=request.request_id, text=text, prompt_tokens=len(job.ids),
                           prefilled_tokens=job.prefilled, completion_tokens=len(job.out),
                           finish_reason=job.finish, seconds=job.seconds,
                           extras={"opened_thinking": True} if opened else {})

@@ -422,7 +422,7 @@ class LiteLLMBackend(ModelBackend):
         if message is None or not (content is None or isinstance(content, str)):
             raise MalformedResponse("response choice has no message text")
         finish = getattr(choice, "finish_reason", None) or "stop"
-        return (content or "").strip(), "length" if finish == "length" else "stop", reasoning_of(message)
+        return content or "", "length" if finish == "length" else "stop", reasoning_of(message)
 
     def _succeeded(self, request: GenerationRequest, response: Any, text: str, finish: str,
                    attempts: int, start: float, litellm: Any, reasoning: str | None = None) -> Generation:
@@ -450,7 +450,7 @@ class LiteLLMBackend(ModelBackend):
         if thought is not None or reasoning is not None:
             with stats.lock:
                 stats.reasoning_tokens += thought or 0
-            if finish == "length" and not text:  # the token budget ran out while it still thought
+            if finish == "length" and not text.strip():  # the token budget ran out while it still thought
                 finish = "unclosed_thinking"
         return Generation(request_id=request.request_id, text=text, prompt_tokens=prompt,
                           prefilled_tokens=None if cached is None else max(0, prompt - cached),

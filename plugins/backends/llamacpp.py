@@ -314,7 +314,7 @@ class LlamaCppBackend(ModelBackend):
         opened = self.thinks() and opens_thinking(self._tokenizer().detokenize(tokens[-16:]).decode("utf-8", "replace"))
         return Generation(
             request_id=request.request_id,
-            text=choice["text"].strip(),
+            text=choice["text"],
             extras={"opened_thinking": True} if opened else {},
             prompt_tokens=len(tokens),
             prefilled_tokens=len(tokens) - reused,

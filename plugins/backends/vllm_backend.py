@@ -333,7 +333,7 @@ class VLLMBackend(HFTokens, ModelBackend):
         cached = min(int(out.num_cached_tokens or 0), len(ids))
         with self._stats_lock:  # callers on several threads
             self._stats["cached_prompt_tokens"] += cached
-        return Generation(request_id=request.request_id, text=completion.text.strip(), prompt_tokens=len(ids),
+        return Generation(request_id=request.request_id, text=completion.text, prompt_tokens=len(ids),
                           prefilled_tokens=len(ids) - cached, completion_tokens=len(completion.token_ids),
                           finish_reason=completion.finish_reason, seconds=seconds,
                           extras={"opened_thinking": True} if self.opens_thinking(ids) else {})

@@ -133,6 +133,9 @@ class Generation:
     #: the model's thinking before its answer (None: it gave none), and its tokens (None: unknown)
     reasoning: str | None = None
     reasoning_tokens: int | None = None
+    #: the answer as the model wrote it, when it differs from `text` (which the engine strips of
+    #: surrounding whitespace, as every judge and most metrics want it); None: the same
+    raw_text: str | None = None
 
 
 @dataclass
@@ -145,6 +148,10 @@ class JudgeInput:
     generation_extras: dict[str, Any] = field(default_factory=dict)
     #: a reasoning model's thinking before the answer, for a judge that asks to see it
     reasoning: str | None = None
+    #: the answer as the model wrote it (leading indentation, newlines), when it differs from
+    #: `response`: for a metric whose benchmark scores the raw text (LongBench's code similarity
+    #: and first-line rule); None: the same as `response`
+    raw_response: str | None = None
 
 
 @dataclass
@@ -194,6 +201,8 @@ class Sample:
     #: when the model thought
     reasoning: str | None = None
     reasoning_tokens: int | None = None
+    #: the answer as the model wrote it, when it differs from `response` (stripped)
+    raw_response: str | None = None
 
 
 @dataclass

@@ -173,6 +173,9 @@ class CachedModel:
                 gen = replace(gen, text=part.answer, reasoning=part.reasoning,
                               reasoning_tokens=self._tokens(part.reasoning),
                               finish_reason=gen.finish_reason if part.closed else "unclosed_thinking")
+        if gen.finish_reason != "error" and gen.raw_text is None and gen.text != gen.text.strip():
+            # backends return what the model wrote; runs see it stripped, and keep it as written
+            gen = replace(gen, text=gen.text.strip(), raw_text=gen.text)
         if gen.finish_reason != "error":
             self._check_marked(request, gen)
         with self._lock:
@@ -227,12 +230,14 @@ class CachedModel:
         reasoning = reasoning[len(markers.open):] if reasoning.startswith(markers.open) else reasoning
         prefilled = (None if first.prefilled_tokens is None or second.prefilled_tokens is None
                      else first.prefilled_tokens + second.prefilled_tokens)
-        gen = Generation(request_id=request.request_id, text=second.text, prompt_tokens=first.prompt_tokens,
+        answer = second.text.strip()
+        gen = Generation(request_id=request.request_id, text=answer, prompt_tokens=first.prompt_tokens,
                          prefilled_tokens=prefilled, completion_tokens=first.completion_tokens + second.completion_tokens,
                          finish_reason=second.finish_reason, seconds=first.seconds + second.seconds,
                          extras={**second.extras, "thinking_budget_reached": reached},
                          cached=first.cached and second.cached, reasoning=reasoning.strip(),
-                         reasoning_tokens=first.completion_tokens or self._tokens(reasoning))
+                         reasoning_tokens=first.completion_tokens or self._tokens(reasoning),
+                         raw_text=second.text if second.text != answer else None)
         with self._lock:
             self.usage.reasoning_tokens += int(gen.reasoning_tokens or 0)
         self._check_marked(request, gen)

@@ -92,6 +92,7 @@ def sample_of(spec: TaskSpec, conv: Conversation, i: int, gen: Generation | None
         seconds=gen.seconds if gen else 0.0, cached=bool(gen and gen.cached),
         generation_extras=extras,
         question=turn.question, reasoning=reasoning[0], reasoning_tokens=reasoning[1],
+        raw_response=gen.raw_text if gen and not unclosed else None,
     )
 
 
@@ -102,7 +103,8 @@ def judge_input_of(sample: Sample) -> JudgeInput | None:
         return None
     return JudgeInput(item_id=sample.item_id, question=sample.question, response=sample.response,
                       reference=sample.reference, metadata=dict(sample.metadata),
-                      generation_extras=dict(sample.generation_extras), reasoning=sample.reasoning)
+                      generation_extras=dict(sample.generation_extras), reasoning=sample.reasoning,
+                      raw_response=sample.raw_response)
 
 
 def generate_task(spec: TaskSpec, conversations: list[Conversation], model: CachedModel, seed: int,

@@ -143,6 +143,8 @@ def sample_record(sample: Any) -> dict[str, Any]:
     if rec.get("reasoning") is None:  # a model that does not think: the lines lceval always wrote
         rec.pop("reasoning", None)
         rec.pop("reasoning_tokens", None)
+    if rec.get("raw_response") is None:  # as written = as stripped
+        rec.pop("raw_response", None)
     return rec
 
 
