@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from lceval.engine import ReportSettings, TaskSpec
-from lceval.results._scoring import HeadlineResampler, headline_block, interval_of
+from lceval.results._scoring import HeadlineResampler, as_spec, headline_block, interval_of
 from lceval.types import Sample
 
 __all__ = ["length_curves"]
@@ -51,11 +51,13 @@ def effective_length(points: list[dict[str, Any]], threshold: float | None) -> i
 
 
 def length_curves(task_results: dict[str, dict[str, Any]], samples: dict[str, list[Sample]],
-                  specs: dict[str, TaskSpec], seed: int = 0) -> dict[str, Any]:
+                  specs: dict[str, TaskSpec | dict[str, Any]], seed: int = 0) -> dict[str, Any]:
     """The `length_curves` block of results.json (empty when no task was swept): per swept
     task its points in ascending length (`full` last), the threshold and effective length;
     and `mean` over the swept tasks that share every length. `task_results` are results.json's
-    `tasks`, `samples` and `specs` by the same task names."""
+    `tasks`, `samples` and `specs` by the same task names (a `TaskSpec`, or a resolved spec's
+    mapping as a manifest records it)."""
+    specs = {name: as_spec(name, spec) for name, spec in specs.items()}
     variants: dict[str, dict[int | None, str]] = defaultdict(dict)
     for name, entry in task_results.items():
         if entry.get("context_max_tokens"):

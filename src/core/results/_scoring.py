@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -267,11 +268,20 @@ def _metric(samples: list[Sample], report: ReportSettings, seed: int,
     return metric
 
 
-def score_task(samples: list[Sample], spec: TaskSpec, judge_identity: dict[str, Any],
+def as_spec(name: str, spec: TaskSpec | dict[str, Any]) -> TaskSpec:
+    """A `TaskSpec`, or a resolved spec's mapping (what a manifest records, what
+    `FinishedRun.task_spec` gives a plugin) made one."""
+    if isinstance(spec, TaskSpec):
+        return spec
+    return TaskSpec.from_manifest(name, {"spec": spec}, Path("."))
+
+
+def score_task(samples: list[Sample], spec: TaskSpec | dict[str, Any], judge_identity: dict[str, Any],
                seed: int = 0) -> dict[str, Any]:
     """Results of one task: overall, per group (e.g. split) and the mean of group means, as
-    the spec's typed `report` section asks. A sample of an unscored turn
-    (`metadata["scored"] is False`: a reasoning step) is no result."""
+    the spec's typed `report` section asks (`spec`: a `TaskSpec`, or a resolved spec's mapping).
+    A sample of an unscored turn (`metadata["scored"] is False`: a reasoning step) is no result."""
+    spec = as_spec(spec.get("name", "task") if isinstance(spec, dict) else spec.name, spec)
     report = spec.report
     samples = [s for s in samples if is_scored(s.metadata)]
     n = len(samples)
