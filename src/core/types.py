@@ -173,6 +173,9 @@ class ContextCut:
     original_tokens: int | None
     kept_tokens: int | None
     action: Literal["none", "truncated", "skipped"] = "none"
+    #: of the kept tokens, those at the context's start, when the cut was not in the context's
+    #: middle (the authors' rule cuts the whole prompt's middle: LongBench's pred.py); None: half
+    head_tokens: int | None = None
 
 
 @dataclass

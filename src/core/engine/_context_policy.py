@@ -3,11 +3,20 @@
 The budget is measured with the model's own tokenizer on the chat-templated prompt, so what
 is computed is what is sent. Instructions and questions are never cut; room is left for
 every answer of the conversation. What was done is recorded per sample.
+
+How a cut is made (`CutStyle`, the spec's `context:` section): in the context's middle with a
+visible marker (lceval's default), or, as the authors of LongBench and InfiniteBench cut, in
+the middle of the prompt's text with no marker (`cut: prompt`, `marker: ""`), to their length
+(`max_prompt_tokens`) even when the window holds more: the context then keeps `half - a`
+tokens at its start and `half - b` at its end, `a` and `b` the prompt's tokens before and after
+it, and `half` half the prompt's budget (LongBench's pred.py keeps `tokens[:half]` and
+`tokens[-half:]` of the prompt).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lceval.errors import UserError
@@ -21,6 +30,18 @@ if TYPE_CHECKING:
 POLICIES = ("error", "skip", "truncate-middle", "truncate-left")
 #: Marks the place where text was removed, so the model (and a reader) can tell.
 CUT_MARK = "\n[...]\n"
+
+
+@dataclass(frozen=True)
+class CutStyle:
+    """How a too-long context is cut (the spec's `context.cut`, `marker`, `max_prompt_tokens`)."""
+
+    #: put where text was removed ("" for none, as LongBench's and InfiniteBench's authors)
+    marker: str = CUT_MARK
+    #: centre a truncate-middle cut on the prompt's text (the authors' rule), not the context
+    prompt: bool = False
+    #: the prompt's text holds at most this many tokens, even when the window holds more
+    max_prompt_tokens: int | None = None
 
 
 def tokens_label(n: int) -> str:
@@ -98,7 +119,7 @@ def full_transcript(conv: Conversation, answers: list[str], upto: int | None = N
 
 def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: int,
         answer_reserve: int, context_ids: list[int] | None = None,
-        max_tokens: int | None = None) -> tuple[str | None, ContextCut]:
+        max_tokens: int | None = None, style: CutStyle = CutStyle()) -> tuple[str | None, ContextCut]:
     """Return the context to send (None = skip the conversation) and what was done.
     `context_ids` may pass the context's tokens when several conversations share it.
     `max_tokens` (the spec's `context.max_tokens`, one budget of `--context-lengths`) cuts the
@@ -109,8 +130,12 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
         raise UserError(f"unknown context policy '{policy}' (known: {', '.join(POLICIES)})",
                         field="context.policy")
     window = model.context_window
-    if (window or max_tokens) and context_ids is None:
+    if (window or max_tokens or style.max_prompt_tokens) and context_ids is None:
         context_ids = model.tokenize(conv.context)
+    if max_tokens is None and style.max_prompt_tokens is not None and context_ids is None:
+        raise UserError(f"context.max_prompt_tokens ({style.max_prompt_tokens}) needs the model's tokenizer, and "
+                        f"{type(model).__name__} lends none", field="context.max_prompt_tokens",
+                        hint="Cut prompts with a local model, or an API model given tokenizer=...")
     if max_tokens is not None and context_ids is None:
         raise UserError(f"context.max_tokens ({max_tokens}) needs the model's tokenizer, and "
                         f"{type(model).__name__} lends none", field="context.max_tokens",
@@ -133,6 +158,16 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
         skeleton = fill_context(full_transcript(conv, earlier), "")
         overhead = _count(model, skeleton)
         budget = window - overhead - reserve - SAFETY_MARGIN
+    around = _around(conv, earlier, model) if (style.prompt or style.max_prompt_tokens) else (0, 0)
+    # the authors' length, even under a larger window; cut in the prompt's middle it keeps two
+    # halves of it (LongBench: an odd length loses a token)
+    authors = style.max_prompt_tokens
+    if authors is not None and style.prompt:
+        authors = 2 * (authors // 2)
+    if authors is not None and authors - sum(around) < budget:
+        budget = authors - sum(around)
+        if original > budget and policy in ("error", "skip"):
+            policy = "truncate-middle"  # the authors' cut, asked for by the spec: made under every policy
     if max_tokens is not None and max_tokens < budget:
         if original <= max_tokens:
             return conv.context, ContextCut(policy, original, original, "none")
@@ -140,7 +175,8 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
         policy = "truncate-left" if policy == "truncate-left" else "truncate-middle"
         budget = max_tokens
         if window is None:
-            return _cut(model, context_ids, budget, policy), ContextCut(policy, original, budget, "truncated")
+            return _cut(model, context_ids, budget, policy, style.marker), ContextCut(policy, original, budget,
+                                                                                     "truncated")
     if original <= budget:
         return conv.context, ContextCut(policy, original, original, "none")
     if policy == "error":
@@ -156,73 +192,107 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
 
     keep = budget
     for _ in range(6):  # re-tokenizing joined text can differ by a few tokens: shrink until it fits
-        text = _cut(model, context_ids, keep, policy)
+        head = _head(keep, around, policy, style)
+        text = _cut(model, context_ids, keep, policy, style.marker, head)
+        if window is None:
+            return text, ContextCut(policy, original, keep, "truncated", head)
         used = _count(model, fill_context(full_transcript(conv, earlier), text))
         excess = used + reserve - window
         if excess <= 0:
             # kept = tokens of the original context still there (the cut mark not counted),
             # so kept < original always holds for a truncated context
-            return text, ContextCut(policy, original, keep, "truncated")
+            return text, ContextCut(policy, original, keep, "truncated", head)
         keep -= excess + SAFETY_MARGIN
         if keep <= 0:
             break
     return None, ContextCut(policy, original, 0, "skipped")
 
 
+def _around(conv: Conversation, earlier: list[str], model: ModelBackend) -> tuple[int, int]:
+    """Tokens of the prompt's text before and after the context, in the message that holds it
+    (what LongBench's pred.py tokenizes and cuts: the prompt before the chat template)."""
+    for message in full_transcript(conv, earlier):
+        if CONTEXT_SLOT in message.content:
+            before, _, after = message.content.partition(CONTEXT_SLOT)
+            return len(model.tokenize(before) or []), len(model.tokenize(after) or [])
+    return 0, 0
+
+
+def _head(keep: int, around: tuple[int, int], policy: str, style: CutStyle) -> int | None:
+    """Context tokens kept at its start: with `style.prompt`, the prompt's first half less
+    what precedes the context (LongBench's `tokens[:half]`); None: half of `keep` (the
+    context's middle), also when the prompt's middle would fall outside the context."""
+    if not style.prompt or policy != "truncate-middle":
+        return None
+    before, after = around
+    half = (before + keep + after) // 2
+    head = half - before
+    if head < 0 or keep - head < 0 or (before + keep + after) - half - after < 0:
+        return None  # a cut that would reach the instructions: the context's middle instead
+    return head
+
+
 def share_cuts(fitted: list[tuple[Conversation, str | None, ContextCut]], model: ModelBackend,
-               context_ids: dict[str, list[int] | None]) -> list[tuple[str | None, ContextCut]]:
+               context_ids: dict[str, list[int] | None],
+               style: CutStyle = CutStyle()) -> list[tuple[str | None, ContextCut]]:
     """Give every truncated conversation of one context the same cut: the smallest any of
     them needed. Each conversation's own budget differs by its question's length, so each
     would otherwise get a slightly different transcript, and a backend's KV cache could reuse
     only the part before the first difference (half the transcript, with truncate-middle).
     With one cut, the questions of a meeting share the whole truncated transcript as their
     prefix, and see the same text. Conversations that fit uncut are left as they are."""
-    smallest: dict[str, int] = {}
+    smallest: dict[str, ContextCut] = {}
     for conv, _, cut in fitted:
         if cut.action == "truncated" and cut.kept_tokens is not None:
-            smallest[conv.context_id] = min(cut.kept_tokens, smallest.get(conv.context_id, cut.kept_tokens))
+            if conv.context_id not in smallest or cut.kept_tokens < (smallest[conv.context_id].kept_tokens or 0):
+                smallest[conv.context_id] = cut
     out: list[tuple[str | None, ContextCut]] = []
     for conv, text, cut in fitted:
-        keep = smallest.get(conv.context_id)
+        least = smallest.get(conv.context_id)
         ids = context_ids.get(conv.context_id)
-        if cut.action != "truncated" or keep is None or ids is None or keep == cut.kept_tokens:
+        if cut.action != "truncated" or least is None or ids is None or least == cut:
             out.append((text, cut))
             continue
-        out.append((_cut(model, ids, keep, cut.policy), ContextCut(cut.policy, cut.original_tokens, keep, "truncated")))
+        keep, head = least.kept_tokens or 0, least.head_tokens
+        out.append((_cut(model, ids, keep, cut.policy, style.marker, head),
+                    ContextCut(cut.policy, cut.original_tokens, keep, "truncated", head)))
     return out
 
 
 def fit_all(conversations: list[Conversation], model: ModelBackend, policy: str, max_new_tokens: int,
-            answer_reserve: int, max_tokens: int | None = None) -> list[tuple[Conversation, str | None, ContextCut]]:
+            answer_reserve: int, max_tokens: int | None = None,
+            style: CutStyle = CutStyle()) -> list[tuple[Conversation, str | None, ContextCut]]:
     """`fit` for every conversation, each context tokenized once, with `share_cuts` applied:
     what every conversation's context will be when it is asked (a run and `--dry-run` both
     fit through here)."""
     tokens: dict[str, list[int] | None] = {}  # a meeting's questions share one tokenization
     fitted = []
     for conv in conversations:
-        if (model.context_window or max_tokens) and conv.context_id not in tokens:
+        if (model.context_window or max_tokens or style.max_prompt_tokens) and conv.context_id not in tokens:
             tokens[conv.context_id] = model.tokenize(conv.context)
         text, cut = fit(conv, model, policy, max_new_tokens, answer_reserve, context_ids=tokens.get(conv.context_id),
-                        max_tokens=max_tokens)
+                        max_tokens=max_tokens, style=style)
         fitted.append((conv, text, cut))
-    shared = share_cuts(fitted, model, tokens)
+    shared = share_cuts(fitted, model, tokens, style)
     return [(conv, text, cut) for (conv, _, _), (text, cut) in zip(fitted, shared)]
 
 
-def removed_span(policy: str, original: int, keep: int) -> tuple[int, int]:
+def removed_span(policy: str, original: int, keep: int, head: int | None = None) -> tuple[int, int]:
     """The tokens [start, end) of an `original`-token context that a truncation keeping
-    `keep` removes: the reports show readers where a transcript was cut."""
+    `keep` removes (`head` of them at its start; None: half): the reports show readers where
+    a transcript was cut."""
     if policy == "truncate-left":
         return 0, original - keep
-    head = keep // 2
+    head = keep // 2 if head is None else head
     return head, original - (keep - head)
 
 
-def _cut(model: ModelBackend, ids: list[int], keep: int, policy: str) -> str:
-    start, end = removed_span(policy, len(ids), keep)
+def _cut(model: ModelBackend, ids: list[int], keep: int, policy: str, marker: str = CUT_MARK,
+         head: int | None = None) -> str:
+    start, end = removed_span(policy, len(ids), keep, head)
     if policy == "truncate-left":
-        return CUT_MARK.lstrip("\n") + model.detokenize(ids[end:])
-    return model.detokenize(ids[:start]) + CUT_MARK + model.detokenize(ids[end:])
+        return marker.lstrip("\n") + model.detokenize(ids[end:])
+    return model.detokenize(ids[:start]) + marker + model.detokenize(ids[end:])
 
 
 def _count(model: ModelBackend, messages: list[Message]) -> int:

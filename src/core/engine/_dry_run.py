@@ -52,8 +52,10 @@ def _fit(spec: TaskSpec, conversations: list[Conversation], backend: ModelBacken
     if not window:
         return uncut, ("could NOT cut: the backend gives no context window or tokenizer (an API model needs "
                        "tokenizer=... and context_window=...); contexts shown uncut, as they would be sent")
-    fitted = context_policy.fit_all(conversations, backend, policy, params.max_new_tokens,
-                               spec.context.reserve(params.max_new_tokens), max_tokens=spec.context.max_tokens)
+    thinking = params.reasoning_budget or 0  # the window holds the thinking too, as in a run
+    fitted = context_policy.fit_all(conversations, backend, policy, params.max_new_tokens + thinking,
+                                    spec.context.reserve(params.max_new_tokens) + thinking,
+                                    max_tokens=spec.context.max_tokens, style=spec.context.style)
     return fitted, f"context policy {policy}, window {window:,} tokens, the model's own tokenizer and chat template"
 
 

@@ -120,7 +120,7 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     thinking = params.reasoning_budget or 0
     fitted = context_policy.fit_all(conversations, model.backend, spec.context.policy, params.max_new_tokens + thinking,
                                     spec.context.reserve(params.max_new_tokens) + thinking,
-                                    max_tokens=spec.context.max_tokens)
+                                    max_tokens=spec.context.max_tokens, style=spec.context.style)
     states = [ConversationState(conv=conv, context=text, cut=cut) for conv, text, cut in fitted]
     if not isinstance(progress, TaskProgress):
         progress = RunProgress(bool(progress)).task(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lceval.engine._context_policy import CUT_MARK, CutStyle
 from lceval.errors import UserError
 from lceval.io import load_schema, unknown_name, validate
 from lceval.io import PathKey, line_of, load_yaml_with_lines
@@ -37,6 +38,9 @@ class ContextSettings:
     answer_reserve: int | None
     #: one budget of `--context-lengths`: the context is cut to at most this many tokens
     max_tokens: int | None
+    #: how a cut is made: its marker, centred on the prompt (the authors' rule) or the context,
+    #: and the authors' prompt length
+    style: CutStyle = CutStyle()
 
     def reserve(self, max_new_tokens: int) -> int:
         return int(self.answer_reserve if self.answer_reserve is not None else max_new_tokens)
@@ -135,8 +139,10 @@ class TaskSpec:
     @property
     def context(self) -> ContextSettings:
         c = self.data["context"]
+        style = CutStyle(marker=c.get("marker", CUT_MARK), prompt=c.get("cut") == "prompt",
+                         max_prompt_tokens=c.get("max_prompt_tokens"))
         return ContextSettings(policy=c["policy"], answer_reserve=c.get("answer_reserve"),
-                               max_tokens=c.get("max_tokens"))
+                               max_tokens=c.get("max_tokens"), style=style)
 
     @property
     def judge(self) -> JudgeChoice:

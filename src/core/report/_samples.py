@@ -23,7 +23,7 @@ def _cut(sample: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"policy": cut.policy, "action": cut.action, "original": cut.original_tokens,
                            "kept": cut.kept_tokens}
     if cut.action == "truncated" and cut.original_tokens is not None and cut.kept_tokens is not None:
-        out["removed"] = list(removed_span(cut.policy, cut.original_tokens, cut.kept_tokens))
+        out["removed"] = list(removed_span(cut.policy, cut.original_tokens, cut.kept_tokens, cut.head_tokens))
     return out
 
 

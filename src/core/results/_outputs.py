@@ -145,6 +145,8 @@ def sample_record(sample: Any) -> dict[str, Any]:
         rec.pop("reasoning_tokens", None)
     if rec.get("raw_response") is None:  # as written = as stripped
         rec.pop("raw_response", None)
+    if rec["context_cut"].get("head_tokens") is None:  # a cut in the context's middle
+        rec["context_cut"].pop("head_tokens", None)
     return rec
 
 
