@@ -29,7 +29,7 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
-from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages
+from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
 from .haystack import Tokens, fit_to_length
 from .wordlists import ADJECTIVES, NOUNS, VERBS
 
@@ -116,7 +116,7 @@ def load_cwe(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversat
     extra = _read_word_list(o["word_list"], ctx.record_file) if o.get("word_list") else None
     # below 4k RULER lists the common words 6 times, the others once, after a smaller example
     freq_cw, freq_ucw = (6, 1) if short else (int(o["freq_cw"]), int(o["freq_ucw"]))
-    template = CWE_TEMPLATE + (CWE_ANSWER_PREFIX if o["answer_prefix"] else "")
+    template = with_prefix(CWE_TEMPLATE, CWE_ANSWER_PREFIX, o["answer_prefix"])
     shot_template = CWE_TEMPLATE + CWE_ANSWER_PREFIX
     cost = _EntryCost(tokens)
     out: list[Conversation] = []
@@ -197,7 +197,7 @@ def load_fwe(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversat
     z = zeta(alpha)
     # freq_words_extraction.py: vocab_size = (max_seq_length - tokens_to_generate) // 50
     size = int(o["vocab_size"]) if o.get("vocab_size") else max(4, (budget.length - budget.tokens_to_generate) // 50)
-    template = FWE_TEMPLATE + (FWE_ANSWER_PREFIX if o["answer_prefix"] else "")
+    template = with_prefix(FWE_TEMPLATE, FWE_ANSWER_PREFIX, o["answer_prefix"])
     user = template.format(context=CONTEXT_SLOT)
     overhead = tokens.prompt(user_messages(user, ""))
     room = budget.prompt_target - overhead

@@ -26,7 +26,7 @@ from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from .haystack import Tokens
 
 __all__ = ["COMMON_OPTIONS", "Budget", "SampleOut", "budget_of", "conversation", "model_tokens", "rng_for",
-           "sample_plan", "user_messages"]
+           "sample_plan", "split_prefix", "user_messages", "with_prefix"]
 
 #: The share of the length a built sample may fall short of it.
 TOLERANCE = 0.01
@@ -38,10 +38,12 @@ COMMON_OPTIONS: dict[str, Any] = {
                               "gives no --context-lengths; with it, each budget is one length."},
     "num_samples": {"type": "integer", "minimum": 1, "default": 100,
                     "description": "Samples per length (RULER's num_samples; --limit takes the first ones)."},
-    "answer_prefix": {"type": "boolean", "default": True,
-                      "description": "End the user message with RULER's answer prefix (e.g. 'The special magic "
-                                     "number for X mentioned in the provided text is'), which RULER puts after the "
-                                     "model's chat template; false leaves it out."},
+    "answer_prefix": {"enum": ["assistant", "user", "none"], "default": "assistant",
+                      "description": "Where RULER's answer prefix goes (e.g. 'The special magic number for X mentioned "
+                                     "in the provided text is'): `assistant`, as RULER puts it after the chat "
+                                     "template's assistant header, for the model to continue (a backend that cannot "
+                                     "continue an assistant message gets it at the end of the question, and the "
+                                     "samples say so); `user`, at the end of the question; `none`, left out."},
 }
 
 
@@ -144,8 +146,29 @@ def haystack_id(label: str, h: int) -> str:
     return f"{label}/h{h:04d}"
 
 
+#: marks, in a sample's prompt text, where RULER's answer prefix begins when it is the start of
+#: the assistant's answer (`answer_prefix: assistant`)
+PREFIX_SPLIT = "\x1f"
+
+
+def with_prefix(template: str, prefix: str, place: str) -> str:
+    """RULER's template with its answer prefix where the option puts it."""
+    if place == "none":
+        return template
+    return template + (PREFIX_SPLIT if place == "assistant" else "") + prefix
+
+
+def split_prefix(user: str) -> tuple[str, str]:
+    """(the question's text, the answer's start for the assistant to continue)."""
+    head, _, prefix = user.partition(PREFIX_SPLIT)
+    return head, prefix
+
+
 def user_messages(user: str, context: str) -> list[Message]:
-    return [Message("user", user.replace(CONTEXT_SLOT, context, 1))]
+    """The messages a sample's prompt is: the question, and the answer's start as the
+    assistant's message when RULER's prefix goes there (counted as the model will see it)."""
+    head, prefix = split_prefix(user.replace(CONTEXT_SLOT, context, 1))
+    return [Message("user", head)] + ([Message("assistant", prefix)] if prefix else [])
 
 
 @dataclass
@@ -166,8 +189,9 @@ def conversation(budget: Budget, h: int, context: str, sample: SampleOut, haysta
                 "context_length": budget.length, "prompt_tokens_built": sample.prompt_tokens,
                 "tokens_to_generate": budget.tokens_to_generate,
                 "length_built": sample.prompt_tokens + budget.tokens_to_generate, **sample.metadata}
-    turn = Turn(item_id=item_id, user=sample.user, reference=", ".join(sample.answers), question=sample.question,
-                metadata=metadata)
+    user, prefix = split_prefix(sample.user)
+    turn = Turn(item_id=item_id, user=user, reference=", ".join(sample.answers), question=sample.question,
+                metadata=metadata, assistant_prefix=prefix)
     return Conversation(conv_id=item_id, context=context, context_id=haystack_id(budget.label, h), turns=[turn])
 
 

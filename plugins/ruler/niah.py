@@ -35,7 +35,7 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
-from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages
+from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
 from .haystack import (DEPTHS, Calibration, EssaySource, LineSource, Tokens, assemble, depth_index, fit_to_length,
                        spread_order)
 from .sources import haystack_source
@@ -60,10 +60,11 @@ def random_value(rng: random.Random, kind: str) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def niah_template(type_needle_v: str, singular: bool, answer_prefix: bool) -> tuple[str, str]:
+def niah_template(type_needle_v: str, singular: bool, answer_prefix: str) -> tuple[str, str]:
     """(template, the noun it names) as niah.py makes them: the template with the answer
-    prefix (prepare.py appends it), made singular when the answer is one value."""
-    template = NIAH_TEMPLATE + (NIAH_ANSWER_PREFIX if answer_prefix else "")
+    prefix where `answer_prefix` puts it (prepare.py appends it after the chat template),
+    made singular when the answer is one value."""
+    template = with_prefix(NIAH_TEMPLATE, NIAH_ANSWER_PREFIX, answer_prefix)
     if singular:
         template = template.replace("Some", "A").replace("are all", "is").replace("are", "is")
         template = template.replace("answers", "answer")

@@ -22,7 +22,7 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
-from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages
+from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
 from .haystack import DEPTHS, Calibration, Tokens, Unit, depth_index, fit_to_length
 from .sources import haystack_source
 
@@ -92,8 +92,8 @@ def _hide(units: list[Unit], chains: list[list[str]], kind: str, rng: random.Ran
     return context.replace(". \n", ".\n")
 
 
-def _template(answer_prefix: bool) -> str:
-    return VT_TEMPLATE + (VT_ANSWER_PREFIX if answer_prefix else "")
+def _template(answer_prefix: str) -> str:
+    return with_prefix(VT_TEMPLATE, VT_ANSWER_PREFIX, answer_prefix)
 
 
 def _icl_example(ctx: TaskContext, tokens: Tokens, source: Any) -> tuple[str, int]:

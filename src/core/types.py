@@ -45,6 +45,11 @@ class Turn:
     reference: str  # ground-truth answer, given to the judge and to `history: gold`
     question: str  # the bare question, for judges (without prompt or markers)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: the start of the assistant's answer, written for the model to continue (RULER's answer
+    #: prefix, which its authors put after the chat template's assistant header). A backend
+    #: that cannot continue an assistant message gets it at the end of the user message
+    #: instead, and the sample's metadata says so (`answer_prefix_in`).
+    assistant_prefix: str = ""
 
 
 @dataclass

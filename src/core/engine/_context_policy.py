@@ -113,8 +113,18 @@ def full_transcript(conv: Conversation, answers: list[str], upto: int | None = N
     for i, turn in enumerate(turns):
         msgs.append(Message("user", turn.user))
         if i < len(answers):
-            msgs.append(Message("assistant", answers[i]))
+            msgs.append(Message("assistant", turn.assistant_prefix + answers[i]))
+        elif turn.assistant_prefix and i == len(turns) - 1:  # the asked turn: the answer's start, continued
+            msgs.append(Message("assistant", turn.assistant_prefix))
     return msgs
+
+
+def prefix_in_user(messages: list[Message]) -> list[Message]:
+    """For a backend that cannot continue an assistant message: a last assistant message (an
+    answer's start) put at the end of the user message before it, as RULER does for API models."""
+    if len(messages) < 2 or messages[-1].role != "assistant" or messages[-2].role != "user":
+        return messages
+    return [*messages[:-2], Message("user", messages[-2].content + messages[-1].content)]
 
 
 def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: int,

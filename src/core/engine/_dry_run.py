@@ -71,6 +71,12 @@ def _task_prompts(spec: TaskSpec, conversations: list[Conversation], backend: Mo
             answers = [t.reference for t in conv.turns[:i]] if conv.history == "gold" else \
                 [_answer_placeholder(k) for k in range(i)]
             messages = context_policy.fill_context(context_policy.full_transcript(conv, answers, upto=i), text)
+            if turn.assistant_prefix and not backend.continues_assistant:
+                messages = context_policy.prefix_in_user(messages)
+                lines.append("(the answer's start goes at the end of the question: this backend cannot continue "
+                             "an assistant message)")
+            elif turn.assistant_prefix:
+                lines.append("(the last, assistant message is the answer's start: the model continues it)")
             if cut.original_tokens is not None:
                 lines.append(f"prompt: {backend.count_tokens(messages):,} tokens after the chat template")
             for m in messages:

@@ -67,7 +67,7 @@ class RunState:
 
 
 def sample_of(spec: TaskSpec, conv: Conversation, i: int, gen: Generation | None, cut: ContextCut,
-              prompt_hash: str, seed: int) -> Sample:
+              prompt_hash: str, seed: int, continues: bool = True) -> Sample:
     """The sample of turn `i` of `conv` answered with `gen` (None: left unasked), not yet
     judged. A request the backend gave up on (API errors past the retries) is no answer: it
     is counted as a generation failure and never judged."""
@@ -78,11 +78,14 @@ def sample_of(spec: TaskSpec, conv: Conversation, i: int, gen: Generation | None
         gen = None
     turn = conv.turns[i]
     extras = dict(gen.extras) if gen else ({"generation_failed": failure} if failure is not None else {})
+    metadata = {**conv.metadata, **turn.metadata}
+    if turn.assistant_prefix:  # where the answer's start went: as RULER's authors, or in the question
+        metadata["answer_prefix_in"] = "assistant" if continues else "user"
     if unclosed:  # a thinking that never closed is no answer: kept, counted, never judged
         extras["unclosed_thinking"] = True
     return Sample(
         task=spec.name, item_id=turn.item_id, conv_id=conv.conv_id, turn_index=i, seed=seed,
-        metadata={**conv.metadata, **turn.metadata}, prompt_hash=prompt_hash,
+        metadata=metadata, prompt_hash=prompt_hash,
         response=gen.text if gen and not unclosed else None, reference=turn.reference, judgments=[],
         context_cut=cut,
         prompt_tokens=gen.prompt_tokens if gen else 0,
@@ -116,6 +119,7 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     run hands it to the judge at once); `progress` shows the work (True: a bar of its own)."""
     params = spec.generation_params(seed)
     window = model.backend.context_window
+    continues = model.backend.continues_assistant
     # the window holds the context, the thinking and the answer
     thinking = params.reasoning_budget or 0
     fitted = context_policy.fit_all(conversations, model.backend, spec.context.policy, params.max_new_tokens + thinking,
@@ -135,6 +139,8 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
         messages = context_policy.fill_context(
             context_policy.full_transcript(st.conv, st.history_answers(), upto=st.next_turn), st.context
         )
+        if turn.assistant_prefix and not model.backend.continues_assistant:
+            messages = context_policy.prefix_in_user(messages)
         if window is not None and st.next_turn > 0 and st.conv.history == "model":
             # the policy sized the first turn exactly; later ones depend on answers
             n = model.backend.count_tokens(messages)
@@ -149,7 +155,7 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
         turn = st.next_turn
         prompt_hash = canonical_hash(messages_payload(request.messages))
         st.record(gen, prompt_hash)
-        sample = samples[(id(st), turn)] = sample_of(spec, st.conv, turn, gen, st.cut, prompt_hash, seed)
+        sample = samples[(id(st), turn)] = sample_of(spec, st.conv, turn, gen, st.cut, prompt_hash, seed, continues)
         progress.answer(st.conv.context_id, gen)  # per answer, as it arrives (cached ones too)
         if on_sample is not None:
             on_sample(sample)
@@ -163,7 +169,7 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
                       on_start=lambda st, request: progress.request_started(st.conv.context_id))
     finally:
         progress.close()
-    return [samples.get((id(st), i)) or sample_of(spec, st.conv, i, None, replace(st.cut, action="skipped"), "", seed)
+    return [samples.get((id(st), i)) or sample_of(spec, st.conv, i, None, replace(st.cut, action="skipped"), "", seed, continues)
             for st in states for i in range(len(st.conv.turns))]
 
 

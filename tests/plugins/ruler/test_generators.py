@@ -50,7 +50,11 @@ def load(kind: str, options: dict, length: int | None = 4096, *, model=None, lim
 def prompt_tokens(conv, model) -> int:
     from lceval.types import Message
 
-    return model.count_tokens([Message("user", conv.turns[0].user.replace(CONTEXT_SLOT, conv.context))])
+    turn = conv.turns[0]
+    messages = [Message("user", turn.user.replace(CONTEXT_SLOT, conv.context))]
+    if turn.assistant_prefix:  # the answer's start, continued by the model: part of its prompt
+        messages.append(Message("assistant", turn.assistant_prefix))
+    return model.count_tokens(messages)
 
 
 CASES = [("ruler_niah", {"haystack": "noise"}), ("ruler_niah", {"haystack": "essay"}),
@@ -119,7 +123,7 @@ def test_depths_are_spread_evenly_and_the_needle_sits_there(tmp_path):
 
 
 def test_ruler_templates_and_needles_are_rulers():
-    template, noun = niah_template("numbers", singular=True, answer_prefix=True)
+    template, noun = niah_template("numbers", singular=True, answer_prefix="user")
     assert noun == "number"
     # niah.py's singular template (constants.py template + answer prefix, then its replacements)
     assert template.format(type_needle_v=noun, context="C", query="Q") == (
@@ -128,6 +132,9 @@ def test_ruler_templates_and_needles_are_rulers():
         "The special magic number for Q mentioned in the provided text is")
     conv = load("ruler_niah", {"haystack": "noise", "type_needle_k": "words", "type_needle_v": "numbers"}, 1024, limit=1)[0]
     key = re.search(r"for (\S+) mentioned", conv.turns[0].user).group(1)
+    # RULER's answer prefix is the start of the assistant's answer, as its prepare.py places it
+    assert conv.turns[0].assistant_prefix == f" The special magic number for {key} mentioned in the provided text is"
+    assert "mentioned in the provided text is" not in conv.turns[0].user
     (value,) = conv.turns[0].metadata["references"]
     assert f"One of the special magic numbers for {key} is: {value}." in conv.context
     assert re.fullmatch(r"[a-z]+(-| )?[a-zA-Z -]*", key) and re.fullmatch(r"\d{7}", value)
@@ -186,7 +193,9 @@ def test_variable_tracking_hides_the_chain_and_asks_for_its_variables():
     user = conv.turns[0].user
     # one worked example with three-letter variables first, then the question about this value
     assert user.count("Memorize and track the chain(s)") == 2 and re.search(r"VAR [A-Z]{3} = VAR [A-Z]{3}", user)
-    assert user.endswith(f"5 variables are assigned the value {value}, they are: ")
+    assert user.endswith(f"in the text above.")
+    # RULER's answer prefix: the start of the assistant's answer
+    assert conv.turns[0].assistant_prefix.endswith(f"5 variables are assigned the value {value}, they are: ")
 
 
 def test_common_words_are_listed_most_often_and_frequent_words_follow_zipf():
