@@ -71,11 +71,23 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def score(args: argparse.Namespace, inv: Invocation) -> int:
-    """Re-judge a finished run into a new run directory (the source stays as it is)."""
+    """Re-judge a finished run into a new run directory (the source stays as it is), or add
+    further metrics to it in place (`--add-metric`: its answers and judgments stay)."""
     from lceval.io import check_writable
     from lceval.results import console_text, load_run
 
+    if bool(args.judge) == bool(args.add_metric):
+        raise UserError("give --judge (a new run judged again) or --add-metric (metrics added in place), one of them",
+                        field="--judge" if args.judge else "--add-metric")
     source = load_run(Path(args.run_dir))
+    if args.add_metric:
+        check_writable(source.path.parent)
+        with Session.reopen(source, inv.plugins, outputs=_outputs(), judge_model=args.judge_model,
+                            cache_path=_path(args.cache), command=inv.command) as session:
+            state = session.add_metrics(list(args.add_metric))
+            run_dir, results = session.rewrite(state)
+        _wrote(console_text(state, results), run_dir)
+        return 0
     output = _path(args.output) or source.path.parent
     check_writable(output)
     with Session.reopen(source, inv.plugins, outputs=_outputs(), judge=args.judge, judge_model=args.judge_model,

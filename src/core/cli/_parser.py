@@ -130,9 +130,12 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     rep.add_argument("--bins-of", help="html: the reference source of the agreement plots (default: the first)")
     rep.add_argument("--title", help="html: page title")
 
-    sc = command("score", commands.score, help="re-judge a finished run without generating again")
+    sc = command("score", commands.score, help="re-judge a finished run without generating again, or add metrics "
+                 "to it in place")
     sc.add_argument("run_dir")
-    sc.add_argument("--judge", required=True, help="judge name or preset")
+    sc.add_argument("--judge", help="judge name or preset: a new run directory judged by it")
+    sc.add_argument("--add-metric", action="append", default=[], metavar="NAME[,label=L][,key=value...]",
+                    help="a further metric of the run's answers (a judge), added to the run in place (repeatable)")
     sc.add_argument("--judge-model", help="model spec the judge calls, if it needs one")
     sc.add_argument("--output", help="folder for the new run directory (default: next to the source)")
     sc.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")

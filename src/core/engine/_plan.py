@@ -237,13 +237,36 @@ def _blame_judge(exc: UserError, spec: TaskSpec, choice: JudgeChoice | None) -> 
 def _check_judge_options(spec: TaskSpec, choice: JudgeChoice | None, plugins: Plugins) -> None:
     chosen = choice or spec.judge
     schema = options_schema_of(plugins.judges.get(chosen.name))
-    if schema is None:
-        return
-    try:
-        check_option_values(schema, chosen.options, what=describe_kind("judge", chosen.name),
-                            field_prefix="judge.options.")
-    except UserError as exc:
-        raise _blame_judge(exc, spec, choice) from None
+    if schema is not None:
+        try:
+            check_option_values(schema, chosen.options, what=describe_kind("judge", chosen.name),
+                                field_prefix="judge.options.")
+        except UserError as exc:
+            raise _blame_judge(exc, spec, choice) from None
+    for i, m in enumerate(spec.data.get("metrics") or []):
+        if m.get("headline"):
+            continue
+        schema = options_schema_of(plugins.judges.get(m["name"]))
+        if schema is None:
+            continue
+        try:
+            check_option_values(schema, dict(m.get("options") or {}), what=describe_kind("judge", m["name"]),
+                                field_prefix=f"metrics.{i}.options.")
+        except UserError as exc:
+            at = tuple(int(p) if p.isdigit() else p for p in (exc.field or f"metrics.{i}").split("."))
+            raise UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at),
+                            hint=exc.hint) from None
+
+
+def make_metric_judges(spec: TaskSpec, plugins: Plugins, judge_model: JudgeModel | None,
+                       seed: int) -> list[tuple[str, Judge]]:
+    """The judges of the spec's further metrics (`metrics:` after the headline), by label."""
+    out = []
+    for m in spec.metrics:
+        factory = plugins.get("judge", m.name)
+        judge = factory(JudgeContext(options=dict(m.options), model=judge_model, seed=seed))
+        out.append((m.label, judge))
+    return out
 
 
 def make_judge(spec: TaskSpec, choice: JudgeChoice | None, plugins: Plugins, judge_model: JudgeModel | None,

@@ -15,7 +15,7 @@ from lceval.engine._cached_model import CachedModel, messages_payload
 from lceval.engine._judging_pool import JudgingPool
 from lceval.engine._model_handle import ModelHandle
 from lceval.engine._model_spec import ModelSpec
-from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge
+from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge, make_metric_judges
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._progress import RunProgress, TaskProgress
 from lceval.engine._run_config import RunConfig
@@ -39,6 +39,8 @@ class TaskRun:
     context_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: where the data came from beyond its files (TaskContext.record_source), for the manifest
     sources: list[dict[str, Any]] = field(default_factory=list)
+    #: the identity of each further metric's judge, by label (the spec's `metrics:`)
+    metric_identities: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -191,10 +193,22 @@ def _cached_answers(states: list[ConversationState], build: Callable[[Conversati
     return found
 
 
-def judged(samples: list[Sample], verdicts: dict[str, Judgment]) -> list[Sample]:
-    """The samples with their verdicts (by item id); an unanswered sample keeps none."""
-    return [replace(s, judgments=[verdicts[s.item_id]]) if s.response is not None and s.item_id in verdicts else s
-            for s in samples]
+def judged(samples: list[Sample], verdicts: dict[str, Judgment],
+           further: list[tuple[str, dict[str, Judgment]]] = ()) -> list[Sample]:  # type: ignore[assignment]
+    """The samples with their verdicts (by item id): the headline metric's first, then each
+    further metric's (`further`: label, verdicts), in the spec's order; an unanswered sample
+    keeps none. A further metric without a verdict for an item is recorded as missing, so
+    each metric keeps its place."""
+    out = []
+    for s in samples:
+        if s.response is None or (s.item_id not in verdicts and not further):
+            out.append(s)
+            continue
+        head = verdicts.get(s.item_id) or Judgment(s.item_id, "", None, "missing", raw="no verdict")
+        rest = [found.get(s.item_id) or Judgment(s.item_id, label, None, "missing", raw="no verdict")
+                for label, found in further]
+        out.append(replace(s, judgments=[head, *rest]))
+    return out
 
 
 def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache, data_home: Path,
@@ -229,7 +243,8 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
         backend.check_seeds(list(config.seeds))  # e.g. a replay of one run refuses several seeds
         pool = JudgingPool()
         progress.judging = True
-        asked: list[tuple[TaskSpec, Judge, list[Sample], dict[str, Judgment]]] = []
+        asked: list[tuple[TaskSpec, Judge, list[Sample], dict[str, Judgment],
+                          list[tuple[str, Judge, dict[str, Judgment]]]]] = []
         for spec, conversations in work.loaded:
             for seed in config.seeds:
                 judge = (first_judges[spec.name] if seed == config.seeds[0]
@@ -238,24 +253,30 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
                                       sum(len(c.turns) for c in conversations),
                                       _contexts(spec, conversations), spec.max_new_tokens)
                 verdicts = pool.add_judge(judge, judge_slots, on_judged=shown.judged_some)
+                # a spec's further metrics: each a judge of the same answers, beside the headline
+                further = [(label, extra, pool.add_judge(extra, judge_slots))
+                           for label, extra in make_metric_judges(spec, plugins, judging, seed)]
 
-                def to_judge(sample: Sample, judge: Judge = judge) -> None:
+                def to_judge(sample: Sample, judges: list[Judge] = [judge, *(j for _, j, _ in further)]) -> None:
                     asked_of = judge_input_of(sample)
                     if asked_of is not None:
-                        pool.submit(judge, asked_of)
+                        for each in judges:
+                            pool.submit(each, asked_of)
 
                 samples = generate_task(spec, conversations, model, seed, shown, on_sample=to_judge)
-                asked.append((spec, judge, samples, verdicts))
+                asked.append((spec, judge, samples, verdicts, further))
         if pool.pending and not pool.wait(timeout=0.5):  # say so only when the judge is slow
             progress.phase(f"judging: {pool.pending} answers still with the judge")
         pool.wait()
         for spec, _ in work.loaded:
             mine = [entry for entry in asked if entry[0] is spec]
-            runs.append(TaskRun(spec=spec, samples=[s for _, _, samples, verdicts in mine
-                                                    for s in judged(samples, verdicts)],
+            runs.append(TaskRun(spec=spec, samples=[s for _, _, samples, verdicts, further in mine
+                                                    for s in judged(samples, verdicts,
+                                                                    [(lab, v) for lab, _, v in further])],
                                 judge_identity=mine[-1][1].identity(),
                                 files_read=dict(work.recorder.files), context_facts=work.facts[spec.name],
-                                sources=work.sources.get(spec.name, [])))
+                                sources=work.sources.get(spec.name, []),
+                                metric_identities={lab: j.identity() for lab, j, _ in mine[-1][4]}))
     finally:
         model_stats = backend.stats()
     return RunState(config=config, model_spec=model_spec, model_identity=model.identity, tasks=runs,

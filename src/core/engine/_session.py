@@ -36,7 +36,8 @@ from lceval.engine._spec import JudgeChoice, TaskSpec
 from lceval.errors import UserError
 from lceval.interfaces import Judge
 from lceval.io import data_home, using_data_home
-from lceval.types import Conversation, FinishedRun, Sample
+from lceval.options import parse_judge_flag
+from lceval.types import Conversation, FinishedRun, Judgment, Sample
 
 if TYPE_CHECKING:
     from lceval.engine._progress import RunProgress
@@ -50,6 +51,18 @@ class RunOutputs(Protocol):
 
     def write(self, state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
         """Write the run folder under `output` (whole, or not at all); its path and results."""
+
+    def rewrite(self, state: RunState, plugins: Plugins, run: FinishedRun) -> tuple[Path, dict[str, Any]]:
+        """Replace the finished run's folder with `state` (its answers, more judgments)."""
+
+
+def _metric_flag(text: str, catalog: Catalog) -> tuple[str, str, dict[str, Any]]:
+    """`--add-metric NAME[,label=LABEL][,key=value...]` -> (label, judge name, its options)."""
+    name, options = parse_judge_flag(text)
+    preset = catalog.resolve_judge(name)
+    options = {**(preset.get("options") or {}), **options}
+    label = str(options.pop("label", preset["name"]))
+    return label, preset["name"], options
 
 
 class Session:
@@ -241,8 +254,11 @@ class Session:
             inputs = [asked for s in group if (asked := self._judge_input(s)) is not None]
             for verdict in judge.judge(inputs) if inputs else []:
                 verdicts[(seed, verdict.item_id)] = verdict
-        out = [judged([s], {s.item_id: verdicts[(s.seed, s.item_id)]})[0] if (s.seed, s.item_id) in verdicts
-               else replace(s, judgments=[]) for s in samples]
+        # the headline judged again; the spec's further metrics keep their judgments
+        out = [replace(s, judgments=[verdicts[(s.seed, s.item_id)], *s.judgments[1:]])
+               if (s.seed, s.item_id) in verdicts and s.response is not None
+               else replace(s, judgments=s.judgments[1:] and [Judgment(s.item_id, "", None, "missing"),
+                                                              *s.judgments[1:]]) for s in samples]
         return out, identity
 
     def _judge_input(self, sample: Sample) -> Any:
@@ -270,7 +286,8 @@ class Session:
                 tasks.append(TaskRun(spec=spec, samples=samples, judge_identity=identity,
                                      files_read=dict(run.manifest.get("data_files") or {}),
                                      context_facts=dict((run.manifest.get("context_facts") or {}).get(name) or {}),
-                                     sources=list((run.manifest.get("data_sources") or {}).get(name) or [])))
+                                     sources=list((run.manifest.get("data_sources") or {}).get(name) or []),
+                                     metric_identities=dict(run.results["tasks"][name].get("metric_judges") or {})))
         return RunState(
             config=self.config, model_spec=self.model_spec(check=False),
             model_identity=dict((run.manifest.get("resolved") or {}).get("model_identity") or {}), tasks=tasks,
@@ -280,6 +297,56 @@ class Session:
                         "judge": run.results.get("tasks", {}).get(names[0], {}).get("judge")},
             judge_backend_stats=judging.backend.stats() if judging is not None else None,
         )
+
+    def add_metrics(self, flags: list[str]) -> RunState:
+        """`lceval score RUN --add-metric NAME[,key=value]`: further metrics of the reopened
+        run's answers (each a judge, `label=` naming it), judged now and added to every task
+        beside what it has; the answers and the earlier judgments are kept as they are. The
+        state is for `rewrite` (the run folder updated in place)."""
+        run = self._source()
+        chosen = [_metric_flag(flag, self.catalog) for flag in flags]
+        tasks = []
+        with cache_failures(self.cache.path):
+            judging = self.judge_model()
+            for name in run.results.get("tasks") or {}:
+                spec = TaskSpec.of_run(run, name)
+                have = {m.label for m in spec.metrics} | {spec.headline_label, "score"}
+                for label, metric, _ in chosen:
+                    if label in have:
+                        raise UserError(f"task '{name}' already has a metric '{label}'", field="--add-metric",
+                                        hint="Give the new one another name with label=NAME.")
+                    have.add(label)
+                samples = run.task_samples(name)
+                identities = dict((run.results["tasks"][name].get("metric_judges") or {}))
+                for label, metric, options in chosen:
+                    verdicts: dict[tuple[int, str], Judgment] = {}
+                    for seed in sorted({s.seed for s in samples}):  # as in a run: the answer's seed
+                        try:
+                            judge = make_judge(spec, JudgeChoice(metric, options), self.plugins, judging, seed)
+                        except UserError as exc:
+                            raise UserError(exc.message, field="--add-metric", hint=exc.hint) from None
+                        asked = [i for s in samples if s.seed == seed and (i := self._judge_input(s)) is not None]
+                        verdicts.update({(seed, v.item_id): v for v in judge.judge(asked)} if asked else {})
+                        identities[label] = judge.identity()
+                    samples = [replace(s, judgments=[*(s.judgments or [Judgment(s.item_id, "", None, "missing")]),
+                                                     verdicts.get((s.seed, s.item_id))
+                                                     or Judgment(s.item_id, label, None, "missing", raw="no verdict")])
+                               if s.response is not None else s for s in samples]
+                    spec = spec.with_metric(label, metric, options)
+                tasks.append(TaskRun(spec=spec, samples=samples, judge_identity=run.results["tasks"][name]["judge"],
+                                     files_read=dict(run.manifest.get("data_files") or {}),
+                                     context_facts=dict((run.manifest.get("context_facts") or {}).get(name) or {}),
+                                     sources=list((run.manifest.get("data_sources") or {}).get(name) or []),
+                                     metric_identities=identities))
+        return RunState(config=self.config, model_spec=self.model_spec(check=False),
+                        model_identity=dict((run.manifest.get("resolved") or {}).get("model_identity") or {}),
+                        tasks=tasks, usage=dict(run.manifest.get("usage") or {}),
+                        judge_usage=judging.usage.as_dict() if judging is not None else run.manifest.get("judge_usage"))
+
+    def rewrite(self, state: RunState) -> tuple[Path, dict[str, Any]]:
+        """The reopened run's folder rewritten in place with `state` (its answers, more
+        judgments): written aside, then swapped in whole."""
+        return self._outputs().rewrite(state, self.plugins, self._source())
 
     def _source(self) -> FinishedRun:
         if self.source is None:

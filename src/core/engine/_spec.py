@@ -55,6 +55,16 @@ class JudgeChoice:
 
 
 @dataclass(frozen=True)
+class MetricChoice:
+    """One further metric of a spec's `metrics:` (the headline is the judge): a judge run on
+    the same answers, reported under `label`."""
+
+    label: str
+    name: str
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class WelchTest:
     """One test of the spec's `report.tests`: are the scores of the samples whose `field` is
     `value` lower (`alternative: less`) or higher than the others'? (ELITR-Bench's lost in the
@@ -149,6 +159,20 @@ class TaskSpec:
         return JudgeChoice(name=self.data["judge"]["name"], options=dict(self.data["judge"].get("options") or {}))
 
     @property
+    def metrics(self) -> list[MetricChoice]:
+        """The further metrics, after the headline (the judge): `metrics:` less its headline."""
+        return [MetricChoice(label=m.get("label") or m["name"], name=m["name"], options=dict(m.get("options") or {}))
+                for m in self.data.get("metrics") or [] if not m.get("headline")]
+
+    @property
+    def headline_label(self) -> str:
+        """What the task's score is called: the headline metric's label, else the judge's name."""
+        for m in self.data.get("metrics") or []:
+            if m.get("headline"):
+                return str(m.get("label") or m["name"])
+        return str(self.data["judge"].get("label") or self.data["judge"]["name"])
+
+    @property
     def rank(self) -> dict[str, Any]:
         return dict(self.data.get("rank") or {})
 
@@ -159,6 +183,17 @@ class TaskSpec:
     @property
     def report(self) -> ReportSettings:
         return ReportSettings.from_data(self.data.get("report"))
+
+    def with_metric(self, label: str, name: str, options: dict[str, Any]) -> "TaskSpec":
+        """A copy with one more metric (`lceval score --add-metric`); the judge, made the
+        listed headline when the spec listed none, keeps its place."""
+        data = copy.deepcopy(self.data)
+        metrics = data.get("metrics") or [{"name": self.judge.name, "options": dict(self.judge.options),
+                                           "headline": True, **({"label": self.headline_label}
+                                                                if self.headline_label != self.judge.name else {})}]
+        metrics.append({"name": name, "options": dict(options), **({"label": label} if label != name else {})})
+        data["metrics"] = metrics
+        return TaskSpec(name=self.name, path=self.path, data=data, lines=self.lines)
 
     def with_breakdowns(self, more: list[str]) -> "TaskSpec":
         """A copy whose report breaks the scores down by further fields (`lceval report --by`)."""
@@ -237,8 +272,40 @@ def load_spec(path: Path) -> TaskSpec:
     if not isinstance(raw, dict):
         raise UserError("a task spec must be a mapping of fields", file=path, line=1)
     validate(raw, load_schema("task_spec.schema.json"), path, lines)
+    raw = _headline(raw, path, lines)
     data = _merge(DEFAULTS, raw)
     return TaskSpec(name=data["name"], path=path, data=data, lines=lines)
+
+
+def _headline(raw: dict[str, Any], path: Path, lines: dict[PathKey, int]) -> dict[str, Any]:
+    """A spec with `metrics:`: at most one is the headline, labels are distinct, and without
+    `judge:` the headline metric (marked, else the first) is the judge; with `judge:` it is."""
+    metrics = raw.get("metrics")
+    if not metrics:
+        return raw
+    marked = [i for i, m in enumerate(metrics) if m.get("headline")]
+    if len(marked) > 1:
+        raise UserError("only one metric can be the headline", file=path, field=f"metrics.{marked[1]}.headline",
+                        line=line_of(lines, ("metrics", marked[1], "headline")))
+    labels = [m.get("label") or m["name"] for m in metrics]
+    twice = next((lab for lab in labels if labels.count(lab) > 1), None)
+    if twice is not None:
+        i = len(labels) - 1 - labels[::-1].index(twice)
+        raise UserError(f"two metrics are called '{twice}': give one a `label`", file=path, field=f"metrics.{i}",
+                        line=line_of(lines, ("metrics", i)))
+    if "judge" in raw:
+        if marked:
+            raise UserError("the spec has a judge, which is the headline: no metric can be marked headline too",
+                            file=path, field=f"metrics.{marked[0]}.headline",
+                            line=line_of(lines, ("metrics", marked[0], "headline")))
+        return raw
+    head = metrics[marked[0] if marked else 0]
+    out = dict(raw)
+    out["judge"] = {"name": head["name"], "options": dict(head.get("options") or {}),
+                    **({"label": head["label"]} if head.get("label") else {})}
+    out["metrics"] = [{**m, "headline": True} if m is head else {k: v for k, v in m.items() if k != "headline"}
+                      for m in metrics]
+    return out
 
 
 def check_options(spec: TaskSpec, options_schema: dict[str, Any], plugins: "Plugins | None" = None) -> None:
@@ -272,6 +339,9 @@ def check_references(spec: TaskSpec, plugins: "Plugins", judges: bool = True) ->
         name = spec.judge.name
         if name not in plugins.judges:
             raise spec.error(unknown_name("judge", name, sorted(plugins.judges)), ("judge", "name"))
+    for i, m in enumerate(spec.data.get("metrics") or []):
+        if m["name"] not in plugins.judges:
+            raise spec.error(unknown_name("judge", m["name"], sorted(plugins.judges)), ("metrics", i, "name"))
     rank_judge = spec.rank.get("judge")
     if isinstance(rank_judge, str):
         name = rank_judge.split(",", 1)[0].strip()

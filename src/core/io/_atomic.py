@@ -96,6 +96,38 @@ def clean_stale_partials(output: Path) -> list[Path]:
 
 
 @contextmanager
+def replaced_directory(folder: Path) -> Iterator[Path]:
+    """Yield a folder to write `folder`'s new content into; when the block ends, the new
+    folder takes `folder`'s place (the old one is moved aside, then removed). A failure before
+    the swap leaves `folder` as it was: a run is never left half rewritten."""
+    folder = Path(folder)
+    tmp = folder.parent / f".{folder.name}.partial"
+    old = folder.parent / f".{folder.name}.replaced"
+    try:
+        for leftover in (tmp, old):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+        tmp.mkdir()
+        (tmp / OWNER_FILE).write_text(f"{socket.gethostname()}:{os.getpid()}\n", encoding="utf-8")
+    except OSError as exc:
+        raise _write_error(folder.parent, exc) from None
+    try:
+        yield tmp
+        (tmp / OWNER_FILE).unlink()
+        os.replace(folder, old)
+        os.replace(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    except OSError as exc:
+        if old.exists() and not folder.exists():
+            os.replace(old, folder)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _write_error(folder.parent, exc) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextmanager
 def atomic_directory(output: Path, name: str) -> Iterator[tuple[Path, Path]]:
     """Yield (folder to write into, final path). The final path is `output/name`, or
     `name-2`, `name-3` ... when taken: an earlier result is never written over. A write that

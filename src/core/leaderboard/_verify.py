@@ -195,7 +195,8 @@ class _RunCheck:
             except UserError as exc:
                 self.problem(exc.message)
                 continue
-            recomputed = score_task(run.task_samples(name), spec, reported.get("judge") or {}, seed=seeds[0])
+            recomputed = score_task(run.task_samples(name), spec, reported.get("judge") or {}, seed=seeds[0],
+                                    metric_identities=reported.get("metric_judges"))
             diffs, n = differences(reported, recomputed, f"results {name}")
             if diffs:
                 self.problems(diffs, "")

@@ -164,7 +164,8 @@ def rescored(run: ReportRun, where: list[tuple[str, str]], by: list[str]) -> Rep
                    and all(_matches(s.metadata.get(k), v) for k, v in where)]
         if not samples:
             continue
-        tasks[task] = score_task(samples, spec.with_breakdowns(by), entry.get("judge") or {}, seed=seed)
+        tasks[task] = score_task(samples, spec.with_breakdowns(by), entry.get("judge") or {}, seed=seed,
+                                 metric_identities=entry.get("metric_judges"))
     if not tasks:
         raise UserError(f"no sample of run '{run.run_id}' has {', '.join(f'{k}={v}' for k, v in where)}",
                         field="--where")

@@ -38,6 +38,7 @@ SAME: list[tuple[str, Callable[[FinishedRun], Any]]] = [
     ("judge (--judge)", lambda r: _config(r).get("judge")),
     ("judge model (--judge-model)", lambda r: _config(r).get("judge_model")),
     ("judge identity", lambda r: {t: v.get("judge") for t, v in (r.results.get("tasks") or {}).items()}),
+    ("metrics' judges", lambda r: {t: v.get("metric_judges") for t, v in (r.results.get("tasks") or {}).items()}),
     ("options (--split, --limit, --contexts, --context-policy, --retriever, --set)",
      lambda r: {k: _config(r).get(k) for k in ("splits", "limit", "contexts", "context_policy", "retriever",
                                                "overrides")}),
@@ -202,6 +203,7 @@ def merge_runs(runs: list[FinishedRun], session: Session) -> RunState:
         facts = {cid: f for r in runs for cid, f in ((r.manifest.get("context_facts") or {}).get(name) or {}).items()}
         tasks.append(TaskRun(spec=spec, samples=merged_samples(runs, head["plan"], name, seeds),
                              judge_identity=result["judge"], files_read=files, context_facts=facts,
+                             metric_identities=dict(result.get("metric_judges") or {}),
                              sources=list((first.manifest.get("data_sources") or {}).get(name) or [])))
     seconds = [(r.manifest.get("usage") or {}).get("seconds") for r in runs]
     merged_from = {

@@ -17,7 +17,8 @@ from typing import Any
 import jsonschema
 
 from lceval import __version__
-from lceval.io import atomic_directory
+from lceval.io import atomic_directory, replaced_directory
+from lceval.types import FinishedRun
 from lceval.engine import Plugins, RunState, model_label
 from lceval.results._curves import length_curves
 from lceval.results._scoring import headline_block, score_task
@@ -47,7 +48,8 @@ def build_results(state: RunState, run_id: str) -> dict[str, Any]:
     }
     for task in state.tasks:
         results["tasks"][task.spec.name] = score_task(task.samples, task.spec, task.judge_identity,
-                                                      seed=state.config.seeds[0])
+                                                      seed=state.config.seeds[0],
+                                                      metric_identities=task.metric_identities)
     curves = length_curves(results["tasks"], {t.spec.name: t.samples for t in state.tasks},
                            {t.spec.name: t.spec for t in state.tasks}, seed=state.config.seeds[0])
     if curves:  # a --context-lengths sweep
@@ -154,14 +156,34 @@ def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, di
     with atomic_directory(output, run_id_for(state)) as (tmp, final):
         run_id = final.name
         results = build_results(state, run_id)
-        with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
-            for task in state.tasks:
-                for sample in task.samples:
-                    fh.write(json.dumps(sample_record(sample), ensure_ascii=False) + "\n")
-        (tmp / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-        manifest = build_manifest(state, plugins, run_id)
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        _write_files(tmp, state, results, build_manifest(state, plugins, run_id))
     return final, results
+
+
+def rewrite_run(state: RunState, plugins: Plugins, run: FinishedRun) -> tuple[Path, dict[str, Any]]:
+    """`run`'s folder in place with `state`: the same run (its id, its manifest's record of how
+    it was made), more judgments. Its new metrics are recorded in the manifest (the resolved
+    specs, and `metrics_added`: what was added, when, by which command)."""
+    results = build_results(state, run.run_id)
+    manifest = dict(run.manifest)
+    manifest["resolved"] = {**(manifest.get("resolved") or {}),
+                            "tasks": {t.spec.name: t.spec.to_manifest() for t in state.tasks}}
+    added = [{"task": t.spec.name, "metrics": t.metric_identities} for t in state.tasks]
+    manifest["metrics_added"] = [*(manifest.get("metrics_added") or []),
+                                 {"command": state.config.command, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                  "tasks": added, "judge_usage": state.judge_usage}]
+    with replaced_directory(run.path) as tmp:
+        _write_files(tmp, state, results, manifest)
+    return run.path, results
+
+
+def _write_files(folder: Path, state: RunState, results: dict[str, Any], manifest: dict[str, Any]) -> None:
+    with open(folder / "samples.jsonl", "w", encoding="utf-8") as fh:
+        for task in state.tasks:
+            for sample in task.samples:
+                fh.write(json.dumps(sample_record(sample), ensure_ascii=False) + "\n")
+    (folder / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
 
 
 class RunOutputs:
@@ -172,6 +194,9 @@ class RunOutputs:
 
     def write(self, state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
         return write_run(state, plugins, output)
+
+    def rewrite(self, state: RunState, plugins: Plugins, run: FinishedRun) -> tuple[Path, dict[str, Any]]:
+        return rewrite_run(state, plugins, run)
 
 
 RUN_OUTPUTS = RunOutputs()

@@ -23,6 +23,15 @@ def primary_score(sample: Sample) -> float | None:
     return j.score if j.parse_status == "ok" else None
 
 
+def metric_value(sample: Sample, index: int) -> float | None:
+    """The score of the sample's judgment `index` (0: the headline, then the spec's further
+    metrics in order); None if unanswered, missing or unparseable."""
+    if sample.response is None or len(sample.judgments) <= index:
+        return None
+    j = sample.judgments[index]
+    return j.score if j.parse_status == "ok" else None
+
+
 def detail_value(sample: Sample, name: str) -> float | None:
     """A further number the judge reported in its details (e.g. SummHay's coverage beside the
     joint score); None when the answer or judgment is missing or failed."""
@@ -277,7 +286,7 @@ def as_spec(name: str, spec: TaskSpec | dict[str, Any]) -> TaskSpec:
 
 
 def score_task(samples: list[Sample], spec: TaskSpec | dict[str, Any], judge_identity: dict[str, Any],
-               seed: int = 0) -> dict[str, Any]:
+               seed: int = 0, metric_identities: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Results of one task: overall, per group (e.g. split) and the mean of group means, as
     the spec's typed `report` section asks (`spec`: a `TaskSpec`, or a resolved spec's mapping).
     A sample of an unscored turn (`metadata["scored"] is False`: a reasoning step) is no result."""
@@ -293,12 +302,16 @@ def score_task(samples: list[Sample], spec: TaskSpec | dict[str, Any], judge_ide
     unclosed = sum(1 for s in samples if s.generation_extras.get("unclosed_thinking"))
     skipped = sum(1 for s in samples if s.context_cut.action == "skipped")
     metrics = {"score": _metric(samples, report, seed, primary_score)}
+    further = spec.metrics
+    for i, m in enumerate(further, start=1):  # the spec's further metrics, each from its own judgment
+        metrics[m.label] = _metric(samples, report, seed, lambda s, i=i: metric_value(s, i))
     for name in report.metrics:
         metrics[name] = _metric(samples, report, seed, lambda s, name=name: detail_value(s, name))
     out: dict[str, Any] = {
         "type": spec.type,
         "description": spec.description,
         "judge": judge_identity,
+        **({"headline": spec.headline_label, "metric_judges": dict(metric_identities or {})} if further else {}),
         "n_samples": n,
         "cluster_by": report.cluster_by,  # what the intervals resample (the table names it)
         "metrics": metrics,
