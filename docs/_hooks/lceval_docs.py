@@ -48,7 +48,7 @@ LIST_RE = re.compile(r"^<!-- lceval-plugins: ([a-z-]+) -->$", re.M)
 #: the API reference: one page per public module (CONTRIBUTING, "The public API"), each the
 #: module's docstrings through mkdocstrings; mkdocs.yml's nav lists the same pages
 API_MODULES = ("lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.options",
-               "lceval.hookspecs", "lceval.judging", "lceval.tokens", "lceval.reasoning", "lceval.stats",
+               "lceval.hookspecs", "lceval.judging", "lceval.tokens", "lceval.hf_tokens", "lceval.reasoning", "lceval.stats",
                "lceval.safeio", "lceval.io", "lceval.results", "lceval.analysis", "lceval.report",
                "lceval.engine")
 
@@ -324,7 +324,7 @@ def _task_entry(plugins: Any, spec: Any, suites: list[str], page: str) -> list[s
     judge_cell = f"`{judge.name}`" + (f" ({', '.join(f'{k}={v}' for k, v in judge.options.items())})"
                                       if judge.options else "")
     report = spec.report
-    metrics = ["score"] + list(report.get("metrics") or [])
+    metrics = ["score"] + [m.label for m in spec.metrics] + list(report.metrics)
     rows = [
         ("setting", cite(_cell(spec.description), page)),
         ("paper", paper_cell),
@@ -333,9 +333,9 @@ def _task_entry(plugins: Any, spec: Any, suites: list[str], page: str) -> list[s
         ("splits", ", ".join(f"`{s}`" for s in spec.splits) if spec.splits else "all of the dataset's"),
         ("judge", judge_cell),
         ("metrics", ", ".join(f"`{m}`" for m in metrics)),
-        ("grouped by", f"`{report['group_by']}`" if report.get("group_by") else "nothing (one overall score)"),
-        ("intervals resample", f"`{report['cluster_by']}`" if report.get("cluster_by") else "single items"),
-        ("tests", ", ".join(f"`{t['name']}` ({t['kind']})" for t in report.get("tests", [])) or "none"),
+        ("grouped by", f"`{report.group_by}`" if report.group_by else "nothing (one overall score)"),
+        ("intervals resample", f"`{report.cluster_by}`" if report.cluster_by else "single items"),
+        ("tests", ", ".join(f"`{t.name}` ({t.kind})" for t in report.tests) or "none"),
         ("context", f"`{spec.context.policy}`"),
         ("suites", ", ".join(f"`{s}`" for s in suites) or "none"),
     ]
