@@ -251,9 +251,8 @@ def task_catalog(plugins: Any, pages: set[str], config: Any) -> str:
     for suite in sorted(catalog.suites):
         for task in _expand(catalog, suite):
             suites_of.setdefault(task, []).append(suite)
-    by_folder: dict[str, list[str]] = {}
-    for name, path in specs.items():
-        by_folder.setdefault(Path(path).parent.name, []).append(name)
+    by_family = {key: [n for n in names if n in specs] for key, names in catalog.by_family().items()}
+    by_family = {key: names for key, names in by_family.items() if names}
 
     out = [
         "# Task catalog",
@@ -267,13 +266,16 @@ def task_catalog(plugins: Any, pages: set[str], config: Any) -> str:
         "see [Long contexts](../context.md)).",
         "",
     ]
-    for folder in sorted(by_folder):
-        bench_page = BENCHMARK_PAGES.get(folder, f"tasks/{folder}.md")
-        out += [f"## `{folder}/`", ""]
+    for key, family_names in by_family.items():
+        family = catalog.family(key)
+        bench_page = family.page or BENCHMARK_PAGES.get(key, f"tasks/{key}.md")
+        out += [f"## {family.name} {{#{key}}}", ""]
+        if family.citation:
+            out += [f"{cite(family.citation, page)}; {len(family_names)} task(s), in `tasks/{key}/`.", ""]
         if bench_page in pages:
             out += [f"How to run these and what they report: [{_title(config, bench_page)}]({_rel(page, bench_page)}).",
                     ""]
-        names = sorted(by_folder[folder])
+        names = sorted(family_names)
         out += ["| task | setting | type | judge | splits |", "| --- | --- | --- | --- | --- |"]
         for name in names:
             spec = catalog.spec(name)

@@ -158,14 +158,21 @@ def tasks(args: argparse.Namespace, inv: Invocation) -> int:
         print(f"# {spec.name}: resolved spec (defaults filled) from {spec.path}\n"
               + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100))
         return 0
-    lines = []
+    if args.families:
+        print(_families(catalog))
+        return 0
+    lines: list[str] = []
     width = max((len(n) for n in catalog.specs), default=4)
-    for name in sorted(catalog.specs):
-        try:
-            desc = catalog.spec(name).description
-        except UserError as exc:
-            desc = f"(invalid spec: {exc.render()})"
-        lines.append(f"{name.ljust(width)}  {desc}")
+    for key, names in catalog.by_family().items():
+        family = catalog.family(key)
+        lines.append(("\n" if lines else "") + f"{family.name}" + (f" ({family.citation})" if family.citation else "")
+                     + f": {len(names)} task{'s' if len(names) != 1 else ''}")
+        for name in names:
+            try:
+                desc = catalog.spec(name).description
+            except UserError as exc:
+                desc = f"(invalid spec: {exc.render()})"
+            lines.append(f"  {name.ljust(width)}  {desc}")
     if catalog.suites:
         lines.append("\nsuites:")
         lines += [f"{suite.ljust(width)}  {', '.join(members)}" for suite, members in sorted(catalog.suites.items())]
@@ -174,6 +181,27 @@ def tasks(args: argparse.Namespace, inv: Invocation) -> int:
         lines += [f"{a.name.ljust(width)}  {a.spec}" for a in sorted(catalog.models.values(), key=lambda a: a.name)]
     print("\n".join(lines))
     return 0
+
+
+def _families(catalog: Any) -> str:
+    """`lceval tasks --families`: a row per benchmark family."""
+    rows = [("family", "tasks", "languages", "metrics", "paper")]
+    for key, names in catalog.by_family().items():
+        languages: list[str] = []
+        metrics: list[str] = []
+        for name in names:
+            try:
+                spec = catalog.spec(name)
+            except UserError:
+                continue
+            languages += [x for x in spec.languages if x not in languages]
+            metrics += [m for m in [spec.judge.name, *(m.name for m in spec.metrics)] if m not in metrics]
+        family = catalog.family(key)
+        rows.append((family.name, str(len(names)), ", ".join(languages), ", ".join(metrics), family.citation))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
 
 
 def plugins(args: argparse.Namespace, inv: Invocation) -> int:

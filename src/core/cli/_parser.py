@@ -80,9 +80,11 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     mg.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     mg.add_argument("-o", "--output", help="folder for the merged run directory (default: next to the first shard)")
 
-    t = command("tasks", commands.tasks, help="list tasks, or show one resolved spec")
+    t = command("tasks", commands.tasks, help="list tasks by benchmark family, or show one resolved spec")
     t.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     t.add_argument("name", nargs="?")
+    t.add_argument("--families", action="store_true",
+                   help="list the benchmark families: their tasks, languages, metrics and paper")
 
     pl = command("plugins", commands.plugins, help="list loaded plugins, their kinds, distributions, versions and "
                  "clashes; with NAME, what it provides and the options it takes")

@@ -25,6 +25,17 @@ class ModelAlias:
     description: str = ""
 
 
+@dataclass(frozen=True)
+class Family:
+    """A benchmark family as registry.yaml names it (`families:`): its display name, the paper
+    to cite (authors and year) and its docs page."""
+
+    key: str
+    name: str
+    citation: str = ""
+    page: str = ""
+
+
 @dataclass
 class Catalog:
     specs: dict[str, Path] = field(default_factory=dict)  # task name -> spec file
@@ -34,7 +45,25 @@ class Catalog:
     #: task names a plugin's spec folders define twice (that plugin gives neither; another
     #: plugin's or the catalog's spec of the name is used if there is one): name -> why
     broken: dict[str, str] = field(default_factory=dict)
+    #: benchmark families by key (a spec's `family`, else its folder); one the registry does
+    #: not name is shown by its key
+    families: dict[str, Family] = field(default_factory=dict)
     _loaded: dict[str, TaskSpec] = field(default_factory=dict)
+
+    def family(self, key: str) -> Family:
+        return self.families.get(key) or Family(key=key, name=key)
+
+    def by_family(self) -> dict[str, list[str]]:
+        """Every task that loads, grouped by family (families and tasks in name order); a task
+        whose spec does not load is under the folder it is in."""
+        out: dict[str, list[str]] = {}
+        for name in sorted(self.specs):
+            try:
+                key = self.spec(name).family
+            except UserError:
+                key = self.specs[name].parent.name
+            out.setdefault(key, []).append(name)
+        return dict(sorted(out.items(), key=lambda kv: self.family(kv[0]).name.lower()))
 
     def spec(self, name: str) -> TaskSpec:
         if name not in self._loaded:
@@ -104,6 +133,9 @@ def load_catalog(plugins: Plugins) -> Catalog:
         reg.models[name] = ModelAlias(name=name, spec=entry["spec"], description=entry.get("description", ""))
     for name, entry in (data.get("judges") or {}).items():
         reg.judges[name] = {"name": entry["judge"], "options": dict(entry.get("options") or {})}
+    for key, entry in (data.get("families") or {}).items():
+        reg.families[key] = Family(key=key, name=str(entry.get("name") or key), citation=str(entry.get("citation") or ""),
+                                   page=str(entry.get("page") or ""))
     for suite, members in reg.suites.items():
         for i, member in enumerate(members):
             if member not in reg.specs and member not in reg.suites:

@@ -181,6 +181,16 @@ class TaskSpec:
         return self.data.get("citation")
 
     @property
+    def family(self) -> str:
+        """The benchmark family (the spec's `family`, else its folder: tasks/<family>/x.yaml)."""
+        return str(self.data.get("family") or self.path.parent.name)
+
+    @property
+    def languages(self) -> list[str]:
+        value = self.data.get("language") or "en"
+        return [value] if isinstance(value, str) else list(value)
+
+    @property
     def report(self) -> ReportSettings:
         return ReportSettings.from_data(self.data.get("report"))
 
