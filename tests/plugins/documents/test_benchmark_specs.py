@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from lceval.engine import check_options, load_catalog, load_plugins
+from lceval.engine import check_spec, load_catalog, load_plugins
 from lceval.interfaces import JudgeContext, TaskContext
 from lceval.types import CONTEXT_SLOT, JudgeInput
 
@@ -70,7 +70,7 @@ def hub(_isolated_hf):
 def load(name: str, tmp_path):
     spec = CATALOG.spec(name)
     task_type = PLUGINS.task_types[spec.type]
-    check_options(spec, task_type.options_schema, PLUGINS)
+    check_spec(spec, PLUGINS)  # the type's option defaults filled, as a run fills them
     files, sources = [], []
     ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=tmp_path, splits=spec.splits, limit=None,
                       record_file=files.append, record_source=sources.append)
@@ -162,4 +162,4 @@ def test_longbench_v2_chain_of_thought_asks_reasoning_then_answer(_isolated_hf, 
                                   "response as follows: \"The correct answer is (insert answer here)\".")
     # the reasoning is asked and kept, never scored: the task's score is the answer step's accuracy
     assert conv.turns[0].metadata["scored"] is False and "scored" not in conv.turns[1].metadata
-    assert "group_by" not in spec.report
+    assert spec.report.group_by is None
