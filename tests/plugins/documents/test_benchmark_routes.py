@@ -175,3 +175,39 @@ def test_a_shot_may_not_hold_the_documents_place():
     with pytest.raises(UserError) as err:
         compile_prompts(options)
     assert err.value.field == "options.prompt.shots.0.content"
+
+
+def test_an_empty_longbench_v2_answer_is_out_of_the_mean_and_counted(tmp_path):
+    """A run of the shipped spec: the question answered "" has no score, stays out of the mean
+    (pred.py writes no row for it; result.py divides by the rows written) and is counted."""
+    from lceval.results import score_task
+    from lceval.types import Generation
+    from tests.conftest import ScriptedModel, run_engine
+    from tests.paths import TEST_DATA
+
+    class Answers(ScriptedModel):
+        def generate(self, requests):  # the first question left empty, every other answered "(A)"
+            out = []
+            for r in requests:
+                text = "" if not self.calls else "The correct answer is (A)"
+                out.append(Generation(request_id=r.request_id, text=text))
+                self.calls.append(r)
+            return out
+
+    sample = TEST_DATA / "documents" / "longbench_v2_sample.json"
+    overrides = {"options.source.path": None, "options.source.revision": None,
+                 "options.source.data_files": str(sample)}
+    _, results, state = run_engine(Answers(window=100_000), "longbench_v2", tmp_path / "home", tmp_path,
+                                   overrides=overrides)
+    (task,) = state.tasks
+    answers = [s.response for s in task.samples]
+    assert answers.count("") == 1 and len(answers) == 6
+    empty = next(s for s in task.samples if s.response == "")
+    assert empty.judgments[0].parse_status == "missing" and empty.judgments[0].score is None
+    written = [s for s in task.samples if s.response]
+    right = sum(1 for s in written if s.judgments[0].score == 100.0)
+    assert 0 < right < len(written)  # so that the mean over 5 differs from a mean over 6
+    block = results["tasks"]["longbench_v2"]
+    assert block["metrics"]["score"]["value"] == pytest.approx(100 * right / len(written))
+    assert block["accounting"]["judge_missing"] == 1
+    assert score_task(task.samples, task.spec, task.judge_identity)["accounting"]["judge_missing"] == 1
