@@ -199,3 +199,21 @@ def test_a_run_scores_each_length_and_their_mean(hub, tmp_path):
     block = results["tasks"]["babilong_qa1"]["metrics"]["score"]
     assert block["groups"]["0k"]["value"] == 100.0 and block["groups"]["1k"]["value"] == 0.0
     assert block["mean_of_groups"] == 50.0
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--tasks", "babilong_qa11", "--split", "1k"], "no qa11 at 1k"),
+    (["--tasks", "babilong_qa1", "--set", "options.samples=10k"], "options.samples"),
+    (["--tasks", "mrcr_2needle", "--set", "options.bins=[7k]"], "options.bins"),
+    (["--tasks", "graphwalks_128k", "--judge", "graphwalks,grader=latest"], "grader"),
+    (["--tasks", "niah", "--context-lengths", "8k"], "past the model's window"),
+])
+def test_bad_input_exits_2_naming_the_option(hub, monkeypatch, argv, words):
+    """Through the command line: exit 2, one message naming the option and the value."""
+    from tests.cli import call
+    from tests.conftest import ScriptedModel, serve_scripted
+
+    serve_scripted(monkeypatch, lambda: ScriptedModel(window=4096))
+    essay = ["--set", f"options.essay={TEST_DATA / 'niah' / 'essays'}"] if "niah" in argv else []
+    code, _, err = call("run", *argv, *essay, "--model", "scripted:x", "--limit", "1", "--dry-run")
+    assert code == 2 and words in err, err
