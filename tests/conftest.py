@@ -181,3 +181,14 @@ def run_engine(model: ModelBackend, tasks: str, home: Path, tmp_path: Path, **co
     state = execute_config(cfg, plugins, home)
     run_dir, results = write_run(state, plugins, tmp_path / "runs")
     return run_dir, results, state
+
+
+def session_answer(config, plugins, cache_path: Path, home: Path):
+    """One model's run of `config` through the engine's Session, with its own cache and data
+    home (nothing written); returns the RunState."""
+    from dataclasses import replace
+
+    from lceval.engine import Session
+
+    with Session(replace(config, cache_path=Path(cache_path), data_home=Path(home)), plugins) as session:
+        return session.answer(session.plan().models[0])

@@ -4,7 +4,6 @@ field (run ids aside), so a difference names the exact field that differs."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,23 +12,17 @@ from lceval.interfaces import ModelBackend
 
 def engine_run(model: ModelBackend, tasks: str, home: Path, out: Path, spec: str = "scripted:x",
                **config: Any) -> Path:
-    """One run of the engine on a scripted model (no CLI); returns its run directory."""
-    from lceval.engine._cache import Cache
-    from lceval.results import write_run
-    from lceval.engine._catalog import load_catalog
+    """One run of the engine on a scripted model (no CLI) through the engine's Session, with the
+    request cache of $LCEVAL_CACHE (so a later run, a shard of it, reads the same cache); returns
+    its run directory."""
     from lceval.engine import RunConfig
-    from tests.conftest import execute_config
+    from lceval.results import write_run
 
-    from .conftest import plugins_with_model
+    from .conftest import execute_config, plugins_with_model
 
     plugins = plugins_with_model(model)
-    catalog = load_catalog(plugins)
     cfg = RunConfig(tasks=tasks, models=[spec], progress=False, **config)
-    cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
-    try:
-        state = execute_config(cfg, plugins, catalog, cache, home)
-    finally:
-        cache.close()
+    state = execute_config(cfg, plugins, home)
     run_dir, _ = write_run(state, plugins, out)
     return run_dir
 

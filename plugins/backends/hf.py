@@ -256,7 +256,7 @@ class HFBackend(HFTokens, ModelBackend):
             capacity = self._memory_plan()[0]
             self._engine = BatchEngine(model, model.get_input_embeddings().weight.device,
                                        self.max_in_flight, capacity,
-                                       eager=self.options["attn_implementation"] == "eager", pick=_pick)
+                                       eager=self.options["attn_implementation"] == "eager", pick=pick_token)
         return self._engine
 
     # -- ModelBackend ----------------------------------------------------------------------
@@ -418,8 +418,8 @@ def _free_memory(device: str) -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def _pick(logits: torch.Tensor, params: GenerationParams, recent: list[int],
-          generator: torch.Generator) -> int:
+def pick_token(logits: torch.Tensor, params: GenerationParams, recent: list[int],
+               generator: torch.Generator) -> int:
     """Next token: repeat penalty over the recent tokens (llama.cpp's rule), then greedy at
     temperature 0, else nucleus sampling. Done on the CPU so a seed gives the same draw on
     any device."""

@@ -122,6 +122,16 @@ FOLLOWUP: dict[str, Any] = {
     },
 }
 
+SHOT: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["role", "content"],
+    "properties": {
+        "role": {"enum": ["system", "user", "assistant"], "description": "Who says it."},
+        "content": {"type": "string", "description": "What is said: plain text, the same for every question."},
+    },
+}
+
 PROMPT: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -129,6 +139,9 @@ PROMPT: dict[str, Any] = {
                    "document: the context policy cuts only the document), `question` and `choices`.",
     "properties": {
         "system": {**_TEMPLATE_OR_NULL, "default": None, "description": "The system message (null: none)."},
+        "shots": {"type": "array", "items": SHOT, "default": [],
+                  "description": "Fixed messages between the system message and the first user message: a "
+                                 "hand-made exchange shown before every question (InfiniteBench's GPT-4 math_calc)."},
         "user": {**_TEMPLATE, "default": DEFAULT_USER,
                  "description": "The user message of a question; it (or `system`) places {{ context }} once."},
         "next": {**_TEMPLATE, "default": "{{ question }}",

@@ -72,6 +72,11 @@ def compile_prompts(opts: dict[str, Any]) -> Prompts:
         raise UserError("the prompt never places the document: put {{ context }} once in prompt.user (or "
                         "prompt.system)", field="options.prompt.user",
                         hint="LongBench-style {context} (single braces) is plain text to Jinja2: write {{ context }}.")
+    for i, shot in enumerate(p["shots"]):
+        if CONTEXT_SLOT in shot["content"]:
+            raise UserError(f"prompt.shots[{i}] holds the text {CONTEXT_SLOT}, where lceval would put the document; "
+                            "the document goes in prompt.user (or prompt.system) as {{ context }}",
+                            field=f"options.prompt.shots.{i}.content")
     for t in [nxt] + [t for _, t in followups]:
         if "context" in t.names:
             raise UserError(f"{t.field} places the document again: it goes once, in the first turn "
@@ -109,7 +114,7 @@ class Builder:
             if fields.get(option):
                 raise UserError(f"options.fields.{option} and options.fields.messages exclude each other: {why}",
                                 field=f"options.fields.{option}")
-        for option in ("user", "next", "followups"):
+        for option in ("user", "next", "followups", "shots"):
             if option in prompt:
                 raise UserError(f"options.prompt.{option} builds a prompt, and with options.fields.messages the "
                                 "row's chat is the prompt, sent as it is", field=f"options.prompt.{option}",
@@ -287,6 +292,7 @@ class Builder:
         if system is not None:
             system = system.replace(CONTEXT_MARKER, CONTEXT_SLOT)
         preamble = [Message("system", system)] if system is not None else []
+        preamble += [Message(shot["role"], shot["content"]) for shot in self.opts["prompt"]["shots"]]
         return preamble, user.replace(CONTEXT_MARKER, CONTEXT_SLOT)
 
     def _turns(self, q: Question, user: str) -> list[Turn]:

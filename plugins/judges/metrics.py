@@ -11,15 +11,20 @@ The metrics (each cites the file of the benchmark code it follows):
 
 - `string_match` (here): RULER's substring match, all or any (`part`) of the references;
 - `exact_match`, `f1`, `rouge_l`, `code_sim`, `classification` (`metrics_text`): SQuAD-style
-  exact match and token F1 as LongBench and InfiniteBench compute them, ROUGE-L with the
-  `rouge-score` package, LongBench's code similarity and few-shot classification score;
+  exact match and token F1 as LongBench and InfiniteBench compute them (and InfiniteBench's
+  Chinese character F1), ROUGE-L with the `rouge` package as LongBench calls it or with the
+  `rouge-score` package as InfiniteBench does, LongBench's code similarity and few-shot
+  classification score;
 - `choice` (`metrics_choice`): the letter of a multiple-choice answer, extracted with
   LongBench v2's or InfiniteBench's rules;
 - `numeric`, `word_match` (`metrics_numeric`): InfiniteBench's and LongBench's number
   extraction (first, last, share of numbers, a sequence) and word-in-answer matches.
 
 A metric judge never fails an item for its format: an answer with nothing to extract scores
-0 with `details["extracted"]` None, as the benchmarks' own scripts count it.
+0 with `details["extracted"]` None, as the benchmarks' own scripts count it. Every metric also
+takes `first_line`, `references` (best or first) and `empty_answer` (score, or missing as
+LongBench v2 leaves an empty answer out), and reads the answer as the model wrote it where
+the benchmark's score depends on it (`metric_base`).
 """
 
 from __future__ import annotations

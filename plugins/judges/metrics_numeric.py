@@ -65,10 +65,14 @@ def count_share(prediction: str, ground_truth: str) -> float:
     return 0.0 if len(numbers) == 0 else right / len(numbers)
 
 
-def sequence_prefix(prediction: str, label: list[int]) -> float:
+def sequence_prefix(prediction: str, label: list[int], drop_first: bool = False) -> float:
     """OpenBMB/InfiniteBench src/compute_scores.py `get_score_one_math_calc`: how many values
-    from the start are right, over the label's length."""
+    from the start are right, over the label's length; `drop_first`: the answer's first number
+    is left out first, as the authors do for GPT-4 (`if model_name == "gpt4": pred_nums =
+    pred_nums[1:]`: their GPT-4 prompt has it echo the expression's first number)."""
     pred_nums = [int(item) for item in re.split("[^0-9]", prediction) if item != ""]
+    if drop_first:
+        pred_nums = pred_nums[1:]
     cnt = 0
     for i in range(len(label)):
         if i >= len(pred_nums):
@@ -109,7 +113,8 @@ class NumericJudge(MetricJudge):
     `first_int_match` equals the label), `first_number` (math_find), `last_int` (code_run),
     `share` (LongBench passage_count `count_score`; with `reference_pattern: 'Paragraph
     (\\d+)'`, passage_retrieval_en `retrieval_score`), `sequence` (math_calc: values right from
-    the start). Several references score the best of them (one for `sequence`)."""
+    the start; `drop_first_number` for the GPT-4 route). Several references score the best of
+    them (one for `sequence`)."""
 
     name = "numeric"
     OPTIONS = metric_options({
@@ -120,6 +125,10 @@ class NumericJudge(MetricJudge):
         "reference_pattern": {"type": ["string", "null"], "default": None,
                               "description": "A regular expression whose first group takes the number out of the "
                                              "reference (LongBench's 'Paragraph (\\d+)')."},
+        "drop_first_number": {"type": "boolean", "default": False,
+                              "description": "sequence only: leave the answer's first number out (InfiniteBench's "
+                                             "math_calc scored for GPT-4, whose prompt has it echo the first "
+                                             "operand)."},
     })
 
     def __init__(self, options: Any) -> None:
@@ -148,7 +157,7 @@ class NumericJudge(MetricJudge):
         mode = self.options["mode"]
         if mode == "sequence":
             label = _label_sequence(references, item)
-            return sequence_prefix(prediction, label), {"values": len(label)}
+            return sequence_prefix(prediction, label, self.options["drop_first_number"]), {"values": len(label)}
         best, extracted = 0.0, None
         for raw in references:
             ref = self._reference(raw, item)
@@ -185,8 +194,9 @@ def answer_words(prediction: str, upper: bool) -> list[str]:
 
 class WordMatchJudge(MetricJudge):
     """1 when a reference is one of the answer's words: InfiniteBench kv_retrieval
-    (`get_score_one_kv_retrieval`) and, with `upper: true`, longdialogue_qa_eng
-    (`get_score_one_longdialogue_qa_eng`: the words upper-cased, the label as given)."""
+    (`get_score_one_kv_retrieval`) and, with `upper: true` and `references: first`,
+    longdialogue_qa_eng (`get_score_one_longdialogue_qa_eng`: the words upper-cased, only the
+    first label `label[0]`, as given: a label with a space never matches)."""
 
     name = "word_match"
     OPTIONS = metric_options({

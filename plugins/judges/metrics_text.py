@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import re
 import string
+import threading
 from collections import Counter
 from typing import Any
 
@@ -28,6 +29,18 @@ def normalize_answer(s: str) -> str:
     s = "".join(ch for ch in s if ch not in _PUNCTUATION)
     s = _ARTICLES.sub(" ", s)
     return " ".join(s.split())
+
+
+#: OpenBMB/InfiniteBench src/compute_scores.py `normalize_zh_answer`'s Chinese punctuation
+_ZH_PUNCTUATION = set(string.punctuation + "！？｡。＂＃＄％＆＇（）＊＋，－／：；＜＝＞＠［＼］＾＿｀｛｜｝～｟｠｢｣､、〃》「」"
+                      "『』【】〔〕〖〗〘〙〚〛〜〝〞〟〰〾〿–—‘’‛“”„‟…‧﹏.")
+
+
+def normalize_zh_answer(s: str) -> str:
+    """OpenBMB/InfiniteBench src/compute_scores.py `normalize_zh_answer`: lower case, ASCII and
+    Chinese punctuation removed, every white space removed."""
+    s = "".join(ch for ch in s.lower() if ch not in _ZH_PUNCTUATION)
+    return "".join(s.split())
 
 
 def token_f1(prediction: list[str], ground_truth: list[str]) -> float:
@@ -70,38 +83,102 @@ class ExactMatchJudge(MetricJudge):
 
 
 class F1Judge(MetricJudge):
-    """Token F1 with SQuAD-style normalisation, the best over the references: THUDM/LongBench
-    LongBench/metrics.py `qa_f1_score` with the max over ground truths of LongBench/eval.py
-    `scorer`; OpenBMB/InfiniteBench src/compute_scores.py `qa_f1_score` is the same."""
+    """Token F1, the best over the references. `normalize: squad` (the default): SQuAD-style
+    normalisation and word tokens, THUDM/LongBench LongBench/metrics.py `qa_f1_score` with the
+    max over ground truths of LongBench/eval.py `scorer`; OpenBMB/InfiniteBench
+    src/compute_scores.py `qa_f1_score` is the same. `normalize: infinitebench_zh`: one token per
+    character after `normalize_zh_answer` (InfiniteBench's `qa_f1_score_zh`, longbook_qa_chn)."""
 
     name = "f1"
-    OPTIONS = metric_options()
+    OPTIONS = metric_options({
+        "normalize": {"enum": ["squad", "infinitebench_zh"], "default": "squad",
+                      "description": "squad: lower case, no punctuation or articles, word tokens; infinitebench_zh: "
+                                     "InfiniteBench's Chinese rule, no punctuation or white space, character tokens."},
+    })
 
     def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
-        scores = [qa_f1_score(prediction, r) for r in references]
+        if self.options["normalize"] == "infinitebench_zh":
+            pred = list(normalize_zh_answer(prediction))
+            scores = [token_f1(pred, list(normalize_zh_answer(r))) for r in references]
+        else:
+            scores = [qa_f1_score(prediction, r) for r in references]
         best = max(range(len(scores)), key=lambda i: scores[i])
         return scores[best], {"best_reference": best}
 
 
+class _RougeThread(threading.Thread):
+    """One call of the `rouge` package as LongBench's `rouge_score` makes it, run on a thread of
+    its own so that Python's recursion limit bites where it bites in the authors' script: the
+    package's `_recon_lcs` recurses once per step of an LCS walk, a long sentence pair raises
+    RecursionError, and the authors' bare `except:` scores it 0.0. Under `python eval.py` the
+    call runs 3 frames deep (<module>, scorer, rouge_score); here too (the thread's _bootstrap,
+    _bootstrap_inner, run), whatever the depth of the judge's caller: identical 990-word texts
+    without a full stop score 1, 991 words 0, in both."""
+
+    def __init__(self, rouge: Any, prediction: str, ground_truth: str) -> None:
+        super().__init__(name="lceval-rouge", daemon=True)
+        self.rouge, self.prediction, self.ground_truth = rouge, prediction, ground_truth
+        self.value = 0.0
+
+    def run(self) -> None:
+        try:
+            scores = self.rouge.get_scores([self.prediction], [self.ground_truth], avg=True)
+        except Exception:  # LongBench/metrics.py `rouge_score`: any exception scores 0.0
+            self.value = 0.0
+            return
+        self.value = scores["rouge-l"]["f"]
+
+
+def longbench_rouge_score(rouge: Any, prediction: str, ground_truth: str) -> float:
+    """THUDM/LongBench LongBench/metrics.py `rouge_score`: `Rouge().get_scores([prediction],
+    [ground_truth], avg=True)["rouge-l"]["f"]` with the `rouge` package (1.0.1), 0.0 on any
+    exception. Its rouge-l splits sentences at "." only, keeps punctuation and case on words,
+    and counts DISTINCT words (sets) in a union LCS shared across the reference's sentences."""
+    worker = _RougeThread(rouge, prediction, ground_truth)
+    worker.start()
+    worker.join()
+    return worker.value
+
+
 class RougeLJudge(MetricJudge):
-    """ROUGE-L F-measure with Google's `rouge-score` package, the best over the references.
-    `variant: rougeLsum` (newline-split summary-level LCS) with `use_stemmer: false` is
+    """ROUGE-L F-measure, the best over the references, computed by one of two packages.
+
+    `implementation: rouge` is THUDM/LongBench LongBench/metrics.py `rouge_score` (gov_report,
+    qmsum, multi_news, samsum): the `rouge` package (1.0.1) called exactly as there, on the
+    answer as written (a trailing space after the last full stop is a sentence of its own
+    there). `implementation: rouge-score` is Google's `rouge-score` package: `variant:
+    rougeLsum` (newline-split summary-level LCS) with `use_stemmer: false` is
     OpenBMB/InfiniteBench src/compute_scores.py `get_score_one_longbook_sum_eng` (HF
-    `evaluate`'s rouge, which calls rouge-score with these defaults). THUDM/LongBench
-    LongBench/metrics.py `rouge_score` uses the `rouge` package's rouge-l instead: its numbers
-    differ slightly from `rougeL` here (tokenisation), so LongBench's ROUGE tasks are not
-    digit-for-digit the paper's."""
+    `evaluate`'s rouge, which calls rouge-score with these defaults). The two differ a lot on
+    the same texts (sentence order, punctuation, case, repeated words): docs/tasks/longbench.md
+    gives the numbers."""
 
     name = "rouge_l"
     OPTIONS = metric_options({
+        "implementation": {"enum": ["rouge-score", "rouge"], "default": "rouge-score",
+                           "description": "rouge-score: Google's package (InfiniteBench, through HF evaluate); "
+                                          "rouge: the `rouge` package's rouge-l f as LongBench's metrics.py calls it."},
         "variant": {"enum": ["rougeL", "rougeLsum"], "default": "rougeL",
-                    "description": "rougeL: one LCS over the whole text; rougeLsum: summary-level, sentences "
-                                   "split at newlines (InfiniteBench's summaries)."},
-        "use_stemmer": {"type": "boolean", "default": False, "description": "Porter-stem words before matching."},
+                    "description": "rouge-score only. rougeL: one LCS over the whole text; rougeLsum: summary-level, "
+                                   "sentences split at newlines (InfiniteBench's summaries)."},
+        "use_stemmer": {"type": "boolean", "default": False,
+                        "description": "rouge-score only: Porter-stem words before matching."},
     })
 
     def __init__(self, options: Any) -> None:
         super().__init__(options)
+        if self.options["implementation"] == "rouge":
+            if self.options["variant"] != "rougeL" or self.options["use_stemmer"]:
+                raise UserError("variant and use_stemmer are options of the rouge-score implementation; the `rouge` "
+                                "package's rouge-l has neither", field="judge.options.implementation",
+                                hint="Leave variant and use_stemmer out with implementation: rouge.")
+            try:
+                from rouge import Rouge
+            except ImportError:
+                raise UserError("the rouge_l judge with implementation: rouge needs the rouge package",
+                                field="judge.options.implementation", hint="pip install 'lceval[documents]'") from None
+            self._rouge = Rouge()
+            return
         try:
             from rouge_score import rouge_scorer
         except ImportError:
@@ -109,9 +186,15 @@ class RougeLJudge(MetricJudge):
                             hint="pip install 'lceval[documents]'") from None
         self._scorer = rouge_scorer.RougeScorer([self.options["variant"]], use_stemmer=self.options["use_stemmer"])
 
+    def reads_as_written(self) -> bool:
+        return self.options["implementation"] == "rouge"
+
     def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
-        variant = self.options["variant"]
-        scores = [self._scorer.score(r, prediction)[variant].fmeasure for r in references]
+        if self.options["implementation"] == "rouge":
+            scores = [longbench_rouge_score(self._rouge, prediction, r) for r in references]
+        else:
+            variant = self.options["variant"]
+            scores = [self._scorer.score(r, prediction)[variant].fmeasure for r in references]
         best = max(range(len(scores)), key=lambda i: scores[i])
         return scores[best], {"best_reference": best}
 
@@ -145,6 +228,8 @@ class CodeSimJudge(MetricJudge):
 
     name = "code_sim"
     OPTIONS = metric_options()
+    #: LongBench scores the raw prediction: leading indentation counts, leading newlines are skipped
+    AS_WRITTEN = True
 
     def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
         return max(code_sim_score(prediction, r) for r in references), {}

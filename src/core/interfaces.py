@@ -14,7 +14,7 @@ from lceval.types import (Conversation, FinishedRun, Generation, GenerationReque
 __all__ = ["Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory", "JudgeModel",
            "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache",
            "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RetrieverFactory", "TaskContext",
-           "TaskType", "missing_requirements", "recomputable", "requires"]
+           "TaskType", "is_recomputable", "missing_requirements", "recomputable", "requires"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,16 @@ def recomputable(factory: ModelFactory) -> ModelFactory:
     compares the answers; other backends' answers are never re-generated at verify time."""
     factory.recomputable = True  # type: ignore[attr-defined]
     return factory
+
+
+def is_recomputable(factory: Any) -> bool:
+    """Whether a registered model factory was marked `recomputable`, itself or the factory an
+    options check wraps (registered with an options schema)."""
+    while factory is not None:
+        if getattr(factory, "recomputable", False):
+            return True
+        factory = getattr(factory, "factory", None)
+    return False
 
 
 @runtime_checkable

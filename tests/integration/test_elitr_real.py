@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval.cli._commands import run
+from tests.cli import run
 from lceval.interfaces import TaskContext
 from lceval_plugins.elitr.task import ElitrTaskType
 
@@ -142,7 +142,7 @@ def _check_table2_and_table9(tables) -> None:
 def test_report_of_recorded_files_gives_table2_dev_and_table9(shared_datasets):
     """`lceval report FILE...` over the published generations: paper 000 Table 2's layout
     and dev cells, and Table 9's p-values on test2 (per split, as the paper computed them)."""
-    from lceval.cli._commands import report
+    from tests.cli import report
 
     folder = shared_datasets / "elitr-bench" / "generated-responses"
     files = [folder / name.format(split=split) for name in RECORDED for split in ("dev", "test2")]
@@ -155,7 +155,7 @@ def test_report_of_recorded_files_gives_table2_dev_and_table9(shared_datasets):
 
 def test_report_of_replayed_runs_matches_the_recorded_files(real_home, tmp_path, shared_datasets):
     """The README's flow: replay each setting, then `lceval report` the run directories."""
-    from lceval.cli._commands import report
+    from tests.cli import report
 
     models = ["GPT-4", "LongChat-7B-v1.5"]
     dirs = []
@@ -177,7 +177,7 @@ def test_report_of_replayed_runs_matches_the_recorded_files(real_home, tmp_path,
 
 def test_qa_conv_differing_subset_in_one_command(shared_datasets):
     """Paper 000 App. C.3 (paper 001 Fig. 3): 16 dev and 17 test2 questions differ."""
-    from lceval.cli._commands import report
+    from tests.cli import report
 
     folder = shared_datasets / "elitr-bench" / "generated-responses"
     files = [folder / f"elitr-bench-qa_{split}_mt_gpt-4-eval.json#gpt-4-eval" for split in ("dev", "test2")]

@@ -62,7 +62,7 @@ def backend(make_hf):
 
 
 def test_reachable_through_the_entry_point(offline):
-    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine import load_plugins
 
     plugins = load_plugins()
     (info,) = [i for i in plugins.infos if i.name == "hf"]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval.cli import _commands as commands
+from tests import cli as commands
 from lceval.analysis import RankOptions
 from lceval.analysis import write_ranking
 
@@ -166,7 +166,7 @@ def _summhay_runs(tmp: Path) -> Path:
 @pytest.fixture(scope="module")
 def material(tmp_path_factory, shared_datasets):
     from lceval.io import fetch
-    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine import load_plugins
 
     tmp = tmp_path_factory.mktemp("browser")
     home = tmp / "data"
@@ -321,7 +321,7 @@ def test_length_sweep_has_one_line_per_model(browser, material, tmp_path):
 
 def test_leaderboard_in_chromium(browser, material, tmp_path):
     from lceval.leaderboard import submit
-    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine import load_plugins
 
     plugins = load_plugins()
     two = [material["elitr"][MODELS.index(m)] for m in ("GPT-4", "LongAlpaca-7B")]

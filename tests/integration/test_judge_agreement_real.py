@@ -48,7 +48,7 @@ def test_reproduces_paper_correlations_and_means(shared_datasets, capsys):
 
 def test_a_run_joins_recorded_scores_by_response_text(shared_datasets, real_home, tmp_path, capsys):
     """A replayed run judged by the lexical judge lines up with the recorded human scores."""
-    from lceval.cli import _commands as commands
+    from tests import cli as commands
 
     (run_dir, _), = commands.run(tasks="elitr_qa", models=[f"replay:{shared_datasets / ALL_EVAL}#GPT-4"],
                                  judge="lexical", splits=["test2"], output=tmp_path / "runs",
@@ -65,7 +65,7 @@ def test_a_run_joins_recorded_scores_by_response_text(shared_datasets, real_home
 
 def test_markdown_prints_the_papers_digits_and_the_sources_icc(shared_datasets):
     """Correlations to three digits, shares as percentages to one; the four scorers as raters."""
-    from lceval.cli import _commands as commands
+    from tests import cli as commands
 
     text = commands.judge_agreement([str(shared_datasets / ALL_EVAL)], n_boot=20)
     assert "| gpt-4-eval | gold-human-eval | 390 | 0.820 [" in text

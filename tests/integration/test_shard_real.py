@@ -4,7 +4,7 @@ unsharded one field by field (Welch test and bootstrap intervals included)."""
 
 from __future__ import annotations
 
-from lceval.cli._commands import merge, run
+from tests.cli import merge, run
 
 from ..shards import assert_same_results, read
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from lceval.cli import _commands as commands
+from tests import cli as commands
 
 FILE = "summhay/eval_benchmark_data.json"
 # Table 1 (Pearson with the annotators' coverage, share of insights linked to the same bullet)

@@ -9,7 +9,7 @@ from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext
 from lceval.options import check_options, check_schema, defaults, describe
-from lceval.engine._plugin_host import load_plugins
+from lceval.engine import load_plugins
 
 SCHEMA = {
     "type": "object",
@@ -213,15 +213,14 @@ def test_defaults_of_a_schema():
 def test_alias_options_are_overridden_then_typed_before_any_work():
     """`smollm2,n_ctx=4096`: the user's option replaces the alias's, and a bad one is refused
     by the scheme's declared options before any data is read or model loaded."""
-    from lceval.engine import load_catalog, parse_model_spec, resolve_model
+    from lceval.engine import RunConfig, Session
 
-    plugins = load_plugins()
-    catalog = load_catalog(plugins)
-    spec = parse_model_spec("smollm2,n_ctx=4096", catalog)
-    assert spec.options["n_ctx"] == "4096" and spec.canonical.endswith(",n_ctx=4096")
-    resolved = resolve_model("smollm2,n_ctx=4096", catalog, plugins)  # no error: nothing loaded either
-    assert resolved.checked["n_ctx"] == 4096 and resolved.canonical == spec.canonical  # typed once, here
-    with pytest.raises(UserError, match="n_ctx=big"):
-        resolve_model("smollm2,n_ctx=big", catalog, plugins)
-    with pytest.raises(UserError, match="Did you mean 'n_ctx'"):
-        resolve_model("smollm2,nctx=2", catalog, plugins)
+    with Session(RunConfig(tasks="", models=[]), load_plugins()) as session:
+        spec = session.model_spec("smollm2,n_ctx=4096", check=False)  # parsed only: the alias expanded
+        assert spec.options["n_ctx"] == "4096" and spec.canonical.endswith(",n_ctx=4096")
+        resolved = session.model_spec("smollm2,n_ctx=4096")  # no error: nothing loaded either
+        assert resolved.checked["n_ctx"] == 4096 and resolved.canonical == spec.canonical  # typed once, here
+        with pytest.raises(UserError, match="n_ctx=big"):
+            session.model_spec("smollm2,n_ctx=big")
+        with pytest.raises(UserError, match="Did you mean 'n_ctx'"):
+            session.model_spec("smollm2,nctx=2")

@@ -8,21 +8,27 @@ between score sources (judges, people), and ranking systems by pairwise comparis
   (`lceval judge-agreement`).
 - `rank`, `RankOptions`, `collect_systems`, `make_pairwise_judge`, `format_ranking`,
   `write_ranking` (`lceval rank`), over Elo, Bradley-Terry and their bootstraps
-  (`Match`, `elo_over_orders`, `bradley_terry`, `bootstrap_bradley_terry`).
+  (`Match`, `elo_over_orders`, `bradley_terry`, `bootstrap_bradley_terry`), with the pieces a
+  plugin that ranks its own way reuses: `bt_log_likelihood`, `clusters_of` (matches grouped
+  into resampling units), `head_to_head`, `match_triples` and `score_matrix`, and the steps
+  of `rank` (`plan_pairs`, `combine`, `outcome`).
 """
 
 from lceval.analysis._agreement import agreement, format_agreement, matched_scores, merge_sources, read_sources
 from lceval.analysis._compare import (PairedComparison, compare_runs, format_comparison, paired_bootstrap,
                                       paired_permutation_p)
-from lceval.analysis._pairwise import (Match, NoMLE, bootstrap_bradley_terry, bootstrap_ci, bradley_terry, elo,
-                                       elo_over_orders, expected_score, score_matrix)
-from lceval.analysis._rank import RankOptions, Ranking, collect_systems, make_pairwise_judge, rank
+from lceval.analysis._pairwise import (Match, NoMLE, bootstrap_bradley_terry, bootstrap_ci, bradley_terry,
+                                       bt_log_likelihood, clusters_of, elo, elo_over_orders, expected_score,
+                                       head_to_head, match_triples, score_matrix)
+from lceval.analysis._rank import (RankOptions, Ranking, collect_systems, combine, make_pairwise_judge, outcome,
+                                   plan_pairs, rank)
 from lceval.analysis._rankings import format_ranking, write_ranking
 
 __all__ = [
     "Match", "NoMLE", "PairedComparison", "RankOptions", "Ranking", "agreement", "bootstrap_bradley_terry",
-    "bootstrap_ci", "bradley_terry", "collect_systems", "compare_runs", "elo", "elo_over_orders", "expected_score",
-    "format_agreement", "format_comparison", "format_ranking", "make_pairwise_judge", "matched_scores",
-    "merge_sources", "paired_bootstrap", "paired_permutation_p", "rank", "read_sources", "score_matrix",
+    "bootstrap_ci", "bradley_terry", "bt_log_likelihood", "clusters_of", "collect_systems", "combine", "compare_runs",
+    "elo", "elo_over_orders", "expected_score", "format_agreement", "format_comparison", "format_ranking",
+    "head_to_head", "make_pairwise_judge", "match_triples", "matched_scores", "merge_sources", "outcome",
+    "paired_bootstrap", "paired_permutation_p", "plan_pairs", "rank", "read_sources", "score_matrix",
     "write_ranking",
 ]

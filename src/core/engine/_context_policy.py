@@ -17,15 +17,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.tokens import SAFETY_MARGIN
 from lceval.types import CONTEXT_SLOT, ContextCut, Conversation, Message
-
-if TYPE_CHECKING:
-    from lceval.engine._spec import TaskSpec
 
 POLICIES = ("error", "skip", "truncate-middle", "truncate-left")
 #: Marks the place where text was removed, so the model (and a reader) can tell.
@@ -70,27 +66,6 @@ def parse_context_lengths(text: str) -> list[int | None]:
     if not out:
         raise UserError("no budget given (e.g. --context-lengths 4k,8k,full)", field="--context-lengths")
     return sorted(out, key=lambda v: float("inf") if v is None else v)
-
-
-def context_length_variants(spec: "TaskSpec", budgets: list[int | None] | None) -> list["TaskSpec"]:
-    """One copy of `spec` per budget, its context cut to at most that many tokens
-    (`context.max_tokens`) and named `<task>@<budget>`, so each budget's samples, results,
-    intervals and tests stay apart in one run directory; `None` keeps the task as it is.
-    Prompts that a budget leaves uncut are the same requests as in the task itself, so the
-    cache answers them once for every budget."""
-    if not budgets:
-        return [spec]
-    from lceval.engine._spec import with_overrides
-
-    out = []
-    for budget in budgets:
-        if budget is None:
-            out.append(spec)
-            continue
-        variant = with_overrides(spec, {"context": {"max_tokens": budget}})
-        variant.name = f"{spec.name}@{tokens_label(budget)}"
-        out.append(variant)
-    return out
 
 
 def fill_context(messages: list[Message], context: str) -> list[Message]:

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from lceval.engine import _context_policy as context_policy
 from lceval.engine._catalog import Catalog
 from lceval.engine._model_handle import ModelHandle
 from lceval.engine._model_spec import ModelSpec, resolve_judge_model, resolve_model
 from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.engine._run_config import RunConfig, flag_of
 from lceval.engine._selection import ContextSelection, select_work
-from lceval.engine._spec import JudgeChoice, TaskSpec, check_options, check_references, with_overrides
+from lceval.engine._spec import (JudgeChoice, TaskSpec, check_options, check_references,
+                                  context_length_variants, with_overrides)
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
 from lceval.io import data_home as current_data_home
@@ -328,7 +328,7 @@ def load_work(plan: RunPlan, plugins: Plugins, data_home: Path, model: ModelHand
     (the run's model, built on first use) lends its tokenizer to task types that ask."""
     config = plan.config
     variants = [(variant, plan.task_types[s.name]) for s in plan.specs
-                for variant in context_policy.context_length_variants(s, config.context_lengths)]
+                for variant in context_length_variants(s, config.context_lengths)]
     specs = [spec for spec, _ in variants]
     recorder = FileRecorder()
     selection = ContextSelection(config.contexts)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lceval.engine._context_policy import CUT_MARK, CutStyle
+from lceval.engine._context_policy import CUT_MARK, CutStyle, tokens_label
 from lceval.errors import UserError
 from lceval.io import load_schema, unknown_name, validate
 from lceval.io import PathKey, line_of, load_yaml_with_lines
@@ -367,3 +367,22 @@ def with_overrides(spec: TaskSpec, overrides: dict[str, Any]) -> TaskSpec:
     data = _merge(spec.data, overrides)
     validate(data, load_schema("task_spec.schema.json"), spec.path, spec.lines)
     return TaskSpec(name=spec.name, path=spec.path, data=data, lines=spec.lines)
+
+
+def context_length_variants(spec: TaskSpec, budgets: list[int | None] | None) -> list[TaskSpec]:
+    """One copy of `spec` per budget, its context cut to at most that many tokens
+    (`context.max_tokens`) and named `<task>@<budget>`, so each budget's samples, results,
+    intervals and tests stay apart in one run directory; `None` keeps the task as it is.
+    Prompts that a budget leaves uncut are the same requests as in the task itself, so the
+    cache answers them once for every budget."""
+    if not budgets:
+        return [spec]
+    out = []
+    for budget in budgets:
+        if budget is None:
+            out.append(spec)
+            continue
+        variant = with_overrides(spec, {"context": {"max_tokens": budget}})
+        variant.name = f"{spec.name}@{tokens_label(budget)}"
+        out.append(variant)
+    return out

@@ -39,6 +39,7 @@ from lceval.io import sha256_bytes
 from lceval.io import CHECKSUMS, dataset_path, read_record
 from lceval.engine import Session, TaskSpec
 from lceval.errors import UserError
+from lceval.interfaces import is_recomputable
 from lceval.io import read_json_lines
 from lceval.results import SAMPLES_MAX_BYTES, FinishedRun, load_run, score_task
 from lceval.types import Sample
@@ -94,16 +95,6 @@ def differences(reported: Any, recomputed: Any, where: str) -> tuple[list[str], 
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (reported, recomputed))
     same = _close(float(reported), float(recomputed)) if numbers else reported == recomputed
     return ([] if same else [f"{where}: reported {reported!r}, recomputed {recomputed!r}"]), 1
-
-
-def _recomputable(factory: Any) -> bool:
-    """Marked with `interfaces.recomputable`, itself or the factory an options check wraps
-    (`options.CheckedFactory.factory`, when it was registered with an options schema)."""
-    while factory is not None:
-        if getattr(factory, "recomputable", False):
-            return True
-        factory = getattr(factory, "factory", None)
-    return False
 
 
 def _differ(what: list[str]) -> str:
@@ -381,7 +372,7 @@ class _RunCheck:
             mspec = session.model_spec()
         except UserError:
             return
-        if not _recomputable(mspec.factory) or not picks:
+        if not is_recomputable(mspec.factory) or not picks:
             return
         wanted = {s.item_id for s in picks}
         convs = [c for c in conversations if any(t.item_id in wanted for t in c.turns)]

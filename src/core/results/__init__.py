@@ -11,18 +11,21 @@ directory, and joining shards (public API).
 - `RUN_OUTPUTS`: scoring and writing for the engine's `Session` (`Session(config,
   outputs=RUN_OUTPUTS)`); `write_run`, `console_text`, `format_table`: the run directory and
   the console table.
-- `merge_runs` (`lceval merge`): the shards of one run joined into the run one machine writes.
+- `merge_runs` (`lceval merge`): the shards of one run joined into the run one machine writes,
+  with `add_up` (shards' counters summed) and `first_difference` (where two manifests differ);
+  `effective_length` (RULER's summary of a length curve).
 """
 
-from lceval.results._curves import length_curves
-from lceval.results._merge import merge_runs
+from lceval.results._curves import effective_length, length_curves
+from lceval.results._merge import add_up, first_difference, merge_runs
 from lceval.results._outputs import RESULTS_SCHEMA_VERSION, RUN_OUTPUTS, console_text, format_table, write_run
 from lceval.results._run_dir import SAMPLES_MAX_BYTES, load_run, run_model_name, sample_from_record
 from lceval.results._scoring import cluster_of, detail_value, headline_block, primary_score, score_task
 from lceval.types import FinishedRun
 
 __all__ = [
-    "RESULTS_SCHEMA_VERSION", "RUN_OUTPUTS", "SAMPLES_MAX_BYTES", "FinishedRun", "cluster_of", "console_text",
-    "detail_value", "format_table", "headline_block", "length_curves", "load_run", "merge_runs", "primary_score",
+    "RESULTS_SCHEMA_VERSION", "RUN_OUTPUTS", "SAMPLES_MAX_BYTES", "FinishedRun", "add_up", "cluster_of",
+    "console_text", "detail_value", "effective_length", "first_difference", "format_table", "headline_block",
+    "length_curves", "load_run", "merge_runs", "primary_score",
     "run_model_name", "sample_from_record", "score_task", "write_run",
 ]

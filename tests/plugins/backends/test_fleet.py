@@ -12,18 +12,73 @@ from typing import Iterator
 
 import pytest
 
+from lceval import hookimpl
 from lceval.cli import main
+from lceval.engine import RunConfig, RunState, load_plugins
 from lceval.errors import UserError
-from lceval.engine._plugin_host import load_plugins
+from lceval.interfaces import ModelBackend, TaskContext, TaskType
+from lceval.types import Conversation, Turn
 
-from tests.conftest import only_run
-from tests.unit.engine.test_scheduler import conversations, drive
+from tests.conftest import execute_config, only_run
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="litellm not installed")
 
 from lceval_plugins.backends.fleet import FleetBackend  # noqa: E402
 
 from tests.plugins.backends.test_litellm_api import FakeOpenAI  # noqa: E402
+
+
+def conversations(shape: list[list[int]], sizes: list[int]) -> list[Conversation]:
+    """shape[g] = turns of each conversation about transcript g (1 turn: single-turn); the
+    transcript of group g is `sizes[g]` words `w<g>`."""
+    out = []
+    for g, convs in enumerate(shape):
+        context = " ".join([f"w{g}"] * sizes[g])
+        for c, turns in enumerate(convs):
+            out.append(Conversation(
+                conv_id=f"g{g}c{c}", context=context, context_id=f"g{g}",
+                turns=[Turn(item_id=f"g{g}c{c}t{t}", user=("{context}\n" if t == 0 else "") + f"q{g}.{c}.{t}",
+                            reference="r", question=f"q{t}") for t in range(turns)]))
+    return out
+
+
+class GivenTask(TaskType):
+    """A task type serving the conversations a test hands it."""
+
+    options_schema: dict = {"type": "object", "properties": {}}
+
+    def __init__(self, convs: list[Conversation]) -> None:
+        self.convs = convs
+
+    def load(self, ctx: TaskContext) -> list[Conversation]:
+        return list(self.convs)
+
+
+def drive(model: ModelBackend, convs: list[Conversation],
+          tmp_path: Path) -> tuple[dict[tuple[str, int], str], RunState]:
+    """A run of `convs` answered by `model`, as `lceval run` has it (the engine's scheduler,
+    request cache and usage counters; nothing written); returns the answers by (conversation,
+    turn), every turn answered once, and the run's state."""
+
+    class Given:
+        @hookimpl
+        def register_task_types(self, register):
+            register("given", GivenTask(convs))
+
+        @hookimpl
+        def register_models(self, register):
+            register("given", lambda name, options: model)
+
+    spec = tmp_path / "given.yaml"
+    spec.write_text("name: given\ndescription: conversations handed in by a test\ntype: given\n"
+                    "generation: {max_new_tokens: 3}\n")
+    config = RunConfig(tasks=str(spec), models=["given:x"], progress=False, cache_path=tmp_path / "cache.sqlite")
+    state = execute_config(config, load_plugins(extra=[("given", Given())]), tmp_path / "data")
+    samples = state.tasks[0].samples
+    answers = {(s.conv_id, s.turn_index): s.response for s in samples}
+    assert len(answers) == len(samples) == sum(len(c.turns) for c in convs), "a turn was answered twice or never"
+    assert all(a is not None for a in answers.values()), "a turn was left unanswered"
+    return answers, state
 
 
 @pytest.fixture
@@ -52,14 +107,16 @@ def group_of(item: str) -> str:
 def test_each_transcript_stays_on_one_server(fakes: list[FakeOpenAI], tmp_path: Path) -> None:
     model = fleet(fakes)
     assert (model.max_in_flight, model.max_in_flight_per_prefix) == (3, 1)
-    answers, _, planner = drive(model, conversations([[1] * 4] * 3, [20, 20, 20]), tmp_path)
+    answers, state = drive(model, conversations([[1] * 4] * 3, [20, 20, 20]), tmp_path)
     assert len(answers) == 12
     owners = {}
     for server in fakes:
         for item in server.order:
             assert owners.setdefault(group_of(item), server) is server  # affinity
     assert len(owners) == 3 and len({id(s) for s in owners.values()}) == 3  # spread over the fleet
-    assert planner.peak_groups == 3
+    # the three transcripts in flight at once: three requests out together, one per server (a
+    # server never had two: one transcript's requests never overlap), each server one transcript
+    assert state.usage["peak_in_flight"] == 3 and [s.max_inflight for s in fakes] == [1, 1, 1]
     stats = model.stats()
     assert stats["succeeded"] == 12 and [s["answered"] for s in stats["fleet"]["servers"]] == [4, 4, 4]
 
@@ -68,7 +125,7 @@ def test_a_server_dying_mid_run_loses_nothing_and_charges_nothing_twice(fakes: l
                                                                         tmp_path: Path) -> None:
     fakes[1].die_after = 1  # answers its transcript's primer, then drops every connection
     model = fleet(fakes)
-    answers, _, _ = drive(model, conversations([[1] * 4] * 3, [20, 20, 20]), tmp_path)
+    answers, _ = drive(model, conversations([[1] * 4] * 3, [20, 20, 20]), tmp_path)
     assert len(answers) == 12  # every question answered, once (drive refuses a second answer)
     assert sum(s.answered for s in fakes) == 12  # each answered by exactly one server
     stats = model.stats()
@@ -89,7 +146,7 @@ def test_a_lagging_server_hands_its_transcript_to_an_idle_one(tmp_path: Path) ->
     try:
         slow.default = fast.default = "hold"
         model = fleet([slow, fast], lag_factor="4")
-        answers, _, _ = drive(model, conversations([[1] * 8, [1] * 8], [20, 20]), tmp_path)
+        answers, _ = drive(model, conversations([[1] * 8, [1] * 8], [20, 20]), tmp_path)
         assert len(answers) == 16
         stats = model.stats()
         assert stats["fleet"]["transcripts_moved"]["lagging"] == 1

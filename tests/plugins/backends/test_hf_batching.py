@@ -59,10 +59,10 @@ def reference(model, ids: list[int], new: int) -> list[int]:
 
 
 def engine(model, batch_size: int = 8, capacity: int = 10**6, eager: bool = False):
-    from lceval_plugins.backends.hf import _pick
+    from lceval_plugins.backends.hf import pick_token
     from lceval_plugins.backends.hf_batching import BatchEngine
 
-    return BatchEngine(model, model.device, batch_size, capacity, eager=eager, pick=_pick)
+    return BatchEngine(model, model.device, batch_size, capacity, eager=eager, pick=pick_token)
 
 
 @contextmanager

@@ -31,14 +31,17 @@ class FakeOpenAI:
     """`/v1/chat/completions` answering each item (the last user message) from a script:
     a list of behaviours consumed one per request, then `default` ("ok") forever.
 
-    Behaviours: "ok", "hold" (ok after a pause, to overlap requests), "long" (ok after a
-    longer pause), "429", "429ra" (with
+    Behaviours: "ok", "hold" (ok after a pause, to overlap requests), "last" (ok once the
+    server has answered `last_after` requests, or after `last_wait_s`), "429", "429ra" (with
     Retry-After: 1), "400", "401", "404", "500", "503", "badjson", "nochoices", "emptychoices",
-    "hang" (answers after the client's timeout)."""
+    "hang" (answers after the client's timeout).
+
+    Counts, not clocks, say what overlapped: `max_inflight` (the most requests in at once) and
+    `answered_during[item]` (how many other answers the server sent while `item` was in)."""
 
     PROMPT_TOKENS, COMPLETION_TOKENS = 10, 3
 
-    def __init__(self, hang_s: float = 1.5, hold_s: float = 0.15, long_s: float = 1.2) -> None:
+    def __init__(self, hang_s: float = 1.5, hold_s: float = 0.15, last_wait_s: float = 5.0) -> None:
         self.script: dict[str, list[str]] = {}
         self.hits: dict[str, int] = {}
         self.bodies: list[dict[str, Any]] = []
@@ -52,7 +55,12 @@ class FakeOpenAI:
         #: reported as usage.prompt_tokens_details.cached_tokens (None: no details, as llama.cpp)
         self.cached_tokens: int | None = None
         self.lock = threading.Lock()
-        self.hang_s, self.hold_s, self.long_s = hang_s, hold_s, long_s
+        self.answered_changed = threading.Condition(self.lock)
+        self.hang_s, self.hold_s, self.last_wait_s = hang_s, hold_s, last_wait_s
+        #: how many answers a "last" request waits for
+        self.last_after = 0
+        #: per item, the answers the server sent to other requests while it was in
+        self.answered_during: dict[str, int] = {}
         #: the assistant's text for an item (the last user message)
         self.reply: Any = lambda item: f"answer to {item}"
         self.arrivals: list[float] = []  # time.monotonic() of each request's arrival
@@ -82,6 +90,7 @@ class FakeOpenAI:
         item = body["messages"][-1]["content"]
         with self.lock:
             self.arrivals.append(time.monotonic())
+            answered_before = self.answered
             self.hits[item] = self.hits.get(item, 0) + 1
             self.bodies.append(body)
             self.auth.append(h.headers.get("Authorization"))
@@ -99,8 +108,9 @@ class FakeOpenAI:
             time.sleep(self.hang_s)
         if behaviour == "hold":
             time.sleep(self.hold_s)
-        if behaviour == "long":
-            time.sleep(self.long_s)
+        if behaviour == "last":
+            with self.answered_changed:
+                self.answered_changed.wait_for(lambda: self.answered >= self.last_after, timeout=self.last_wait_s)
         if self.dead:
             h.close_connection = True
             h.connection.shutdown(socket.SHUT_RDWR)
@@ -119,8 +129,10 @@ class FakeOpenAI:
         data = b'{"choices": [ oops' if behaviour == "badjson" else json.dumps(ok).encode()
         self._send(h, data)
         with self.lock:
+            self.answered_during[item] = self.answered - answered_before
             self.answered += 1
             self.order.append(item)
+            self.answered_changed.notify_all()
 
     @property
     def dead(self) -> bool:
@@ -269,11 +281,13 @@ def test_missing_key_stops_the_run(server: FakeOpenAI, monkeypatch: pytest.Monke
 
 def test_a_persistent_pool_streams_with_concurrency_in_flight(server: FakeOpenAI, tmp_path: Path) -> None:
     """`concurrency` requests stay in flight, one per call, and a finished one frees its slot
-    at once: eleven quick requests all finish while the slow first one is still out (a
-    batch-and-wait pool would hold the next batch until the slow one came back)."""
+    at once: eleven quick requests all finish while the slow first one is still out (the server
+    holds it until it has answered them; a batch-and-wait pool would hold the next batch until
+    the slow one came back, and only two would be answered beside it)."""
     items = [f"q{i}" for i in range(12)]
     server.script = {x: ["hold"] for x in items}
-    server.script["q0"] = ["long"]
+    server.script["q0"] = ["last"]
+    server.last_after = 11
     model = backend(server, concurrency="3", timeout="10")
     assert (model.max_in_flight, model.batch_size) == (3, 1)
     sizes: list[int] = []
@@ -294,10 +308,11 @@ def test_a_persistent_pool_streams_with_concurrency_in_flight(server: FakeOpenAI
     assert sizes == [1] * 12
     assert server.max_inflight == 3  # parallel, and never more than asked
     assert server.order[-1] == "q0"
+    # the eleven others were answered while q0 was out: they overlapped it, each of them
+    assert server.answered_during["q0"] == 11
     usage = cached.usage
-    assert usage.peak_in_flight == 3
-    # the wall time counts overlapping requests once: well under the sum of their latencies
-    assert usage.seconds < usage.request_seconds
+    # the usage counters saw the overlap too: three at the backend at once, twelve generated
+    assert usage.peak_in_flight == 3 and usage.generated == 12
 
 
 def test_sampling_parameters_reach_the_server(server: FakeOpenAI) -> None:

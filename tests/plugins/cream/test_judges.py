@@ -15,7 +15,7 @@ from lceval.judging import RETRY_SEED_STRIDE, sha256_text
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, ModelBackend
 from lceval.options import options_schema_of, unwrap
-from lceval.engine._plugin_host import load_plugins
+from lceval.engine import load_plugins
 from lceval.types import Generation, GenerationRequest, JudgeInput, PairInput
 from lceval_plugins.cream.judges import (
     ParseError, make_cream, make_keyfacts, make_keyfacts_lexical, minutes_facts, number_sentences, parse_alignment,

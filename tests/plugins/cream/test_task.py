@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lceval import hookimpl
-from lceval.cli import _commands as commands
+from tests import cli as commands
 from lceval.errors import UserError
 from lceval.interfaces import PairwiseJudge
 from lceval.analysis import RankOptions
@@ -107,10 +107,11 @@ def test_rank_over_a_real_run_directory(tiny_home, tmp_path, monkeypatch):
             return out
 
     run_dir, _, _ = run_engine(Verbose(), "cream_elitr", tiny_home, tmp_path)
-    from lceval.engine._plugin_host import load_plugins
+    import lceval.engine
 
-    plugins = load_plugins(extra=[("length", LengthPlugin())])
-    monkeypatch.setattr(commands, "load_plugins", lambda disabled=(), **kw: plugins)
+    plugins = lceval.engine.load_plugins(extra=[("length", LengthPlugin())])
+    # what `lceval.cli.main` loads the plugins with
+    monkeypatch.setattr(lceval.engine, "load_plugins", lambda disabled=(), **kw: plugins)
     path, text = commands.rank([run_dir], judge="length", options=RankOptions(n_orders=20, n_boot=50),
                                output=tmp_path / "rankings")
     report = json.loads((path / "rankings.json").read_text())

@@ -14,7 +14,7 @@ import pytest
 
 from lceval.engine import load_catalog
 from lceval.leaderboard import submit
-from lceval.leaderboard._verify import verify_bundle
+from lceval.leaderboard import verify_bundle
 
 from tests.conftest import ScriptedModel, plugins_with_model, run_engine
 from tests.paths import TEST_DATA

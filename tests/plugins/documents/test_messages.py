@@ -93,6 +93,7 @@ def test_a_system_prompt_goes_before_the_chat(tmp_path):
 
 @pytest.mark.parametrize("prompt,fields,row_chat,field,words", [
     ({"user": "{{ context }}"}, {}, CHAT, "options.prompt.user", "the row's chat is the prompt"),
+    ({"shots": [{"role": "user", "content": "hi"}]}, {}, CHAT, "options.prompt.shots", "the row's chat is the prompt"),
     ({}, {"questions": "qs"}, CHAT, "options.fields.questions", "exclude each other"),
     ({}, {}, CHAT[:-1], "options.fields.messages", "must be a user message"),
     ({}, {}, "not json", "options.fields.messages", "not JSON"),

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from lceval.cli import _commands as commands
+from tests import cli as commands
 
 from tests.paths import TEST_DATA
 

@@ -146,7 +146,7 @@ def test_malformed_files(tmp_path: Path, content: str, pattern: str) -> None:
 
 def test_replay_finds_files_in_the_data_home_given_with_the_flag(real_home, tmp_path, monkeypatch):
     """`--data-home` is the data home of plugins too: the relative replay file is found there."""
-    from lceval.cli import _commands as commands
+    from tests import cli as commands
 
     monkeypatch.setenv("LCEVAL_DATA", str(tmp_path / "elsewhere"))
     (run_dir, _), = commands.run(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Callable
@@ -291,7 +290,7 @@ def test_judge_cache_key_depends_on_the_text_judged(tmp_path):
 def plugins_with_models(model: ModelBackend, judge_model: ModelBackend):
     """The installed plugins plus `scripted:` (the system) and `judge:` (the judge model)."""
     from lceval import hookimpl
-    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine import load_plugins
 
     class TwoModels:
         @hookimpl
@@ -303,19 +302,14 @@ def plugins_with_models(model: ModelBackend, judge_model: ModelBackend):
 
 
 def run_judged(judge_model: ModelBackend, home: Path, tmp_path: Path, judge: str = "rubric", **config):
-    from lceval.results import write_run
-    from lceval.engine._catalog import load_catalog
     from lceval.engine import RunConfig
+    from lceval.results import write_run
     from tests.conftest import execute_config
 
     plugins = plugins_with_models(ScriptedModel(), judge_model)
     cfg = RunConfig(tasks="elitr_qa", models=["scripted:x"], judge=judge, judge_model="judge:x", progress=False,
                     **config)
-    cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
-    try:
-        state = execute_config(cfg, plugins, load_catalog(plugins), cache, home)
-    finally:
-        cache.close()
+    state = execute_config(cfg, plugins, home)  # the cache at $LCEVAL_CACHE, shared by a rerun
     run_dir, results = write_run(state, plugins, tmp_path / "runs")
     return run_dir, results, state
 

@@ -172,7 +172,90 @@ def test_a_metric_option_of_the_wrong_type_or_value_is_refused_naming_it(name, o
 
 def test_identity_names_every_option_that_changes_a_score():
     judge = load_plugins().judges["numeric"](JudgeContext(options={"mode": "share"}))
-    assert judge.identity() == {"judge": "numeric", "version": 1, "mode": "share", "reference_pattern": None,
-                                "first_line": False}
+    assert judge.identity() == {"judge": "numeric", "version": 2, "mode": "share", "reference_pattern": None,
+                                "drop_first_number": False, "first_line": False, "references": "best",
+                                "empty_answer": "score"}
     (j,) = judge.judge([JudgeInput(item_id="i", question="q", response="no number", reference="3")])
     assert j.score == 0.0 and j.details == {"extracted": None}  # nothing to extract is wrong, not a failure
+
+
+# -- issue 31: the answer as written, the `rouge` package, the options every metric takes ---------
+
+
+def _judged(name, response, refs, raw=None, metadata=None, **options):
+    judge = load_plugins().judges[name](JudgeContext(options=options))
+    (j,) = judge.judge([JudgeInput(item_id="i", question="q", response=response, reference=refs[0],
+                                   metadata={"references": refs, **(metadata or {})}, raw_response=raw)])
+    return j
+
+
+def test_code_sim_and_the_first_line_read_the_answer_as_written():
+    """LongBench scores pred.py's decoded text unstripped: the engine's stripped answer would
+    lose lcc's indentation (84, not 100) and samsum's first line (THUDM/LongBench eval.py)."""
+    raw = "        return self.value + 1\n"
+    assert _judged("code_sim", raw.strip(), ["        return self.value + 1"], raw=raw).score == 100.0
+    assert _judged("code_sim", "return x + 1", ["return x + 1"], raw="    return x + 1").score == 86.0
+    samsum = "\n\nAmanda will bring Jerry cookies.\nDialogue:"
+    ref = ["Amanda baked cookies and will bring Jerry some tomorrow."]
+    options = {"implementation": "rouge", "first_line": True}
+    assert _judged("rouge_l", samsum.strip(), ref, raw=samsum, **options).score == pytest.approx(57.14285668367348)
+    # a space before the newline is the first line there: nothing to score
+    assert _judged("rouge_l", "Amanda will bring Jerry cookies.", ref, raw=" \nAmanda will bring Jerry cookies.",
+                   **options).score == 0.0
+    # f1 and the other metrics read the stripped answer: stripping changes nothing they score
+    assert _judged("f1", "Paris", ["Paris"], raw="  Paris\n").score == 100.0
+
+
+def _words(n: int) -> str:
+    return " ".join(f"w{i}" for i in range(n))
+
+
+def test_the_rouge_package_fails_where_it_fails_in_the_authors_script_at_any_depth():
+    """LongBench's `rouge` 1.0.1 recurses once per step of an LCS walk: identical 990-word texts
+    without a full stop score ~1 under `python eval.py`, 991 words raise RecursionError, which
+    its `rouge_score` scores 0.0 (measured with the authors' metrics.py, Python 3.11). The judge
+    scores on a thread of its own, so the depth of its caller does not move that edge."""
+    def deep(k: int):
+        if k:
+            return deep(k - 1)
+        return [_judged("rouge_l", _words(n), [_words(n)], implementation="rouge").score for n in (990, 991)]
+
+    assert deep(0) == deep(400) == [pytest.approx(99.9999995), 0.0]
+
+
+def test_the_rouge_package_is_not_rouge_score():
+    """THUDM/LongBench metrics.py `rouge_score` (the `rouge` package) against rouge-score's rougeL:
+    sentence order, repeated words and punctuation all count differently (issue 31's pairs)."""
+    pairs = [("A b c. D e f.", "D e f. A b c.", 99.9999995, 50.0),
+             ("The report says costs rose 5%. It urges action.",
+              "Costs rose by 5 percent, the report says; it urges action.", 30.0, 60.0)]
+    for answer, reference, authors, rouge_score in pairs:
+        assert _judged("rouge_l", answer, [reference], implementation="rouge").score == pytest.approx(authors, abs=1e-6)
+        assert _judged("rouge_l", answer, [reference]).score == pytest.approx(rouge_score, abs=1e-6)
+
+
+def test_rouge_score_options_are_refused_with_the_rouge_package():
+    with pytest.raises(UserError) as err:
+        load_plugins().judges["rouge_l"](JudgeContext(options={"implementation": "rouge", "variant": "rougeLsum"}))
+    assert err.value.field == "judge.options.implementation"
+
+
+def test_references_first_and_an_empty_answer_left_out():
+    refs = ["PRIMATE PETE", "PETE"]
+    assert _judged("word_match", "Pete", refs, upper=True).score == 100.0
+    assert _judged("word_match", "Pete", refs, upper=True, references="first").score == 0.0  # label[0] only
+    empty = _judged("choice", "", ["B"], style="longbench_v2", empty_answer="missing")
+    assert empty.score is None and empty.parse_status == "missing"
+    assert _judged("choice", "", ["B"], style="longbench_v2").score == 0.0  # the default: scored, wrong
+    # not empty as written (white space): scored, as LongBench v2 scores it
+    assert _judged("choice", "", ["B"], raw=" \n", style="longbench_v2", empty_answer="missing").score == 0.0
+
+
+def test_infinitebench_chinese_f1_and_gpt4s_math_calc():
+    """OpenBMB/InfiniteBench compute_scores.py `qa_f1_score_zh` (characters after
+    `normalize_zh_answer`) and `get_score_one_math_calc` with model_name "gpt4"."""
+    assert _judged("f1", "是胡一刀。", ["胡一刀"], normalize="infinitebench_zh").score == pytest.approx(600 / 7)
+    assert _judged("f1", "胡 一 刀", ["胡一刀"], normalize="infinitebench_zh").score == 100.0
+    assert _judged("numeric", "[12, 19, 4, 31]", ["[19, 4, 31]"], mode="sequence", drop_first_number=True).score \
+        == 100.0
+    assert _judged("numeric", "[12, 19, 4, 31]", ["[19, 4, 31]"], mode="sequence").score == 0.0

@@ -165,7 +165,7 @@ def test_judge_with_a_stand_in_encoder_is_deterministic_and_explains_itself():
 
 
 def test_semantic_judge_through_the_entry_point():
-    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine import load_plugins
 
     factory = load_plugins().get("judge", "semantic")
     with pytest.raises(UserError, match="no options"):

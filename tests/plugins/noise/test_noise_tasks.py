@@ -122,7 +122,7 @@ def test_report_without_noise_is_a_user_error(noise_home, tmp_path):
 
 
 def test_noise_commands_through_the_entry_point(tmp_path, noise_home):
-    from lceval.engine._plugin_host import load_plugins
+    from lceval.engine import load_plugins
 
     assert "noise" in load_plugins().commands
 
@@ -143,7 +143,7 @@ def test_noise_commands_through_the_entry_point(tmp_path, noise_home):
 
 
 def test_shards_keep_the_facts_of_their_meetings_and_merge_joins_them(noise_home, tmp_path):
-    from lceval.cli._commands import merge
+    from tests.cli import merge
 
     from tests.shards import engine_run
 
@@ -160,15 +160,16 @@ def test_shards_keep_the_facts_of_their_meetings_and_merge_joins_them(noise_home
 
 def test_html_report_draws_the_noise_curve_through_the_panel_hook(noise_home, tmp_path):
     from lceval.interfaces import ReportContext
-    from lceval.engine._plugin_host import load_plugins
-    from lceval.report._html import load_inputs, run_labels
+    from lceval.engine import load_plugins
+    from lceval.report import run_labels
+    from lceval.results import load_run
 
     tasks = ",".join(str(spec(tmp_path, n, w)) for n, w in [("t_clean", None), ("t_n40", 0.4), ("t_n100", 1.0)])
     run_dir, _, _ = run_engine(ScriptedModel(), tasks, noise_home, tmp_path)
     other, _, _ = run_engine(ScriptedModel(), str(spec(tmp_path, "t_clean", None)), noise_home, tmp_path / "b")
-    inputs = load_inputs([run_dir])
+    runs = [load_run(run_dir)]  # what the HTML report hands its panels
     panel = load_plugins().report_panels["noise"]
-    figs = panel(ReportContext(inputs.runs, run_labels(inputs.runs)))
+    figs = panel(ReportContext(runs, run_labels(runs)))
     assert [f.title for f in figs] == ["Score by target word error rate", "Drop from the clean score",
                                        "Each meeting's score against its effective WER",
                                        "Target vs effective word error rate (Table 5)"]
@@ -178,5 +179,5 @@ def test_html_report_draws_the_noise_curve_through_the_panel_hook(noise_home, tm
     assert meetings.points == 9  # 3 meetings x 3 levels
     assert table5.points == 2 and "Effective WER measured with jiwer" in table5.caption
     # runs without noise draw nothing
-    clean = load_inputs([other]).runs
+    clean = [load_run(other)]
     assert panel(ReportContext(clean, run_labels(clean))) == []

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from lceval.cli import _commands as commands
+from tests import cli as commands
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationRequest
@@ -102,23 +102,16 @@ class VerdictModel(ModelBackend):
 
 def test_an_llm_coverage_judge_on_the_replayed_summaries(annotated, tmp_path):
     """Any judge: the LLM coverage judge (Appendix A.2 prompt) through a scripted judge model."""
-    from lceval.engine._cache import Cache
-    from lceval.results import write_run
-    from lceval.engine._catalog import load_catalog
     from lceval.engine import RunConfig
-    from tests.conftest import execute_config
-
-    from tests.conftest import plugins_with_model
+    from lceval.results import write_run
+    from tests.conftest import execute_config, plugins_with_model
 
     judge_model = VerdictModel()
     plugins = plugins_with_model(judge_model)
     cfg = RunConfig(tasks="summhay_annotated", models=["summhay-replay:annotated"], judge="summhay-coverage",
-                    judge_model="scripted:x", overrides={"options.annotations": str(annotated)}, progress=False)
-    cache = Cache(tmp_path / "cache.sqlite")
-    try:
-        state = execute_config(cfg, plugins, load_catalog(plugins), cache, tmp_path / "data")
-    finally:
-        cache.close()
+                    judge_model="scripted:x", overrides={"options.annotations": str(annotated)}, progress=False,
+                    cache_path=tmp_path / "cache.sqlite")
+    state = execute_config(cfg, plugins, tmp_path / "data")
     run_dir, _ = write_run(state, plugins, tmp_path / "runs")
     # six insight prompts, three of them repeated word for word by the second summary: each is
     # paid once (answers are judged as they arrive, so a repeat finds the first in the cache)

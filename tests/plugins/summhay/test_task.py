@@ -120,15 +120,9 @@ def test_limit_and_bad_options(haystack_dir, tmp_path):
 def test_retriever_flag_third_party_retriever_and_reported_metrics(haystack_dir, tmp_path):
     """--retriever overrides the spec; a retriever from any plugin is used like a built-in;
     coverage and citation F1 are reported beside the joint score (report.metrics)."""
-    import os
-    from pathlib import Path
-
     from lceval import hookimpl
-    from lceval.engine._cache import Cache
+    from lceval.engine import RunConfig, load_plugins
     from lceval.interfaces import Retriever
-    from lceval.engine._plugin_host import load_plugins
-    from lceval.engine._catalog import load_catalog
-    from lceval.engine import RunConfig
     from tests.conftest import execute_config
 
     class Reverse(Retriever):
@@ -152,18 +146,14 @@ def test_retriever_flag_third_party_retriever_and_reported_metrics(haystack_dir,
     cfg = RunConfig(tasks="summhay_full", models=["scripted:x"], progress=False, retriever="reverse",
                     overrides={"options.haystack": str(haystack_dir), "options.budget_tokenizer": "words",
                                "options.budget_tokens": 100, "options.order": "rank"})
-    cache = Cache(Path(os.environ["LCEVAL_CACHE"]))
-    try:
-        state = execute_config(cfg, plugins, load_catalog(plugins), cache, tmp_path / "data")
-    finally:
-        cache.close()
+    state = execute_config(cfg, plugins, tmp_path / "data")
     samples = state.tasks[0].samples
     assert all(s.metadata["retriever"] == "reverse" for s in samples)
     shown = docs_shown(model.calls[0])
     assert shown == list(range(N_DOCS, N_DOCS - len(shown), -1)) and len(shown) < N_DOCS
     from lceval.results import score_task
 
-    res = score_task(samples, state.tasks[0].spec.data, {})
+    res = score_task(samples, state.tasks[0].spec, {})
     assert {"score", "coverage", "citation_f1", "words_per_bullet"} <= set(res["metrics"])
     assert res["metrics"]["coverage"]["value"] == 0.0
 

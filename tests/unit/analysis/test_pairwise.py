@@ -12,7 +12,7 @@ import random
 import numpy as np
 import pytest
 
-from lceval.analysis._pairwise import (Match, NoMLE, bootstrap_ci, bradley_terry, bt_log_likelihood, clusters_of,
+from lceval.analysis import (Match, NoMLE, bootstrap_ci, bradley_terry, bt_log_likelihood, clusters_of,
                                        elo, elo_over_orders, expected_score, head_to_head, match_triples,
                                        score_matrix)
 

@@ -11,7 +11,7 @@ import pytest
 
 from lceval.errors import UserError
 from lceval.interfaces import PairwiseJudge
-from lceval.analysis._rank import RankOptions, collect_systems, combine, outcome, plan_pairs, rank
+from lceval.analysis import RankOptions, collect_systems, combine, outcome, plan_pairs, rank
 from lceval.analysis import format_ranking, write_ranking
 from lceval.results import FinishedRun
 from lceval.types import ContextCut, Judgment, PairInput, PairJudgment, Sample

@@ -7,15 +7,17 @@ import contextlib
 import io
 import json
 
-from lceval.cli import _commands as commands
+from lceval import hookimpl
 from lceval.cli import main
+from lceval.engine import RunConfig, load_plugins
+from lceval.interfaces import TaskContext, TaskType
 from lceval.results import format_table
-from lceval.engine._plan import cap_per_context
-from lceval.types import Conversation, Turn
+from lceval.types import CONTEXT_SLOT, Conversation, Turn
 from lceval_plugins.elitr.task import spread
 
+from tests import cli as commands
 from tests import elitr_tiny
-from tests.conftest import ScriptedModel, run_engine, serve_scripted
+from tests.conftest import ScriptedModel, execute_config, run_engine, serve_scripted
 
 
 def call(*argv) -> tuple[int, str]:
@@ -54,14 +56,43 @@ def test_limit_per_context_keeps_the_opening_turns_of_a_multi_turn_conversation(
         "dev/meeting_en_dev_901/1", "dev/meeting_en_dev_901/2", "dev/meeting_en_dev_902/1", "dev/meeting_en_dev_902/2"]
 
 
-def test_engine_caps_contexts_of_a_task_type_that_ignores_the_limit():
-    def conv(cid, ctx, n):
-        return Conversation(conv_id=cid, context="c", context_id=ctx,
-                            turns=[Turn(item_id=f"{cid}/{i}", user="q", reference="r", question="q") for i in range(n)])
+class IgnoresTheLimit(TaskType):
+    """A task type that never applies `limit_per_context` itself: three one-question
+    conversations about meeting m1, then one of three turns about m2."""
 
-    got = cap_per_context([conv("a", "m1", 1), conv("b", "m1", 1), conv("c", "m1", 1), conv("d", "m2", 3)], 2)
-    assert [c.conv_id for c in got] == ["a", "b", "d"] and len(got[2].turns) == 2
-    assert cap_per_context([conv("a", "m1", 3)], None)[0].turns[2].item_id == "a/2"
+    options_schema = {"type": "object", "properties": {}}
+
+    def load(self, ctx: TaskContext) -> list[Conversation]:
+        def conv(cid: str, ctx_id: str, n: int) -> Conversation:
+            users = [f"{CONTEXT_SLOT}\n\nq0"] + [f"q{i}" for i in range(1, n)]
+            return Conversation(conv_id=cid, context="c", context_id=ctx_id,
+                                turns=[Turn(item_id=f"{cid}/{i}", user=users[i], reference="r", question=f"q{i}")
+                                       for i in range(n)])
+
+        return [conv("a", "m1", 1), conv("b", "m1", 1), conv("c", "m1", 1), conv("d", "m2", 3)]
+
+
+def test_engine_caps_contexts_of_a_task_type_that_ignores_the_limit(tmp_path):
+    class Plugin:
+        @hookimpl
+        def register_models(self, register):
+            register("scripted", lambda name, options: ScriptedModel())
+
+        @hookimpl
+        def register_task_types(self, register):
+            register("ignores-the-limit", IgnoresTheLimit())
+
+    spec = tmp_path / "capped.yaml"
+    spec.write_text("name: capped\ndescription: ignores limit_per_context\ntype: ignores-the-limit\n")
+    plugins = load_plugins(extra=[("capped", Plugin())])
+
+    def answered(**config) -> list[tuple[str, str]]:
+        cfg = RunConfig(tasks=str(spec), models=["scripted:x"], progress=False, **config)
+        return [(s.conv_id, s.item_id) for s in execute_config(cfg, plugins, tmp_path / "data").tasks[0].samples]
+
+    # at most 2 turns per context, the first ones: m1's first two conversations, m2's opening two turns
+    assert answered(limit_per_context=2) == [("a", "a/0"), ("b", "b/0"), ("d", "d/0"), ("d", "d/1")]
+    assert answered() == [("a", "a/0"), ("b", "b/0"), ("c", "c/0"), ("d", "d/0"), ("d", "d/1"), ("d", "d/2")]  # no cap
 
 
 def test_limit_per_context_must_be_positive(tiny_home, tmp_path, monkeypatch):

@@ -80,8 +80,9 @@ def test_report_reads_finished_runs(tiny_home, tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
 
 
-def test_a_plugin_command_cannot_take_a_built_in_name():
-    from lceval.cli._parser import build_parser
+def test_a_plugin_command_cannot_take_a_built_in_name(monkeypatch, capsys):
+    import lceval.engine
+    from lceval import hookimpl
     from lceval.interfaces import Command
 
     class Extra(Command):
@@ -91,12 +92,25 @@ def test_a_plugin_command_cannot_take_a_built_in_name():
             parser.add_argument("--flavour")
 
         def run(self, args):
-            return "ran"
+            return f"ran with {args.flavour}"
 
-    built = build_parser({"run": Extra(), "extra": Extra()})
-    parser = built.parser
-    assert parser.parse_args(["extra", "--flavour", "x"]).flavour == "x"
+    class Plugin:
+        @hookimpl
+        def register_commands(self, register):
+            register("run", Extra())
+            register("extra", Extra())
+
+    real = lceval.engine.load_plugins
+    monkeypatch.setattr(lceval.engine, "load_plugins",
+                        lambda disabled=(), extra=(), overrides=(): real(disabled, [("extra", Plugin())], overrides))
+    clash = "command 'run': plugin 'extra' (in-process) also provides it and is ignored; lceval's own command is used"
+    assert main(["extra", "--flavour", "x"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "ran with x"
+    assert err.count("also provides it and is ignored") == 1 and clash in err  # printed as a clash on every command
     # `run` is still lceval's own: its required flags apply, the plugin's do not
-    args = parser.parse_args(["run", "--tasks", "t", "--model", "m"])
-    assert args.tasks == "t" and not hasattr(args, "flavour")
-    assert built.shadowed_commands == ["run"]  # printed as a clash on every command
+    assert main(["run", "--flavour", "x"]) == 2
+    err = capsys.readouterr().err
+    assert clash in err and "the following arguments are required: --tasks, --model" in err
+    assert main(["run", "--tasks", "t", "--model", "m", "--flavour", "x"]) == 2
+    assert "unrecognized arguments: --flavour x" in capsys.readouterr().err

@@ -11,7 +11,7 @@ import types
 import pytest
 
 from lceval.cli import main
-from lceval.cli._commands import list_plugins, paths
+from tests.cli import list_plugins, paths
 from lceval.errors import UserError
 from lceval.interfaces import missing_requirements, requires
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from lceval import hookimpl
-from lceval.engine import Cache, RunConfig, execute, load_catalog, load_plugins, plan_run
+from lceval.engine import RunConfig, load_plugins
 from lceval.errors import UserError
 from lceval.interfaces import Dataset, DatasetFile, TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
-from tests.conftest import ScriptedModel
+from tests.conftest import ScriptedModel, session_answer
 
 
 def _archive(folder: Path) -> tuple[Path, str]:
@@ -67,12 +67,7 @@ def _run(tmp_path: Path, plugin, home: Path):
     spec = tmp_path / "notes.yaml"
     spec.write_text("name: notes\ndescription: d\ntype: notes\n")
     plugins = load_plugins(extra=[("notes", plugin)])
-    plan = plan_run(RunConfig(tasks=str(spec), models=["scripted:x"], progress=False), plugins, load_catalog(plugins))
-    cache = Cache(tmp_path / "cache.sqlite")
-    try:
-        return execute(plan, plan.models[0], plugins, cache, home)
-    finally:
-        cache.close()
+    return session_answer(RunConfig(tasks=str(spec), models=["scripted:x"], progress=False), plugins, tmp_path / "cache.sqlite", home)
 
 
 def test_a_missing_dataset_is_fetched_once_and_verified(tmp_path, monkeypatch):

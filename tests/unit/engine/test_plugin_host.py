@@ -8,8 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from lceval.cli._commands import list_plugins
-from lceval.engine._plugin_host import load_plugins
+from tests.cli import list_plugins
+from lceval.engine import load_plugins
 
 
 def fake_distribution(site: Path, dist: str, modules: dict[str, str], entry_points: dict[str, str]) -> None:

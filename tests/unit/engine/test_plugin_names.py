@@ -16,8 +16,8 @@ from lceval import hookimpl
 from lceval.cli import main
 from lceval.errors import UserError
 from lceval.interfaces import JudgeContext, TaskType
-from lceval.engine._plugin_host import load_plugins
-from lceval.engine._catalog import load_catalog
+from lceval.engine import load_plugins
+from lceval.engine import load_catalog
 
 from tests.conftest import only_run
 from tests.unit.engine.test_plugin_host import fake_distribution, run_cli
@@ -153,7 +153,7 @@ def test_a_run_records_clashes_and_overrides_in_its_manifest(tmp_path, monkeypat
     fake_distribution(site, "lceval-judge-shadow", {"judge_shadow": JUDGE_SHADOW}, {"judgeshadow": "judge_shadow"})
     monkeypatch.syspath_prepend(str(site))  # found through its entry point, like an installed plugin
     real_load = load_plugins
-    monkeypatch.setattr("lceval.cli._commands.load_plugins",
+    monkeypatch.setattr("lceval.engine.load_plugins",  # what `lceval.cli.main` loads the plugins with
                         lambda disabled=(), **kw: real_load(disabled, extra=[("echo", Echo())], **kw))
     common = ["--tasks", "elitr_qa", "--model", "echo:x", "--limit", "1", "--data-home", str(tiny_home), "--no-progress"]
 

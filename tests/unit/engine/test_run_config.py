@@ -11,20 +11,30 @@ import pytest
 
 from lceval import hookimpl
 from lceval.cli import main
-from lceval.cli._parser import build_parser
-from lceval.engine import RunConfig, flag_of, run_flags
+from lceval.engine import RunConfig, run_flags
 from lceval.errors import UserError
 from lceval.options import NO_OPTIONS
 
 from tests.conftest import ScriptedModel
 
 
-def test_every_run_flag_is_parsed_from_its_one_declaration(capsys):
-    parser = build_parser({}).parser
-    run = parser.parse_args(["run", "--tasks", "t", "--model", "a", "--model", "b", "--seed", "1,2", "--limit", "3",
-                             "--set", "options.x=[1, 2]", "--context-lengths", "8k,full", "--shard", "1/4",
-                             "--no-progress", "--contexts", "dev/*,x", "--context-policy", "truncate-left"])
-    config = RunConfig.from_flags(vars(run))
+def test_every_run_flag_is_parsed_from_its_one_declaration(capsys, monkeypatch):
+    # the command line's own parser hands its values to RunConfig.from_flags: the config it
+    # builds is caught there, and the command stops before any work
+    built: list[RunConfig] = []
+    real_from_flags = RunConfig.from_flags.__func__
+
+    def caught(cls, given, **extra):
+        built.append(real_from_flags(cls, given, **extra))
+        raise UserError("caught")
+
+    monkeypatch.setattr(RunConfig, "from_flags", classmethod(caught))
+    assert main(["run", "--tasks", "t", "--model", "a", "--model", "b", "--seed", "1,2", "--limit", "3",
+                 "--set", "options.x=[1, 2]", "--context-lengths", "8k,full", "--shard", "1/4",
+                 "--no-progress", "--contexts", "dev/*,x", "--context-policy", "truncate-left"]) == 2
+    assert "caught" in capsys.readouterr().err
+    monkeypatch.undo()
+    (config,) = built
     assert config.models == ["a", "b"] and config.seeds == [1, 2] and config.limit == 3
     assert config.overrides == {"options.x": [1, 2]} and config.context_lengths == [8192, None]
     assert config.shard == (1, 4) and config.progress is False and config.contexts == ["dev/*", "x"]
@@ -33,11 +43,11 @@ def test_every_run_flag_is_parsed_from_its_one_declaration(capsys):
     flagged = {f.name for f in fields(RunConfig) if "flag" in f.metadata}
     assert flagged == {dest for dest, _ in run_flags()}
     with pytest.raises(SystemExit):
-        parser.parse_args(["run", "--help"])
+        main(["run", "--help"])
     help_text = capsys.readouterr().out
     for _, flag in run_flags():
         assert flag.name in help_text
-    assert flag_of("limit_per_context") == "--limit-per-context"
+    assert dict(run_flags())["limit_per_context"].name == "--limit-per-context"
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -80,10 +90,11 @@ class Counted:
 
 def test_one_command_loads_the_plugins_once_resolves_the_model_once_and_leaves_the_environment(
         tiny_home, tmp_path, monkeypatch):
-    from lceval.cli import _commands as commands
-    from lceval.engine import _model_spec
-    from lceval.engine import load_plugins as real_load
+    import jsonschema
+
+    import lceval.engine
     from lceval import options as options_module
+    from lceval.engine import load_plugins as real_load
 
     plugin = Counted()
     loads: list[tuple] = []
@@ -92,15 +103,18 @@ def test_one_command_loads_the_plugins_once_resolves_the_model_once_and_leaves_t
         loads.append((tuple(disabled), tuple(overrides)))
         return real_load(disabled, extra=[("counted", plugin)], overrides=overrides)
 
-    checks: list[str] = []
-    real_check = _model_spec.check_options
+    monkeypatch.setattr(lceval.engine, "load_plugins", load)  # what `lceval.cli.main` loads them with
+    # every check of options against the backend's declared schema: lceval.options validates a
+    # mapping of options with a JSON Schema validator of that schema
+    checks: list[dict] = []
+    real_iter = jsonschema.Draft202012Validator.iter_errors
 
-    def counting_check(schema, values, **kw):
-        checks.append(kw.get("what", ""))
-        return real_check(schema, values, **kw)
+    def counted_iter(self, instance, *args, **kwargs):
+        if self.schema == Counted.SCHEMA:
+            checks.append(dict(instance))
+        return real_iter(self, instance, *args, **kwargs)
 
-    monkeypatch.setattr(commands, "load_plugins", load)
-    monkeypatch.setattr(_model_spec, "check_options", counting_check)
+    monkeypatch.setattr(jsonschema.Draft202012Validator, "iter_errors", counted_iter)
     wrapped_calls: list[str] = []  # a registered factory's own options check (judges use it)
     real_call = options_module.CheckedFactory.__call__
     monkeypatch.setattr(options_module.CheckedFactory, "__call__",
@@ -110,7 +124,8 @@ def test_one_command_loads_the_plugins_once_resolves_the_model_once_and_leaves_t
                  "--limit", "2", "--data-home", str(tiny_home), "--output", str(tmp_path / "runs"),
                  "--no-progress"]) == 0
     assert loads == [((), ("counted",))]  # once, with the -p choice handed to the loader
-    assert checks == ["backend 'counted'"] and "backend 'counted'" not in wrapped_calls
+    assert checks == [{"window": 2048}]  # the backend's options checked once, at resolution ...
+    assert "backend 'counted'" not in wrapped_calls  # ... not again at the factory
     assert plugin.built == [{"window": 2048}]  # built once with the options checked at resolution
     assert dict(os.environ) == before  # no -p override, no data home left in the environment
 

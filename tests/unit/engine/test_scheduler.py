@@ -13,6 +13,9 @@ cache it declares:
 
 Then the same properties over random shapes (groups, conversations, turns, sizes, slots,
 capacities, latencies, answers already cached).
+
+Every scenario is a real run (`tests/unit/engine/served.py`): the engine's context policy, scheduler
+and request cache at work, the timeline what the backend saw.
 """
 
 from __future__ import annotations
@@ -26,13 +29,10 @@ from typing import Any
 
 import pytest
 
-from lceval.engine import _context_policy as ctxpolicy
-from lceval.engine import _scheduler as scheduler
-from lceval.engine import Cache, CachedModel
 from lceval.interfaces import ModelBackend, PrefixCache
-from lceval.engine._scheduler import ConversationState
-from lceval.types import (ContextCut, Conversation, Generation, GenerationParams, GenerationRequest, Message,
-                          Turn)
+from lceval.types import Conversation, Generation, GenerationRequest, Message, Sample, Turn
+
+from tests.unit.engine.served import serve
 
 ANSWER = 3  # max_new_tokens: keeps the requests' own parts small beside the transcripts
 
@@ -62,8 +62,14 @@ class TimelineModel(ModelBackend):
     events: list[Event] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     fail_on: str | None = None
+    #: requests of these items wait until the event is set (an answer still in flight)
+    hold: dict[str, threading.Event] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # a window and a word tokenizer: the context policy measures every transcript (in
+        # words, what the simulated cache counts) and cuts none of them
+        self.context_window = 1 << 30
+        self.received: list[GenerationRequest] = []
         self.prefix_cache = self.cache
         self.max_in_flight = self.slots
         self.max_in_flight_per_prefix = self.per_prefix
@@ -75,7 +81,15 @@ class TimelineModel(ModelBackend):
     def identity(self) -> dict[str, Any]:
         return {"scheme": "timeline"}
 
+    def tokenize(self, text: str) -> list[int] | None:
+        return list(range(len(text.split())))
+
+    def count_tokens(self, messages: list[Message]) -> int | None:
+        return sum(len(m.content.split()) + 3 for m in messages)
+
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        with self._lock:
+            self.received.extend(requests)
         return [self._one(r) for r in requests]
 
     def _one(self, request: GenerationRequest) -> Generation:
@@ -91,6 +105,8 @@ class TimelineModel(ModelBackend):
             with self._lock:
                 del self._in_flight[item]
             raise KeyboardInterrupt
+        if item in self.hold:
+            self.hold[item].wait(timeout=60)
         time.sleep(self.latency(item))
         with self._lock:
             del self._in_flight[item]
@@ -122,6 +138,11 @@ class TimelineModel(ModelBackend):
         return self.sizes[group]
 
     # -- what the timeline says -------------------------------------------------------------
+    def ended(self) -> int:
+        """Requests ended so far (safe to ask while others run)."""
+        with self._lock:
+            return sum(1 for e in self.events if e.kind == "end")
+
     def starts(self) -> list[Event]:
         return [e for e in self.events if e.kind == "start"]
 
@@ -144,48 +165,27 @@ def conversations(shape: list[list[int]], sizes: list[int]) -> list[Conversation
     return out
 
 
+SPEC = f"generation: {{max_new_tokens: {ANSWER}}}\n"
+
+
 def drive(model: TimelineModel, convs: list[Conversation], tmp_path: Path,
-          cached: dict[str, bool] | None = None) -> tuple[dict[tuple[str, int], str], list[GenerationRequest],
-                                                           scheduler.Planner]:
-    """Run the scheduler over `convs`; returns the answers by (conversation, turn), every
-    request built (in the order built) and the planner."""
-    params = GenerationParams(max_new_tokens=ANSWER)
-    states = [ConversationState(conv=c, context=c.context,
-                                cut=ContextCut("error", len(c.context.split()), len(c.context.split())))
-              for c in convs]
-    built: list[GenerationRequest] = []
-    cache = Cache(tmp_path / f"cache-{random.random()}.sqlite")
-    cm = CachedModel(model, cache, "timeline")
-
-    def build(st: ConversationState) -> GenerationRequest:
-        messages = ctxpolicy.fill_context(
-            ctxpolicy.full_transcript(st.conv, st.history_answers(), upto=st.next_turn), st.context or "")
-        request = GenerationRequest(request_id=st.conv.turns[st.next_turn].item_id, messages=messages,
-                                    params=params)
-        built.append(request)
-        return request
-
-    for item, _ in (cached or {}).items():  # answers a previous run left in the request cache
-        conv = next(c for c in convs if any(t.item_id == item for t in c.turns))
-        turn = next(i for i, t in enumerate(conv.turns) if t.item_id == item)
-        answers = [f"answer to {t.item_id}" for t in conv.turns[:turn]]
-        messages = ctxpolicy.fill_context(ctxpolicy.full_transcript(conv, answers, upto=turn), conv.context)
-        request = GenerationRequest(request_id=item, messages=messages, params=params)
-        cache.put(cm.key(request), "generate", {"request_id": item, "text": f"answer to {item}",
-                                                "prompt_tokens": 1, "prefilled_tokens": 1})
-    answers: dict[tuple[str, int], str] = {}
-
-    def answered(st: ConversationState, request: GenerationRequest, gen: Generation) -> None:
-        key = (st.conv.conv_id, st.next_turn)
-        assert key not in answers, f"{key} answered twice"
-        answers[key] = gen.text
-        st.record(gen, "")
-
-    try:
-        planner = scheduler.run(states, cm, build, answered)
-    finally:
-        cache.close()
-    return answers, built, planner
+          cached: dict[str, bool] | None = None) -> tuple[dict[tuple[str, int], str], list[GenerationRequest]]:
+    """A run of `convs` answered by `model`; returns the answers by (conversation, turn) and
+    every request the backend received (in the order received). `cached`: turns whose answers
+    a previous run left in the request cache (answered by a run of those first turns alone,
+    whose requests are the same)."""
+    cache = tmp_path / f"cache-{random.random()}.sqlite"
+    if cached:
+        first = [Conversation(conv_id=f"{c.conv_id}-first", context=c.context, context_id=c.context_id,
+                              turns=[c.turns[0]]) for c in convs if c.turns[0].item_id in cached]
+        assert len(first) == len(cached), "only first turns can be cached before a run"
+        serve(TimelineModel(sizes=model.sizes), first, tmp_path, spec=SPEC, cache=cache)
+    state = serve(model, convs, tmp_path, spec=SPEC, cache=cache)
+    samples: list[Sample] = state.tasks[0].samples
+    started = [e.item for e in model.starts()]
+    assert len(started) == len(set(started)), "a turn was asked twice"
+    assert all(s.response is not None for s in samples), "a turn was left unanswered"
+    return {(s.conv_id, s.turn_index): s.response for s in samples}, list(model.received)
 
 
 # -- the properties, as checks over a finished timeline ------------------------------------------
@@ -242,6 +242,33 @@ def check_turns_in_order(model: TimelineModel, built: list[GenerationRequest]) -
             assert model.span(previous)[1] < model.span(request.request_id)[0]
 
 
+def together(*items: str, rest: float = 0.0):
+    """A latency under which `items` wait until all of them are in flight at once (the
+    backend would raise BrokenBarrierError after a minute if the scheduler never sent them
+    together), the others take `rest` seconds: what went out together is then certain,
+    whatever the machine's load, and no assert depends on how long a thread took to start."""
+    barrier = threading.Barrier(len(items), timeout=60)
+
+    def latency(item: str) -> float:
+        if item in items:
+            barrier.wait()
+        return rest
+
+    return latency
+
+
+def peak_groups(model: TimelineModel) -> int:
+    """The most transcripts in play at once: each from its first request's start to its last
+    request's end (what the scheduler admitted beside each other)."""
+    spans: dict[str, tuple[int, int]] = {}
+    for e in model.starts():
+        start, end = model.span(e.item)
+        lo, hi = spans.get(e.group, (start, end))
+        spans[e.group] = (min(lo, start), max(hi, end))
+    return max((sum(1 for lo, hi in spans.values() if lo <= seq <= hi) for seq in range(1, len(model.events) + 1)),
+               default=0)
+
+
 def prefilled(model: TimelineModel) -> int:
     return sum(e.prefilled for e in model.starts())
 
@@ -255,7 +282,7 @@ def floor(model: TimelineModel) -> int:
 def test_last_prompt_sends_one_transcript_at_a_time_in_order(tmp_path: Path) -> None:
     convs = conversations([[1, 1, 1], [1, 1], [3]], [50, 60, 70])
     model = TimelineModel(PrefixCache("last-prompt"), sizes={"g0": 50, "g1": 60, "g2": 70})
-    answers, built, _ = drive(model, convs, tmp_path)
+    answers, built = drive(model, convs, tmp_path)
     assert [e.item for e in model.starts()] == ["g0c0t0", "g0c1t0", "g0c2t0", "g1c0t0", "g1c1t0",
                                                 "g2c0t0", "g2c0t1", "g2c0t2"]
     assert prefilled(model) == floor(model) == 180
@@ -266,13 +293,13 @@ def test_last_prompt_sends_one_transcript_at_a_time_in_order(tmp_path: Path) -> 
 def test_shared_cache_primes_each_transcript_then_fans_out(tmp_path: Path) -> None:
     convs = conversations([[1] * 5, [1] * 5], [100, 100])
     model = TimelineModel(PrefixCache("shared", 1000), slots=4, sizes={"g0": 100, "g1": 100},
-                          latency=lambda item: 0.02)
-    _, _, planner = drive(model, convs, tmp_path)
+                          latency=together("g0c0t0", "g1c0t0"))
+    drive(model, convs, tmp_path)
     check_primed_before_fan_out(model)
     starts = model.starts()
     # g0's primer goes alone with g1's primer (a free slot admits the next transcript) ...
     assert {e.item for e in starts[:2]} == {"g0c0t0", "g1c0t0"}
-    assert planner.peak_groups == 2
+    assert peak_groups(model) == 2
     assert prefilled(model) == floor(model) == 200
 
 
@@ -281,8 +308,8 @@ def test_a_cache_that_shares_in_flight_prefills_needs_no_primer(tmp_path: Path) 
     transcript's questions go out together, and the next transcript only when slots are free."""
     convs = conversations([[1] * 3, [1] * 3], [100, 100])
     model = TimelineModel(PrefixCache("shared", shares_in_flight=True), slots=4,
-                          sizes={"g0": 100, "g1": 100}, latency=lambda item: 0.02)
-    _, _, planner = drive(model, convs, tmp_path)
+                          sizes={"g0": 100, "g1": 100}, latency=together("g0c0t0", "g0c1t0", "g0c2t0", "g1c0t0"))
+    drive(model, convs, tmp_path)
     first = model.events[:4]
     assert {e.item for e in first} == {"g0c0t0", "g0c1t0", "g0c2t0", "g1c0t0"}
     assert all(e.kind == "start" for e in first)
@@ -293,8 +320,19 @@ def test_a_finished_request_frees_its_slot_at_once(tmp_path: Path) -> None:
     """Streaming: while one slow question is out, the other slots keep going through the rest
     (a wave-by-wave engine would wait for the slow one before sending more)."""
     convs = conversations([[1] * 10], [100])
-    model = TimelineModel(PrefixCache("shared"), slots=3, sizes={"g0": 100},
-                          latency=lambda item: 0.5 if item == "g0c1t0" else 0.01)
+    model = TimelineModel(PrefixCache("shared"), slots=3, sizes={"g0": 100})
+
+    def slow(item: str) -> float:
+        """g0c1t0 stays in flight until every other question has ended (a minute at most: a
+        wave-by-wave engine would never get there)."""
+        deadline = time.monotonic() + 60
+        while item == "g0c1t0" and time.monotonic() < deadline:
+            if model.ended() == 9:
+                break
+            time.sleep(0.005)
+        return 0.0
+
+    model.latency = slow
     drive(model, convs, tmp_path)
     slow_start, slow_end = model.span("g0c1t0")
     during = [e for e in model.starts() if slow_start < e.seq < slow_end]
@@ -307,10 +345,10 @@ def test_capacity_keeps_pending_transcripts_cached(tmp_path: Path) -> None:
     sizes = {f"g{i}": 400 for i in range(4)}
     convs = conversations([[1] * 4] * 4, [400] * 4)
     model = TimelineModel(PrefixCache("shared", 1000), slots=8, sizes=sizes, latency=lambda item: 0.005)
-    _, _, planner = drive(model, convs, tmp_path)
+    drive(model, convs, tmp_path)
     check_capacity(model)
     check_primed_before_fan_out(model)
-    assert planner.peak_groups == 2
+    assert peak_groups(model) == 2
     assert prefilled(model) == floor(model) == 1600
 
 
@@ -318,7 +356,7 @@ def test_multi_turn_conversations_stay_in_order_while_others_run(tmp_path: Path)
     convs = conversations([[3, 3], [2]], [80, 90])
     model = TimelineModel(PrefixCache("shared"), slots=4, sizes={"g0": 80, "g1": 90},
                           latency=lambda item: random.uniform(0, 0.01))
-    answers, built, _ = drive(model, convs, tmp_path)
+    answers, built = drive(model, convs, tmp_path)
     check_turns_in_order(model, built)
     check_primed_before_fan_out(model)
     assert len(answers) == 8
@@ -331,17 +369,18 @@ def test_fleet_style_limit_per_transcript_keeps_every_lane_busy(tmp_path: Path) 
     convs = conversations([[1] * 3] * 4, [100] * 4)
     model = TimelineModel(PrefixCache("shared"), slots=3, per_prefix=1, sizes=sizes,
                           latency=lambda item: 0.01)
-    _, _, planner = drive(model, convs, tmp_path)
+    drive(model, convs, tmp_path)
     live: dict[str, int] = {}
     for e in model.events:
         live[e.group] = live.get(e.group, 0) + (1 if e.kind == "start" else -1)
         assert live[e.group] <= 1
-    assert planner.peak_groups == 3
+    assert peak_groups(model) == 3
 
 
 def test_no_cache_fills_every_slot(tmp_path: Path) -> None:
     convs = conversations([[1] * 6], [10])
-    model = TimelineModel(PrefixCache("none"), slots=3, sizes={"g0": 10}, latency=lambda item: 0.05)
+    model = TimelineModel(PrefixCache("none"), slots=3, sizes={"g0": 10},
+                          latency=together("g0c0t0", "g0c1t0", "g0c2t0"))
     drive(model, convs, tmp_path)
     assert [e.kind for e in model.events[:3]] == ["start"] * 3
 
@@ -349,7 +388,7 @@ def test_no_cache_fills_every_slot(tmp_path: Path) -> None:
 def test_cached_answers_take_no_slot_and_do_not_prime(tmp_path: Path) -> None:
     convs = conversations([[1] * 4], [100])
     model = TimelineModel(PrefixCache("shared"), slots=4, sizes={"g0": 100}, latency=lambda item: 0.01)
-    answers, _, _ = drive(model, convs, tmp_path, cached={"g0c0t0": True})
+    answers, _ = drive(model, convs, tmp_path, cached={"g0c0t0": True})
     assert len(answers) == 4 and {e.item for e in model.starts()} == {"g0c1t0", "g0c2t0", "g0c3t0"}
     check_primed_before_fan_out(model)  # the first uncached request primes the transcript
     assert prefilled(model) == 100
@@ -357,25 +396,27 @@ def test_cached_answers_take_no_slot_and_do_not_prime(tmp_path: Path) -> None:
 
 def test_answers_are_stored_as_they_arrive_and_an_interrupt_loses_only_those_in_flight(
         tmp_path: Path) -> None:
+    """Two slots: one question is held in flight, the other slot goes through the rest one by
+    one until Ctrl-C (at g0c6t0). Every answer that arrived before it is in the request cache
+    (a run of the same work asks none of them again); the one in flight and the interrupted
+    one are lost, and nothing after them was asked."""
     convs = conversations([[1] * 8], [100])
-    model = TimelineModel(PrefixCache("shared"), slots=3, sizes={"g0": 100},
-                          latency=lambda item: 0.3 if item == "g0c1t0" else 0.01, fail_on="g0c6t0")
-    cache = Cache(tmp_path / "c.sqlite")
-    cm = CachedModel(model, cache, "timeline")
-    params = GenerationParams(max_new_tokens=ANSWER)
-    states = [ConversationState(conv=c, context=c.context, cut=ContextCut("error", 100, 100)) for c in convs]
-
-    def build(st: ConversationState) -> GenerationRequest:
-        return GenerationRequest(request_id=st.conv.turns[0].item_id, params=params, messages=ctxpolicy.fill_context(
-            ctxpolicy.full_transcript(st.conv, [], upto=0), st.context or ""))
-
-    with pytest.raises(KeyboardInterrupt):
-        scheduler.run(states, cm, build, lambda st, req, gen: st.record(gen, ""))
-    time.sleep(0.6)  # the slow one still in flight finishes (a real Ctrl-C would have exited)
-    stored = {st.conv.turns[0].item_id for st in states if cm.lookup(build(st)) is not None}
-    ended = {e.item for e in model.events if e.kind == "end"}
-    cache.close()
-    assert stored == ended and "g0c6t0" not in stored and len(stored) >= 5
+    release = threading.Event()
+    model = TimelineModel(PrefixCache("shared"), slots=2, sizes={"g0": 100}, fail_on="g0c6t0",
+                          hold={"g0c1t0": release})
+    cache = tmp_path / "c.sqlite"
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            serve(model, convs, tmp_path, spec=SPEC, cache=cache)
+        ended = {e.item for e in model.events if e.kind == "end"}
+    finally:
+        release.set()  # the held one ends now, after the run (a real Ctrl-C would have exited)
+    again = TimelineModel(PrefixCache("shared"), slots=2, sizes={"g0": 100})
+    serve(again, convs, tmp_path, spec=SPEC, cache=cache)
+    stored = {f"g0c{c}t0" for c in range(8)} - {r.request_id for r in again.received}
+    assert {e.item for e in model.starts()} == {f"g0c{c}t0" for c in range(7)}  # g0c7t0 never asked
+    assert stored == ended == {"g0c0t0", "g0c2t0", "g0c3t0", "g0c4t0", "g0c5t0"}
+    assert "g0c1t0" not in stored and "g0c6t0" not in stored
 
 
 def test_answers_do_not_depend_on_completion_order(tmp_path: Path) -> None:
@@ -385,7 +426,7 @@ def test_answers_do_not_depend_on_completion_order(tmp_path: Path) -> None:
         rng = random.Random(seed)
         model = TimelineModel(PrefixCache("shared"), slots=5, sizes={"g0": 30, "g1": 40, "g2": 50},
                               latency=lambda item, rng=rng: rng.uniform(0, 0.01))
-        answers, _, _ = drive(model, convs, tmp_path)
+        answers, _ = drive(model, convs, tmp_path)
         runs.append(sorted(answers.items()))
     assert runs[0] == runs[1] == runs[2]
 
@@ -407,7 +448,7 @@ def test_properties_hold_over_random_shapes(seed: int, tmp_path: Path) -> None:
     model = TimelineModel(PrefixCache(kind, capacity, shares), slots=slots, per_prefix=per_prefix,
                           sizes={f"g{g}": s for g, s in enumerate(sizes)},
                           latency=lambda item: rng.uniform(0, 0.003))
-    answers, built, _ = drive(model, convs, tmp_path, cached=cached)
+    answers, built = drive(model, convs, tmp_path, cached=cached)
 
     assert not model.violations
     assert sorted(f"{c}t{t}" for c, t in answers) == sorted(items)  # every turn, exactly once

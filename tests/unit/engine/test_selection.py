@@ -10,14 +10,20 @@ import pytest
 
 from lceval.cli import main
 from lceval.errors import UserError
-from lceval.engine._selection import context_matches, parse_contexts
+from lceval.engine import RunConfig
 from lceval_plugins.summhay.annotated import annotated_conversations
 from lceval_plugins.summhay.template import write_template
 
-from tests.conftest import ScriptedModel
-from tests.shards import engine_run, read
+from tests.conftest import ScriptedModel, run_engine
+from tests.shards import read
 
 DEV1, DEV2, TEST1 = "dev/meeting_en_dev_901", "dev/meeting_en_dev_902", "test2/meeting_en_test2_901"
+
+
+def engine_run(model: ScriptedModel, tasks: str, home: Path, out: Path, **config) -> Path:
+    """One run of the engine on a scripted model (no CLI); returns its run directory."""
+    run_dir, _, _ = run_engine(model, tasks, home, out, **config)
+    return run_dir
 
 
 def samples(run_dir: Path) -> list[dict]:
@@ -28,13 +34,25 @@ def meetings(run_dir: Path) -> set[str]:
     return {f"{s['metadata']['split']}/{s['metadata']['meeting_id']}" for s in samples(run_dir)}
 
 
-def test_patterns_match_whole_ids_leading_or_trailing_parts_and_globs():
-    assert context_matches(DEV1, DEV1) and context_matches("meeting_en_dev_901", DEV1)
-    assert context_matches("dev", DEV1) and context_matches("dev/*", DEV1) and context_matches("*_90?", DEV1)
-    assert not context_matches("meeting_en_dev_90", DEV1) and not context_matches("test2", DEV1)
-    assert parse_contexts(["a,b", " c "]) == ["a", "b", "c"] and parse_contexts(None) is None
-    with pytest.raises(UserError, match="--contexts"):
-        parse_contexts([" , "])
+def test_patterns_match_whole_ids_leading_or_trailing_parts_and_globs(tiny_home, tmp_path):
+    runs = iter(range(100))
+
+    def chosen(pattern: str) -> set[str]:
+        return meetings(engine_run(ScriptedModel(), "elitr_qa", tiny_home, tmp_path / str(next(runs)),
+                                   contexts=[pattern]))
+
+    assert chosen(DEV1) == chosen("meeting_en_dev_901") == {DEV1}  # the whole id, its trailing part
+    assert chosen("dev") == chosen("dev/*") == {DEV1, DEV2}  # its leading part, a glob
+    assert chosen("*_90?") == {DEV1, DEV2, TEST1}
+    assert chosen("test2") == {TEST1}  # not the dev meetings
+    with pytest.raises(UserError, match="'meeting_en_dev_90'"):  # a part of an id's segment is no id
+        chosen("meeting_en_dev_90")
+    flags = {"tasks": "elitr_qa", "models": ["m"]}
+    assert RunConfig.from_flags({**flags, "contexts": ["a,b", " c "]}).contexts == ["a", "b", "c"]
+    assert RunConfig.from_flags(flags).contexts is None
+    with pytest.raises(UserError) as err:
+        RunConfig.from_flags({**flags, "contexts": [" , "]})
+    assert err.value.field == "--contexts"
 
 
 @pytest.mark.parametrize("task", ["elitr_qa", "elitr_qa_mt", "cream_elitr"])
@@ -105,5 +123,5 @@ def test_summhay_annotated_summaries_by_subtopic(tmp_path):
     path = tmp_path / "annotated.json"
     path.write_text(json.dumps([{**base, "subtopic_id": s, "summkey": k}
                                 for s, k in [("s1", "a"), ("s2", "a"), ("s2", "b")]]))
-    convs = annotated_conversations(path, limit=1, select=lambda cid: context_matches("s2", cid))
+    convs = annotated_conversations(path, limit=1, select=lambda cid: "s2" in cid.split("/"))
     assert [c.context_id for c in convs] == ["s2/a"]

@@ -11,7 +11,7 @@ import pytest
 
 from lceval.cli import main
 from lceval.errors import UserError
-from lceval.engine._spec import check_options, load_spec
+from lceval.engine import check_spec, load_plugins, load_spec
 
 GOOD = """\
 name: my_task
@@ -80,12 +80,10 @@ def test_duplicate_keys_are_rejected(tmp_path):
 
 
 def test_task_type_options_are_checked_with_line(tmp_path):
-    from lceval.engine._plugin_host import load_plugins
-
     path = write(tmp_path, GOOD.replace("mode: single-turn", "mode: both"))
     spec = load_spec(path)
     with pytest.raises(UserError) as err:
-        check_options(spec, load_plugins().task_types["elitr"].options_schema)
+        check_spec(spec, load_plugins())  # its task type's options, against the type's schema
     assert err.value.field == "options.mode" and err.value.line == 6
 
 
@@ -122,7 +120,7 @@ def test_task_type_defaults_are_filled_and_change_nothing(tmp_path, tiny_home, c
     from lceval_plugins.elitr.task import FIG4_PROMPT, OPTIONS_SCHEMA, ElitrTaskType
 
     spec = load_spec(write(tmp_path, GOOD))
-    check_options(spec, OPTIONS_SCHEMA)
+    assert isinstance(check_spec(spec, load_plugins()), ElitrTaskType)  # the elitr type's schema: OPTIONS_SCHEMA
     opts = spec.data["options"]
     assert opts["question_set"] == "qa" and opts["history"] == "model" and opts["prompt"] == FIG4_PROMPT
 

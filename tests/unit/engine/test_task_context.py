@@ -8,14 +8,14 @@ import json
 from pathlib import Path
 
 from lceval import hookimpl
-from lceval.engine import RunConfig, execute, load_catalog, plan_run
+from lceval.engine import RunConfig
 from lceval.engine import load_plugins
-from lceval.engine import Cache
+
 from lceval.interfaces import TaskContext, TaskType
 from lceval.results import write_run
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
-from tests.conftest import ScriptedModel
+from tests.conftest import ScriptedModel, session_answer
 
 SPEC = """name: sized
 description: contexts built to a length in the model's tokens
@@ -59,13 +59,8 @@ def test_a_task_type_builds_to_the_models_tokens_and_the_model_loads_once(tmp_pa
     spec.write_text(SPEC)
     plugins = load_plugins(extra=[("sized", Plugin())])
     config = RunConfig(tasks=str(spec), models=["scripted:x"], progress=False, context_lengths=[16, 32])
-    plan = plan_run(config, plugins, load_catalog(plugins))
     SizedTaskType.seen.clear()
-    cache = Cache(tmp_path / "cache.sqlite")
-    try:
-        state = execute(plan, plan.models[0], plugins, cache, tmp_path / "data")
-    finally:
-        cache.close()
+    state = session_answer(config, plugins, tmp_path / "cache.sqlite", tmp_path / "data")
     assert SizedTaskType.seen == [(16, 16), (32, 32)]  # each variant's target, in the model's tokens
     assert len(built) == 1 and len(built[0].calls) == 2  # one model: lent its tokenizer, then answered
     run_dir, _ = write_run(state, plugins, tmp_path / "runs")
@@ -90,13 +85,8 @@ def test_a_task_type_that_never_asks_gets_no_model_before_its_data(tmp_path: Pat
 
     plugins = load_plugins(extra=[("scripted", Plugin())])
     config = RunConfig(tasks="elitr_qa", models=["scripted:x"], progress=False)
-    plan = plan_run(config, plugins, load_catalog(plugins))
-    cache = Cache(tmp_path / "cache.sqlite")
-    try:
-        with pytest.raises(UserError, match="not found"):
-            execute(plan, plan.models[0], plugins, cache, tmp_path / "empty-home")
-    finally:
-        cache.close()
+    with pytest.raises(UserError, match="not found"):
+        session_answer(config, plugins, tmp_path / "cache.sqlite", tmp_path / "empty-home")
     assert built == []
 
 
@@ -144,12 +134,7 @@ def test_an_unscored_turn_is_asked_and_kept_but_never_judged(tmp_path: Path):
     spec = tmp_path / "two.yaml"
     spec.write_text("name: two\ndescription: d\ntype: two_steps\njudge: {name: recording}\n")
     plugins = load_plugins(extra=[("two", Plugin())])
-    plan = plan_run(RunConfig(tasks=str(spec), models=["scripted:x"], progress=False), plugins, load_catalog(plugins))
-    cache = Cache(tmp_path / "cache.sqlite")
-    try:
-        state = execute(plan, plan.models[0], plugins, cache, tmp_path / "data")
-    finally:
-        cache.close()
+    state = session_answer(RunConfig(tasks=str(spec), models=["scripted:x"], progress=False), plugins, tmp_path / "cache.sqlite", tmp_path / "data")
     assert judged == ["q/answer"] and len(model.calls) == 2  # both asked, one judged
     assert [s.item_id for s in state.tasks[0].samples] == ["q/reasoning", "q/answer"]
     _, results = write_run(state, plugins, tmp_path / "runs")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from lceval.io import _datahome as datahome
 from lceval.io import data_home, dataset_path, extract_zip, fetch, read_zip_member, sha256_file
 from lceval.errors import UserError
 from lceval.interfaces import Dataset, DatasetFile
@@ -219,7 +218,7 @@ def test_failed_swap_puts_the_old_copy_back(tmp_path, source, monkeypatch):
             raise OSError("disk trouble")
         real_replace(src, dst)
 
-    monkeypatch.setattr(datahome.os, "replace", flaky)
+    monkeypatch.setattr(os, "replace", flaky)
     with pytest.raises(OSError, match="disk trouble"):
         fetch(dataset(source, Counting()), str(source), home)
     assert snapshot(home) == before and [p.name for p in home.iterdir()] == ["toy"]

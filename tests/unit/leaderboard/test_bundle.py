@@ -15,19 +15,16 @@ from pathlib import Path
 
 import pytest
 
+import lceval.engine
 from lceval import hookimpl
-from lceval.cli import _commands as commands
-from lceval.leaderboard import open_bundle, submit
 from lceval.cli import main
-from lceval.io import extract_zip, fetch
+from lceval.engine import load_catalog, load_plugins
 from lceval.interfaces import Dataset, DatasetFile
-from lceval.leaderboard import write_site
-from lceval.engine._plugin_host import load_plugins
-from lceval.engine._catalog import load_catalog
-from lceval.results import sample_from_record
-from lceval.results import score_task
-from lceval.leaderboard._verify import differences, verify_bundle
+from lceval.io import extract_zip, fetch
+from lceval.leaderboard import differences, open_bundle, submit, verify_bundle, write_site
+from lceval.results import sample_from_record, score_task
 
+from tests import cli as commands
 from tests import elitr_tiny
 from tests.paths import REPO
 
@@ -55,13 +52,13 @@ def _dataset(archive: Path, pinned: bool = True) -> Dataset:
     return Dataset(DATASET, "tiny test dataset", files, install, collect=collect)
 
 
-def _plugins(archive: Path, pinned: bool = True):
+def _plugins(archive: Path, pinned: bool = True, extra: tuple = ()):
     class TinyData:
         @hookimpl
         def register_datasets(self, register):
             register(_dataset(archive, pinned))
 
-    return load_plugins(extra=[("tinydata", TinyData())])
+    return load_plugins(extra=[("tinydata", TinyData()), *extra])
 
 
 @pytest.fixture
@@ -186,7 +183,8 @@ def test_a_tampered_bundle_is_rejected_with_what_differs(setup, tmp_path, case):
 
 def test_verify_exit_code_and_json(setup, tmp_path, monkeypatch, capsys):
     home, plugins, run_dir = setup
-    monkeypatch.setattr(commands, "load_plugins", lambda disabled=(), **kw: plugins)
+    # what `lceval.cli.main` loads the plugins with: the ones that know the tiny dataset
+    monkeypatch.setattr(lceval.engine, "load_plugins", lambda disabled=(), **kw: plugins)
     honest = submit([run_dir], tmp_path / "honest.zip", plugins)
     assert main(["verify", str(honest), "--data-home", str(home)]) == 0
     assert "VERIFIED" in capsys.readouterr().out
@@ -236,17 +234,33 @@ def test_leaderboard_ranks_only_verified_bundles(setup, tmp_path):
     assert "Verification: rejected" in (tmp_path / "site" / "submissions" / pages[1]).read_text()
 
 
-def test_a_recorded_backend_stays_recomputable_behind_an_options_check():
-    from lceval.leaderboard._verify import _recomputable
+def test_a_recorded_backend_stays_recomputable_behind_an_options_check(setup, tmp_path):
+    """`replay:` is marked `recomputable`: registered with an options schema (which wraps the
+    factory in a check) it is still asked again by verify; the same backend from a factory
+    that is not marked is not."""
     from lceval_plugins.elitr.replay import make_replay
+
+    home, _, _ = setup
+    schema = {"type": "object", "additionalProperties": False, "properties": {}}
 
     class Typed:
         @hookimpl
         def register_models(self, register):
-            register("typed-replay", make_replay, options_schema={"type": "object", "additionalProperties": False,
-                                                                    "properties": {}})
-            register("plain", lambda model, options: None)
+            register("typed-replay", make_replay, options_schema=schema)
+            register("plain", lambda model, options: make_replay(model, options), options_schema=schema)
 
-    plugins = load_plugins(extra=[("typed", Typed())])
-    assert _recomputable(plugins.models["typed-replay"]) and _recomputable(plugins.models["replay"])
-    assert not _recomputable(plugins.models["plain"]) and not _recomputable(plugins.models["llamacpp"])
+    plugins = _plugins(tmp_path / "archives" / "tiny.zip", extra=(("typed", Typed()),))
+    recorded = home / DATASET / "generated-responses" / "tiny_{split}.json"
+    asked: dict[str, list[str]] = {}
+    for scheme in ("typed-replay", "plain"):
+        ((run_dir, _),) = commands.run(tasks=str(tmp_path / "tiny_qa.yaml"), models=[f"{scheme}:{recorded}#M"],
+                                       plugins=plugins, judge="lexical", output=tmp_path / scheme, data_home=home,
+                                       progress=False)
+        v = _verify(submit([run_dir], tmp_path / f"{scheme}.zip", plugins), home, plugins)
+        assert v.ok, v.problems
+        assert any("judged again with lexical" in p for p in v.passed), v.passed  # verified all the same
+        asked[scheme] = [p for p in v.passed if "asked again of" in p]
+    (line,) = asked["typed-replay"]
+    assert line.endswith("tiny_qa: 7 of 7 answered items (seeded sample) asked again of typed-replay: same answers, "
+                         "prompts and recorded extras"), line
+    assert asked["plain"] == []

@@ -14,13 +14,11 @@ import pytest
 
 from lceval import hookimpl
 from lceval.cli import main
-from lceval.engine._plugin_host import load_plugins
+from lceval.engine import load_plugins
 from lceval.interfaces import ReportContext
-from lceval.report import Point, Series, charts, figure, interval_cell, metric_point
-from lceval.report._charts import numeric_order
-from lceval.report._html import build_report, load_inputs, run_labels
-from lceval.report._overview import seeds_text
-from lceval.results import format_table
+from lceval.report import (Point, ReportInputs, Series, build_report, charts, figure, interval_cell, metric_point,
+                           numeric_order, run_labels, seeds_text)
+from lceval.results import format_table, load_run
 
 from tests.conftest import ScriptedModel, run_engine
 
@@ -71,10 +69,23 @@ class Page(HTMLParser):
 
 
 def plotted(spec: dict) -> list[dict]:
-    """The rows a chart plots (its data named `points`, wherever altair put it)."""
-    from lceval.report._figures import _inline
+    """The rows a chart plots (its data named `points`, wherever altair put it: the spec's own
+    `data` or a nested view's)."""
+    def inline(node) -> list[dict]:  # every inline data object of a spec, nested views included
+        if isinstance(node, dict):
+            own = [node["data"]] if isinstance(node.get("data"), dict) and "values" in node["data"] else []
+            return own + [d for k, v in node.items() if k != "data" for d in inline(v)]
+        if isinstance(node, list):
+            return [d for v in node for d in inline(v)]
+        return []
 
-    return next(d["values"] for d in _inline(spec) if d.get("name") == "points")
+    return next(d["values"] for d in inline(spec) if d.get("name") == "points")
+
+
+def html_inputs(run_dirs) -> ReportInputs:
+    """The page's inputs from run directories (what `lceval report --format html` reads from each:
+    its results, manifest and samples)."""
+    return ReportInputs(runs=[load_run(d) for d in run_dirs])
 
 
 def parse(html: str) -> Page:
@@ -120,7 +131,7 @@ def test_page_is_self_contained_overview_first_with_a_chart_per_group_and_breakd
 def test_every_number_is_the_console_s_with_its_label(two_runs):
     """The headline, each split's value and interval and each split's test are the console
     table's strings; a test pooled over the splits appears only labelled as pooled."""
-    html = build_report(load_inputs(list(two_runs)), load_plugins())
+    html = build_report(html_inputs(list(two_runs)), load_plugins())
     results = json.loads((two_runs[0] / "results.json").read_text())
     score = results["tasks"]["elitr_qa"]["metrics"]["score"]
     console = format_table(results)
@@ -170,7 +181,7 @@ def test_buckets_come_in_numeric_order_in_tables_and_charts(two_runs):
     for block in (score, score["groups"]["dev"]):  # in the order a merge of runs left them
         block["breakdowns"]["context_tokens"] = {"8k-16k": b, "4k-8k": m, "16k-32k": b}
     (run / "results.json").write_text(json.dumps(results))
-    html = build_report(load_inputs([run]), load_plugins())
+    html = build_report(html_inputs([run]), load_plugins())
     assert html.index("<th scope=\"col\">4k-8k</th>") < html.index("<th scope=\"col\">8k-16k</th>") < \
         html.index("<th scope=\"col\">16k-32k</th>")
     page = parse(html)
@@ -203,7 +214,7 @@ def _sweep(run_dir, curve_values: list[float | None]) -> dict:
 def test_a_length_sweep_is_a_curve_per_model_with_the_console_s_effective_length(two_runs):
     first = _sweep(two_runs[0], [8.0, 3.0])
     _sweep(two_runs[1], [4.0, 2.0])
-    html = build_report(load_inputs(list(two_runs)), load_plugins())
+    html = build_report(html_inputs(list(two_runs)), load_plugins())
     page = parse(html)
     specs = json.loads(page.scripts["lceval-charts"])
     spec = specs[page.titles.index("elitr_qa: score by context length")]
@@ -242,7 +253,7 @@ def test_plugin_panels_are_drawn_and_a_failing_one_is_reported(two_runs):
             register("bad", bad)
 
     plugins = load_plugins(extra=[("panels", Panels())])
-    html = build_report(load_inputs(list(two_runs)), plugins)
+    html = build_report(html_inputs(list(two_runs)), plugins)
     page = parse(html)
     assert "panel-Mine" in page.sections and {"my panel", "by hand"} <= set(page.titles)
     assert [int(f["data-points"]) for f, t in zip(page.figures, page.titles) if t in ("my panel", "by hand")] == [1, 2]
@@ -268,14 +279,14 @@ def test_sample_text_cannot_close_the_data_script(two_runs):
     rec["response"] = "</script><script>alert(1)</script><!--"
     lines[0] = json.dumps(rec)
     (run / "samples.jsonl").write_text("\n".join(lines) + "\n")
-    html = build_report(load_inputs([run]), load_plugins())
+    html = build_report(html_inputs([run]), load_plugins())
     data = json.loads(parse(html).scripts["lceval-samples"])
     assert data["samples"][0]["response"] == rec["response"]
     assert "<script>alert(1)" not in html
 
 
 def test_labels_are_short_model_names_unless_two_runs_of_a_task_share_one(two_runs):
-    inputs = load_inputs(list(two_runs))
+    inputs = html_inputs(list(two_runs))
     labels = run_labels(inputs.runs)
     ids = [r.run_id for r in inputs.runs]
     # same model, same task: run ids tell them apart, and a number when both started in the same second
@@ -292,7 +303,7 @@ def test_summhay_panels_put_retrievers_budgets_and_orders_side_by_side(tmp_path)
                          overrides={**opts, "options.budget_tokens": 300})
     b, _, _ = run_engine(ScriptedModel(), "summhay_rag_bm25", tmp_path / "data", tmp_path / "b",
                          overrides={**opts, "options.budget_tokens": 600})
-    inputs = load_inputs([a, b])
+    inputs = html_inputs([a, b])
     figs = load_plugins().report_panels["summhay"](ReportContext(inputs.runs, run_labels(inputs.runs)))
     assert [f.title for f in figs] == ["Coverage by retriever and budget", "Citation F1 by retriever and budget",
                                        "Joint by retriever and budget", "Position sensitivity"]

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from lceval.cli import _commands as commands
 from lceval.cli import main
 from lceval.errors import UserError
-from lceval.report._inputs import from_run_dir
+from lceval.report import from_run_dir, row_labels
 from lceval.results import load_run
-from lceval.report._tables import row_labels
 
+from tests import cli as commands
 from tests.conftest import ScriptedModel, run_engine
 from tests.paths import TEST_DATA
 
@@ -228,7 +227,10 @@ def test_context_budget_needs_a_tokenizer(tiny_home, tmp_path):
 
 
 def test_context_lengths_flag_parses_budgets(capsys):
-    from lceval.engine._context_policy import parse_context_lengths
+    from lceval.engine import RunConfig
+
+    def parse_context_lengths(text: str) -> list[int | None] | None:  # `--context-lengths TEXT`, as `run` reads it
+        return RunConfig.from_flags({"context_lengths": text}, tasks="elitr_qa", models=["smollm2"]).context_lengths
 
     assert parse_context_lengths("16k, 4k,full,12000") == [4096, 12000, 16384, None]
     for bad in ("8q", "0", "4k,4096", ""):

@@ -4,11 +4,12 @@ over the same lengths get a mean curve."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from lceval.results import format_table
-from lceval.results import score_task
-from lceval.results._curves import effective_length, length_curves
+from lceval.engine import TaskSpec
+from lceval.results import effective_length, format_table, length_curves, score_task
 from lceval.types import ContextCut, Judgment, Sample
 
 from tests.conftest import ScriptedModel, run_engine
@@ -41,15 +42,23 @@ def sample(task: str, cluster: str, score: float, group: str = "all") -> Sample:
                   judgments=[Judgment(item_id="i", judge="j", score=score)], context_cut=ContextCut("error", 1, 1))
 
 
-def results_for(tasks: dict[str, list[Sample]], specs: dict) -> dict:
-    """Each variant scored as a run scores it (its headline and interval come from there)."""
-    out = {}
+def task_spec(name: str, report: dict, max_tokens: int | None = None) -> TaskSpec:
+    """A resolved spec as a run records it (`TaskSpec.from_manifest`): the report section and,
+    for a variant of a sweep, the budget its context was cut to."""
+    data = {"name": name, "type": "t", "description": "d", "report": report, "judge": {"name": "j", "options": {}},
+            "context": {"policy": "error", **({"max_tokens": max_tokens} if max_tokens else {})}}
+    return TaskSpec.from_manifest(name, {"spec": data}, Path("."))
+
+
+def results_for(tasks: dict[str, list[Sample]], reports: dict) -> tuple[dict, dict[str, TaskSpec]]:
+    """Each variant scored as a run scores it (its headline and interval come from there), and
+    the spec of each variant."""
+    out, specs = {}, {}
     for name, samples in tasks.items():
         base, _, budget = name.partition("@")
-        spec = {"name": base, "type": "t", "description": "d", "report": specs[name]["report"],
-                "context": {"max_tokens": int(budget)} if budget else {}}
-        out[name] = score_task(samples, spec, {"judge": "j"})
-    return out
+        specs[name] = task_spec(base, reports[name], int(budget) if budget else None)
+        out[name] = score_task(samples, specs[name], {"judge": "j"})
+    return out, specs
 
 
 def test_intervals_resample_clusters_within_groups_and_tasks_average():
@@ -60,9 +69,10 @@ def test_intervals_resample_clusters_within_groups_and_tasks_average():
         "b@1024": [sample("b@1024", c, s) for c, s in [("d1", 90), ("d2", 70)]],
         "b@2048": [sample("b@2048", c, s) for c, s in [("d1", 80), ("d2", 60)]],
     }
-    specs = {name: {"report": report if name.startswith("a") else {"cluster_by": "doc"}} for name in tasks}
-    specs["b@1024"]["report"]["effective_length_threshold"] = 60
-    curves = length_curves(results_for(tasks, specs), tasks, specs)
+    reports = {name: report if name.startswith("a") else {"cluster_by": "doc"} for name in tasks}
+    reports["b@1024"] = {**reports["b@1024"], "effective_length_threshold": 60}
+    results, specs = results_for(tasks, reports)
+    curves = length_curves(results, tasks, specs)
     a = {p["length"]: p for p in curves["a"]["points"]}
     assert a[1024]["value"] == pytest.approx(((100 + 80) / 2 + 60) / 2)  # the mean of the groups' means
     lo, hi = a[1024]["ci"]
@@ -90,6 +100,5 @@ def test_an_unscored_turn_is_kept_but_never_counted():
     kept = [sample("t", "d1", 100.0), sample("t", "d2", 0.0)]
     reasoning = sample("t", "d1", 0.0)
     reasoning.metadata["scored"] = False
-    block = score_task(kept + [reasoning], {"type": "t", "description": "d", "report": {"cluster_by": "doc"}},
-                       {"judge": "j"})
+    block = score_task(kept + [reasoning], task_spec("t", {"cluster_by": "doc"}), {"judge": "j"})
     assert block["n_samples"] == 2 and block["metrics"]["score"]["value"] == 50.0

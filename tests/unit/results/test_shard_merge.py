@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from lceval.cli import main
-from lceval.cli._commands import merge
+from lceval.engine import RunConfig, assign
 from lceval.errors import UserError
-from lceval.results._merge import add_up, first_difference
-from lceval.engine._selection import assign, parse_shard
+from lceval.results import add_up, first_difference
 from lceval_plugins.summhay.template import write_template
 
+from tests.cli import merge
 from tests.conftest import ScriptedModel
 from tests.shards import assert_same_results, engine_run, read
 from tests.paths import REPO
@@ -121,6 +121,9 @@ def test_add_up_keeps_unknown_unknown():
 
 
 def test_shard_flag_is_checked():
+    def parse_shard(text: str) -> tuple[int, int] | None:  # `--shard TEXT` as `lceval run` reads it
+        return RunConfig.from_flags({"shard": text}, tasks="elitr_qa", models=["scripted:x"]).shard
+
     assert parse_shard("3/4") == (3, 4)
     for bad in ("4/4", "1", "a/b", "-1/2", "0/0"):
         with pytest.raises(UserError, match="--shard"):

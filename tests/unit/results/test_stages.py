@@ -148,9 +148,9 @@ def test_judge_agreement_between_runs(tiny_home, tmp_path, capsys):
     (pair,) = rep["pairs"]
     assert pair["matched"] == 7 and rep["matched_by"] == "item and response text"
     assert pair["item"]["pearson"]["value"] == pytest.approx(1.0)  # same deterministic judge twice
-    with pytest.raises(UserError):
-        from lceval.cli._commands import judge_agreement
+    from tests.cli import judge_agreement
 
+    with pytest.raises(UserError):
         judge_agreement([str(run_dir)])  # one source is not an agreement
 
 
@@ -185,13 +185,11 @@ def test_plugin_commands_and_score_sources_register_through_hooks(tmp_path, caps
         def register_score_sources(self, register):
             register("two-columns", reader)
 
-    import lceval.cli._commands as cmdmod
-    import lceval.engine._plugin_host as plugmod
+    import lceval.engine
 
-    real = plugmod.load_plugins
+    real = lceval.engine.load_plugins
     patched = lambda disabled=(), extra=(), overrides=(): real(disabled, [("demo", Plugin())], overrides)  # noqa: E731
-    monkeypatch.setattr(plugmod, "load_plugins", patched)
-    monkeypatch.setattr(cmdmod, "load_plugins", patched)
+    monkeypatch.setattr(lceval.engine, "load_plugins", patched)  # what `lceval.cli.main` loads the plugins with
     assert main(["hello", "--name", "lceval"]) == 0
     assert capsys.readouterr().out.strip() == "hello lceval"
     f = tmp_path / "t.scores"
@@ -201,7 +199,7 @@ def test_plugin_commands_and_score_sources_register_through_hooks(tmp_path, caps
     assert rep["matched_by"] == "item and system"
     assert rep["pairs"][0]["item"]["spearman"]["value"] == pytest.approx(1.0)
     assert [b["bin"] for b in rep["bins"]["y"]] == [1, 2, 3, 4]
-    assert "demo" in {i.name for i in plugmod.load_plugins().infos}
+    assert "demo" in {i.name for i in lceval.engine.load_plugins().infos}
     assert main(["judge-agreement", str(tmp_path / "nothing.txt")]) == 2
 
 
@@ -218,8 +216,8 @@ def test_report_metrics_aggregate_numbers_from_judgment_details():
 
     samples = [sample(0, "a", 10, 50.0), sample(1, "a", 20, 100.0), sample(2, "b", 30, 0.0),
                sample(3, "b", 99, 77.0, status="parse_failure")]
-    spec = {"type": "x", "description": "", "report": {"group_by": "split", "cluster_by": "doc",
-                                                        "metrics": ["coverage"]}}
+    spec = {"type": "x", "description": "", "context": {"policy": "error"}, "judge": {"name": "j", "options": {}},
+            "report": {"group_by": "split", "cluster_by": "doc", "metrics": ["coverage"]}}  # a resolved spec
     res = score_task(samples, spec, {"judge": "j"})
     cov = res["metrics"]["coverage"]
     assert cov["value"] == pytest.approx(50.0) and cov["n"] == 3  # the failed judgment is excluded
@@ -259,7 +257,7 @@ def test_failed_generations_are_counted_not_judged_and_asked_again(tiny_home, tm
 
 
 def test_judge_flag_takes_options_and_bad_ones_blame_the_flag(tiny_home, tmp_path):
-    from lceval.engine import parse_judge_flag
+    from lceval.options import parse_judge_flag
 
     assert parse_judge_flag("rubric,max_attempts=5,system_prompt=null") == \
         ("rubric", {"max_attempts": 5, "system_prompt": None})
@@ -280,10 +278,7 @@ def test_a_judge_that_cannot_be_built_fails_before_the_model_loads(tiny_home, tm
             loads.append(1)
 
     from lceval import hookimpl
-    from lceval.engine._cache import Cache
-    from lceval.engine._plugin_host import load_plugins
-    from lceval.engine._catalog import load_catalog
-    from lceval.engine import RunConfig
+    from lceval.engine import RunConfig, load_plugins
     from tests.conftest import execute_config
 
     class Plugin:
@@ -292,9 +287,8 @@ def test_a_judge_that_cannot_be_built_fails_before_the_model_loads(tiny_home, tm
             register("counting", lambda name, options: CountingModel())
 
     plugins = load_plugins(extra=[("counting", Plugin())])
-    cfg = RunConfig(tasks="elitr_qa", models=["counting:x"], judge="rubric", progress=False)
-    cache = Cache(tmp_path / "c.sqlite")
+    cfg = RunConfig(tasks="elitr_qa", models=["counting:x"], judge="rubric", progress=False,
+                    cache_path=tmp_path / "c.sqlite")
     with pytest.raises(UserError) as err:
-        execute_config(cfg, plugins, load_catalog(plugins), cache, tiny_home)
-    cache.close()
+        execute_config(cfg, plugins, tiny_home)
     assert err.value.field == "--judge-model" and loads == []
