@@ -25,6 +25,14 @@ owns three things the others do not need:
   repeat_penalty 1.0) are not sent unless `explicit_sampling=true`: `stats()["sampling"]`
   says which values were sent and which were left to the server's own default.
 
+Batches (`--batch`, or the model option `batch=true`; the engine gathers, records, polls and
+resumes them, docs/judging-at-scale.md): OpenAI's Batch API for `openai/` models (and any
+OpenAI-compatible server at `api_base` that speaks `/v1/batches`, as vLLM's does), Anthropic's
+Message Batches for `anthropic/` models (`batch_apis`, our own small HTTP client). `price()`
+gives the model's price from the user's `input/output_cost_per_mtok` or litellm's bundled
+map, and the batch price as the providers charge it (the map's `*_batches` prices, else
+`batch_price_factor` times the direct ones: half).
+
 Secrets: the API key comes only from the environment (the provider's usual variable, or the
 one named by `api_key_env`); a key on the command line is refused. `identity()` (in every
 cache key and in manifests) holds the model name and the api_base without credentials.
@@ -43,7 +51,7 @@ from urllib.parse import urlsplit
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend, PrefixCache, requires
+from lceval.interfaces import BatchAPI, ModelBackend, PrefixCache, Price, requires
 from lceval.options import check_options
 from lceval.types import Generation, GenerationParams, GenerationRequest, Message
 
@@ -83,6 +91,13 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "explicit_sampling": {"type": "boolean", "default": False,
                           "description": "send top_p and repeat_penalty even at 1.0, so no server default applies "
                                          "(llama.cpp's server uses repeat_penalty 1.1 and top_p 0.95 otherwise)."},
+    "batch_api": {"enum": ["auto", "openai", "anthropic", "none"], "default": "auto",
+                  "description": "the batch protocol used with --batch: auto (openai/ models: OpenAI's /v1/batches, also "
+                                 "at api_base; anthropic/ models: Anthropic's Message Batches; others: none)."},
+    "batch_price_factor": {"type": "number", "minimum": 0, "default": 0.5,
+                           "description": "what a batch request costs against a direct one, where litellm's map gives "
+                                          "no batch price or input/output_cost_per_mtok are given (OpenAI, Anthropic: "
+                                          "0.5)."},
     "tokenizer": {"type": "string", "pattern": "^(llamacpp|hf):.+",
                   "description": "llamacpp:GGUF (a path or pkg:MODULE/FILE.gguf) or hf:NAME_OR_FOLDER: the "
                                  "model's tokenizer, so the context policy can cut precisely."},
@@ -185,6 +200,61 @@ class LiteLLMBackend(ModelBackend):
 
     def stats(self) -> dict[str, Any]:
         return {**self._stats.as_dict(), "sampling": self._sampling.as_dict()}
+
+    # -- prices and batches ----------------------------------------------------------------
+    def price(self, batch: bool = False) -> Price | None:
+        """The user's per-million-token prices, else litellm's bundled map; a batch at the
+        map's batch price, else at `batch_price_factor` of the direct one. None: unknown."""
+        factor = self.options.get("batch_price_factor", 0.5) if batch else 1.0
+        pin, pout = self.options.get("input_cost_per_mtok"), self.options.get("output_cost_per_mtok")
+        if pin is not None or pout is not None:
+            return Price((pin or 0.0) * factor, (pout or 0.0) * factor)
+        try:
+            info = self._import().get_model_info(self.model)
+        except UserError:
+            raise
+        except Exception:  # noqa: BLE001 - a model litellm's map does not hold
+            return None
+        direct_in, direct_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+        if direct_in is None or direct_out is None:
+            return None
+        if batch:
+            tin, tout = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
+            if tin is not None and tout is not None:
+                return Price(float(tin) * 1e6, float(tout) * 1e6)
+        return Price(float(direct_in) * 1e6 * factor, float(direct_out) * 1e6 * factor)
+
+    def batch_protocol(self) -> str | None:
+        """"openai", "anthropic" or None: which batch API this model has."""
+        chosen = self.options.get("batch_api", "auto")
+        if chosen != "auto":
+            return None if chosen == "none" else chosen
+        provider = self.model.split("/", 1)[0] if "/" in self.model else ""
+        return provider if provider in ("openai", "anthropic") else None
+
+    def batch_api(self) -> BatchAPI | None:
+        from .batch_apis import AnthropicBatches, OpenAIBatches, anthropic_body
+
+        protocol = self.batch_protocol()
+        if protocol is None:
+            return None
+        name = self.model.split("/", 1)[1] if "/" in self.model else self.model
+        timeout = float(self.options["timeout"])
+        if protocol == "openai":
+            key = self._api_key() or os.environ.get("OPENAI_API_KEY") or None
+            return OpenAIBatches(self.api_base or "https://api.openai.com/v1", key, name, self._batch_body,
+                                 lambda: self.price(batch=True), timeout=timeout)
+        key = self._api_key() or os.environ.get("ANTHROPIC_API_KEY") or None
+        return AnthropicBatches(self.api_base or "https://api.anthropic.com", key, name, anthropic_body,
+                                lambda: self.price(batch=True), timeout=timeout)
+
+    def _batch_body(self, request: GenerationRequest) -> dict[str, Any]:
+        """A request as the chat completions body litellm would have sent (its `extra_body`
+        fields at the top level, as the HTTP API takes them)."""
+        body = self._payload(request)
+        extra = body.pop("extra_body", None) or {}
+        body.pop("thinking", None)  # litellm's parameter for other providers' APIs
+        return {**body, **extra}
 
     # -- a reasoning model ---------------------------------------------------------------------
     @property  # type: ignore[override]
