@@ -12,8 +12,11 @@ directory, and joining shards (public API).
   outputs=RUN_OUTPUTS)`); `write_run`, `console_text`, `format_table`: the run directory and
   the console table.
 - `merge_runs` (`lceval merge`): the shards of one run joined into the run one machine writes.
+- `cost_summary(usage, judge_usage)`, `format_cost`, `usd`: what a run cost (paid by the command,
+  read from the cache, through batches; per task), as the manifest, console, report and bundles say it.
 """
 
+from lceval.results._cost import cost_summary, format_cost, usd
 from lceval.results._curves import length_curves
 from lceval.results._merge import merge_runs
 from lceval.results._outputs import RESULTS_SCHEMA_VERSION, RUN_OUTPUTS, console_text, format_table, write_run
@@ -23,6 +26,6 @@ from lceval.types import FinishedRun
 
 __all__ = [
     "RESULTS_SCHEMA_VERSION", "RUN_OUTPUTS", "SAMPLES_MAX_BYTES", "FinishedRun", "cluster_of", "console_text",
-    "detail_value", "format_table", "headline_block", "length_curves", "load_run", "merge_runs", "primary_score",
-    "run_model_name", "sample_from_record", "score_task", "write_run",
+    "cost_summary", "detail_value", "format_cost", "format_table", "headline_block", "length_curves", "load_run", "merge_runs", "primary_score",
+    "run_model_name", "sample_from_record", "score_task", "usd", "write_run",
 ]
