@@ -168,13 +168,13 @@ class CachedModel:
 
     def _hit(self, request: GenerationRequest, record: dict[str, Any]) -> Generation:
         gen = Generation(**{**record, "request_id": request.request_id, "cached": True})
-        paid = gen.extras.get("cost_usd") if isinstance(gen.extras, dict) else None
+        paid = cost_of(gen, self.price())  # what it cost when it was paid
 
         def update(u: UsageCounters) -> None:
             u.cached_prompt_tokens += int(gen.prompt_tokens or 0)
             u.cached_completion_tokens += int(gen.completion_tokens or 0)
-            if isinstance(paid, (int, float)):
-                u.cached_cost_usd += float(paid)
+            if paid is not None:
+                u.cached_cost_usd += paid
 
         with self._lock:
             self._count(update)
@@ -372,6 +372,8 @@ class CachedModel:
             outs[i] = gen
             if gen.finish_reason != "error":
                 costs[i] = cost_of(gen, price)
+                if costs[i] and "cost_usd" not in gen.extras:  # what it cost, kept with it (at today's price)
+                    gen = outs[i] = replace(gen, extras={**gen.extras, "cost_usd": round(costs[i], 8)})
                 if self.batcher is None:  # the batcher stored it the moment its batch ended
                     record = asdict(gen)
                     record.pop("cached", None)

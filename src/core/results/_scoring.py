@@ -307,7 +307,8 @@ def score_task(samples: list[Sample], spec: TaskSpec, judge_identity: dict[str, 
     }
     if unclosed:  # answers whose thinking never closed: no answer (among `unanswered`)
         out["accounting"]["unclosed_thinking"] = unclosed
-    limited = sum(1 for s in samples if (s.generation_extras.get("generation_failed") or {}).get("kind") == "cost_limit")
+    limited = sum(1 for s in samples
+                  if ((s.generation_extras.get("generation_failed") or {}).get("error") or {}).get("kind") == "cost_limit")
     if limited:  # not asked: a cost limit stopped the run (among `unanswered` and `generation_failures`)
         out["accounting"]["not_sent_cost_limit"] = limited
     budget = spec.context.max_tokens
