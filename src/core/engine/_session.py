@@ -214,16 +214,25 @@ class Session:
 
     def dry_run(self) -> str:
         """The prompts each model would be sent (the context policy applied where its
-        tokenizer can be had); nothing generated, cached or written."""
+        tokenizer can be had) and what the run would cost at most; nothing generated,
+        cached or written."""
         plan = self.plan()
         blocks = []
-        with using_data_home(self.data_home):
-            for model in plan.models:
-                handle = ModelHandle(model)
-                try:
-                    blocks.append(f"# model {model.text}\n{dry_run(plan, handle, self.plugins, self.data_home)}")
-                finally:
-                    handle.close()
+        judge_spec = resolve_judge_model(self.config.judge_model, self.catalog, self.plugins)
+        judge_handle = ModelHandle(judge_spec) if judge_spec is not None else None
+        judge = (judge_spec, judge_handle.backend()) if judge_spec is not None and judge_handle is not None else None
+        try:
+            with using_data_home(self.data_home):
+                for model in plan.models:
+                    handle = ModelHandle(model)
+                    try:
+                        blocks.append(f"# model {model.text}\n"
+                                      f"{dry_run(plan, handle, self.plugins, self.data_home, judge)}")
+                    finally:
+                        handle.close()
+        finally:
+            if judge_handle is not None:
+                judge_handle.close()
         return "\n".join(blocks)
 
     def answer(self, model: ModelSpec, progress: "RunProgress | None" = None) -> RunState:

@@ -110,3 +110,20 @@ def test_a_local_model_costs_nothing_and_says_nothing(tiny_home: Path, tmp_path:
     assert "cost:" not in out
     run = load_run(next((tmp_path / "runs").iterdir()))
     assert run.manifest["cost"]["total_usd"] == 0 and run.manifest["usage"]["cost_unknown"] == 0
+
+
+def test_a_dry_run_prints_what_the_run_then_costs(tiny_home: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted by the model's own tokenizer, with every answer at its max_new_tokens (this
+    model always writes them all), the estimate is exactly what the run then pays."""
+    serve_scripted(monkeypatch, lambda: PricedModel(window=4096))
+    code, out, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite", "--dry-run")
+    assert code == 0, err
+    assert not (tmp_path / "c.sqlite").exists()  # nothing opened, nothing sent
+    (line,) = [x for x in out.splitlines() if x.startswith("generation: ")]
+    assert "7 requests" in line and "counted by the model's tokenizer" in line and "at most 35 answer tokens" in line
+    estimate = float(out.split("\ntotal: $")[1].split()[0].rstrip(";"))
+    code, _, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite")
+    assert code == 0, err
+    run = load_run(next((tmp_path / "runs").iterdir()))
+    assert run.manifest["cost"]["total_usd"] == pytest.approx(estimate, abs=1e-4)
