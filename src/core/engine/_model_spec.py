@@ -44,7 +44,9 @@ class ModelSpec:
 
     @property
     def canonical(self) -> str:
-        opts = "".join(f",{k}={v}" for k, v in sorted(self.options.items()))
+        """The model string in one spelling: options sorted, and without how its requests are
+        sent or what they may cost (batch=, max_cost= ...): answers are the same either way."""
+        opts = "".join(f",{k}={v}" for k, v in sorted(self.options.items()) if k not in SPENDING_OPTIONS["properties"])
         return f"{self.scheme}:{self.model}{opts}"
 
     @property

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -183,6 +184,15 @@ def test_answers_are_judged_as_their_batches_end_and_costs_add_up(server: BatchS
     assert cost["by_task"]["elitr_qa"]["judging"]["batched"] == 7
     assert cost["total_usd"] == pytest.approx(14 * PER_ANSWER)
     assert "cost: $0.0020" in out and "through batches" in out
+    # the same cost in the HTML report (per task, generation and judging, batch or not) and the bundle
+    assert call("report", run.path, "--format", "html", "--output", tmp_path / "r.html")[0] == 0
+    html = (tmp_path / "r.html").read_text()
+    costs = html[html.index('id="cost"'):html.index('id="runs"')]
+    assert "elitr_qa" in costs and costs.count("7 of 7 through batches ($0.0010)") == 2 and "$0.0020" in costs
+    assert call("submit", run.path, "--output", tmp_path / "b.zip")[0] == 0
+    with zipfile.ZipFile(tmp_path / "b.zip") as zf:
+        (entry,) = json.loads(zf.read("bundle.json"))["runs"]
+    assert entry["cost"]["total_usd"] == pytest.approx(14 * PER_ANSWER) and "partial" not in entry
 
 
 def test_a_judge_batches_while_the_model_still_answers(server: BatchServer, tiny_home: Path,
