@@ -381,15 +381,15 @@ def runs_table(ctx: ReportContext) -> str:
 
 def cost_table(ctx: ReportContext) -> str:
     """What each run cost, per task: generation and judging, through batches or not, paid by
-    the run or read from the cache (answers paid before). Empty when no run recorded a cost
-    (an lceval older than cost accounting)."""
+    the run or read from the cache (answers paid before). Empty when no run cost anything
+    (local models) or recorded a cost (an lceval older than cost accounting)."""
     from lceval.results import cost_summary, usd
 
     rows = []
     for run, label in zip(ctx.runs, ctx.labels):
         usage, judge_usage = run.manifest.get("usage"), run.manifest.get("judge_usage")
         summary = run.manifest.get("cost") or cost_summary(usage, judge_usage)
-        if summary.get("generation") is None and summary.get("judging") is None:
+        if not summary.get("total_usd") and not summary.get("unknown"):
             continue
         partial = " (partial: a cost limit stopped it)" if run.manifest.get("partial") else ""
         tasks = summary.get("by_task") or {}
