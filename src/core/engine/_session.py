@@ -177,10 +177,11 @@ class Session:
         wanted = options.get("batch")
         api = backend.batch_api() if wanted is not False and (wanted or self.config.batch) else None
         if wanted and api is None:
-            raise UserError(f"{spec.flag} option batch=true: model '{spec.text}' has no batch API "
-                            f"(backend '{spec.scheme}')", field=f"{spec.flag} option batch",
-                            hint="Batch APIs are OpenAI's and Anthropic's (and servers speaking OpenAI's /v1/batches) "
-                                 "through litellm: models; drop batch=true for this one.")
+            raise UserError(f"{spec.flag} option batch=true: model '{spec.text}' has no batch API",
+                            field=f"{spec.flag} option batch",
+                            hint=f"Its backend '{spec.scheme}' sends it directly. Batch APIs are OpenAI's and "
+                                 "Anthropic's (and servers speaking OpenAI's /v1/batches) through litellm: models; "
+                                 "drop batch=true for this one.")
         limit = options.get("max_cost")
         budget = (Budget(limit, f"{spec.flag} option max_cost", parent=self.budget)
                   if limit is not None or self.budget.limit is not None else None)
