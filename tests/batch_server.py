@@ -39,6 +39,10 @@ class BatchServer:
         self.polls = 0
         #: item text -> how it ends: "fail" or "expire" (consumed), else answered
         self.script: dict[str, list[str]] = {}
+        #: how the next batch creations go wrong, one per creation: "refuse" (HTTP 500, no batch
+        #: made) or "lose" (the batch is made, but the answer is an HTTP 500: the client cannot
+        #: tell it was taken)
+        self.create_faults: list[str] = []
         #: the answer to an item (the last user message)
         self.reply: Callable[[str], str] = lambda item: f"answer to {item[-40:]}"
         server = self
@@ -116,7 +120,14 @@ class BatchServer:
         with self.lock:
             return (200, None, self.files[fid]) if fid in self.files else (404, {"error": {"message": "no file"}}, None)
 
+    def _fault(self) -> str | None:
+        with self.lock:
+            return self.create_faults.pop(0) if self.create_faults else None
+
     def openai_create(self, h: Any, body: bytes) -> tuple[int, Any, Any]:
+        fault = self._fault()
+        if fault == "refuse":
+            return 500, {"error": {"message": "scripted refusal"}}, None
         spec = json.loads(body)
         with self.lock:
             lines = [json.loads(x) for x in self.files[spec["input_file_id"]].decode().splitlines() if x.strip()]
@@ -127,6 +138,8 @@ class BatchServer:
                                  "metadata": spec.get("metadata") or {}, "created": time.time(),
                                  "input_file_id": spec["input_file_id"]}
             self.submitted += list(requests)
+        if fault == "lose":
+            return 500, {"error": {"message": "scripted lost answer"}}, None
         return 200, self._openai_view(bid), None
 
     def openai_list(self, h: Any, body: bytes) -> tuple[int, Any, Any]:
@@ -151,6 +164,9 @@ class BatchServer:
 
     # -- Anthropic ---------------------------------------------------------------------------
     def anthropic_create(self, h: Any, body: bytes) -> tuple[int, Any, Any]:
+        fault = self._fault()
+        if fault == "refuse":
+            return 500, {"error": {"type": "api_error", "message": "scripted refusal"}}, None
         spec = json.loads(body)
         requests = {r["custom_id"]: r["params"] for r in spec["requests"]}
         bid = f"msgbatch_{uuid.uuid4().hex[:12]}"
@@ -158,6 +174,8 @@ class BatchServer:
             self.batches[bid] = {"kind": "anthropic", "requests": requests, "state": "in_progress",
                                  "created": time.time()}
             self.submitted += list(requests)
+        if fault == "lose":
+            return 500, {"error": {"type": "api_error", "message": "scripted lost answer"}}, None
         return 200, self._anthropic_view(bid), None
 
     def anthropic_list(self, h: Any, body: bytes) -> tuple[int, Any, Any]:

@@ -84,6 +84,17 @@ def _jsonl(data: bytes) -> list[dict[str, Any]]:
     return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
 
 
+def _message(body: Any) -> str:
+    """An error body's message, however the provider nests it ({"error": {"message": ...}},
+    Anthropic's {"error": {"type": "error", "error": {"type", "message"}}}, a bare string)."""
+    for _ in range(3):
+        if isinstance(body, dict) and "error" in body:
+            body = body["error"]
+    if isinstance(body, dict):
+        return ": ".join(str(body[k]) for k in ("type", "message") if body.get(k)) or json.dumps(body)[:300]
+    return str(body)
+
+
 def _failed(custom_id: str, kind: str, message: str) -> Generation:
     return Generation(request_id=custom_id, text="", finish_reason="error",
                       extras={"error": {"kind": kind, "message": message[:500]}})
@@ -151,8 +162,7 @@ class OpenAIBatches(BatchAPI):
         status = int(response.get("status_code") or 0)
         body = response.get("body") or {}
         if status != 200:
-            message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
-            return _failed(cid, "batch_request", f"HTTP {status}: {message or body}")
+            return _failed(cid, "batch_request", f"HTTP {status}: {_message(body)}")
         try:
             choice = body["choices"][0]
             message = choice["message"]
@@ -233,8 +243,7 @@ class AnthropicBatches(BatchAPI):
         if kind in ("canceled", "expired"):
             return None  # not done: sent again
         if kind != "succeeded":
-            error = (result.get("error") or {}).get("error") or result.get("error") or {}
-            return _failed(cid, "batch_request", f"{error.get('type')}: {error.get('message')}")
+            return _failed(cid, "batch_request", _message(result))
         message = result.get("message") or {}
         blocks = message.get("content") or []
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")

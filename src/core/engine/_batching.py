@@ -214,6 +214,8 @@ class Batcher:
                 or now - self._last_add >= s.quiet or now - self._first_add >= s.max_wait)
 
     def _take_chunk(self) -> list[str]:
+        """The requests of the next batch, out of the open chunk (the lock is held); they are
+        held by the batch from now, so a second ask for one of them waits instead of sending it."""
         s = self.settings
         chunk, size = [], 0
         while self._open and len(chunk) < s.max_requests:
@@ -224,6 +226,9 @@ class Batcher:
             size += extra
         self._open_bytes = sum(_size(self._requests[k]) for k in self._open)
         self._first_add = self._last_add = time.monotonic()
+        local_id = f"lceval-{uuid.uuid4().hex}"
+        for key in chunk:
+            self._holder[key] = local_id
         return chunk
 
     # -- the loop: send, poll, store --------------------------------------------------------
@@ -272,14 +277,15 @@ class Batcher:
             return [], []
 
     def _send(self, keys: list[str]) -> None:
-        local_id = f"lceval-{uuid.uuid4().hex}"
-        items = [(batch_id_of(k), self._requests[k]) for k in keys]
+        """Record the batch in the cache, then send it; its handle is recorded as soon as the
+        provider gives it. A submission that failed may still have reached the provider: the
+        batch is looked for there before its requests go into a new one."""
+        with self._cond:
+            local_id = self._holder[keys[0]]
+            items = [(batch_id_of(k), self._requests[k]) for k in keys]
         self.cache.record_batch(local_id, self.model, self.api.name,
-                                [(k, request_record(self._requests[k])) for k in keys])
+                                [(k, request_record(request)) for k, (_, request) in zip(keys, items)])
         created = time.time()
-        with self._cond:  # held from now: no other ask sends these keys again
-            for key in keys:
-                self._holder[key] = local_id
         try:
             handle = self.api.submit(local_id, items)
         except UserError:

@@ -271,7 +271,8 @@ class UsageCounters:
     def add(self, gen: Generation, cost: float | None = None, batched: bool = False) -> None:
         self.request_seconds += gen.seconds
         if gen.finish_reason == "error":
-            if (gen.extras.get("error") or {}).get("kind") == "cost_limit":
+            error = gen.extras.get("error")
+            if isinstance(error, dict) and error.get("kind") == "cost_limit":
                 self.cost_limited += 1
             else:
                 self.failed += 1

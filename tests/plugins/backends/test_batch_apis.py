@@ -129,6 +129,20 @@ def test_a_batch_whose_id_was_never_recorded_is_found_and_adopted(server: BatchS
     assert not server.paid_twice()
 
 
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_a_submission_that_failed_is_looked_for_before_it_is_sent_again(server: BatchServer, protocol: str,
+                                                                        tmp_path: Path) -> None:
+    """A refused submission is sent again (later); one whose answer was lost though the
+    provider took the batch is found at the provider and not paid twice."""
+    server.create_faults = ["refuse", "lose"]
+    with open_model(spec(server, protocol), cache_path=tmp_path / "c.sqlite") as model:
+        gens = model.generate(asks(3))
+        counters = model.batcher.counters
+    assert [g.text for g in gens] == [f"answer to q{i}" for i in range(3)]
+    assert server.batch_count() == 1 and len(server.submitted) == 3 and not server.paid_twice()
+    assert counters.submit_errors == 2 and counters.batches_sent == 1
+
+
 def _run_argv(server: BatchServer, home: Path, tmp_path: Path, *extra: str) -> list[str]:
     return ["run", "--tasks", "elitr_qa", "--model", spec(server, "openai").replace("batch=true,", ""), "--batch",
             "--data-home", str(home), "--cache", str(tmp_path / "c.sqlite"), "--output", str(tmp_path / "runs"),
