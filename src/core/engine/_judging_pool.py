@@ -49,6 +49,8 @@ class _Queue:
     linger: float = 0.0
     #: when the oldest waiting item arrived
     since: float = 0.0
+    #: calls waiting for more items (one is enough: it takes them all)
+    lingering: int = 0
 
 
 class JudgingPool:
@@ -84,16 +86,18 @@ class JudgingPool:
                 queue.since = time.monotonic()
             queue.waiting.append(item)
             self._submitted += 1
-            if queue.running < queue.slots:
+            if queue.running < queue.slots and not queue.lingering:
                 queue.running += 1
                 threading.Thread(target=self._drain, args=(queue,), daemon=True, name="lceval-judge").start()
 
     def _drain(self, queue: _Queue) -> None:
         while True:
             with self._lock:
+                queue.lingering += 1
                 while (queue.linger and queue.waiting and self._error is None and not self._flushing
                        and len(queue.waiting) < queue.batch and time.monotonic() - queue.since < queue.linger):
                     self._lock.wait(timeout=min(0.5, queue.since + queue.linger - time.monotonic()))
+                queue.lingering -= 1
                 if not queue.waiting or self._error is not None:
                     queue.running -= 1
                     self._lock.notify_all()
