@@ -110,7 +110,7 @@ class Batcher:
         self._waiting: dict[str, list[_Slot]] = {}
         self._requests: dict[str, GenerationRequest] = {}
         self._failures: dict[str, int] = {}
-        self._open: list[str] = []
+        self._open: dict[str, None] = {}  # the chunk being filled, in order (a dict: an ordered set)
         self._open_bytes = 0
         self._first_add = self._last_add = 0.0
         self._holder: dict[str, str] = {}  # key -> id of the batch that holds it
@@ -202,7 +202,7 @@ class Batcher:
         now = time.monotonic()
         if not self._open:
             self._first_add = now
-        self._open.append(key)
+        self._open[key] = None
         self._open_bytes += _size(self._requests[key])
         self._last_add = now
 
@@ -217,13 +217,16 @@ class Batcher:
         """The requests of the next batch, out of the open chunk (the lock is held); they are
         held by the batch from now, so a second ask for one of them waits instead of sending it."""
         s = self.settings
-        chunk, size = [], 0
-        while self._open and len(chunk) < s.max_requests:
-            extra = _size(self._requests[self._open[0]])
-            if chunk and size + extra > s.max_bytes:
+        chunk: list[str] = []
+        size = 0
+        for key in self._open:
+            extra = _size(self._requests[key])
+            if len(chunk) >= s.max_requests or (chunk and size + extra > s.max_bytes):
                 break
-            chunk.append(self._open.pop(0))
+            chunk.append(key)
             size += extra
+        for key in chunk:
+            del self._open[key]
         self._open_bytes = sum(_size(self._requests[k]) for k in self._open)
         self._first_add = self._last_add = time.monotonic()
         local_id = f"lceval-{uuid.uuid4().hex}"

@@ -73,6 +73,12 @@ def test_a_batch_that_succeeds_answers_everything_once_at_half_the_price(server:
     assert [g.text for g in again] == [g.text for g in gens] and server.batch_count() == 1
 
 
+def test_a_batch_holds_at_most_batch_max_requests(server: BatchServer, tmp_path: Path) -> None:
+    with open_model(spec(server, "openai", "batch_max_requests=2"), cache_path=tmp_path / "c.sqlite") as model:
+        gens = model.generate(asks(5))
+    assert len(gens) == 5 and [len(b["requests"]) for b in server.batches.values()] == [2, 2, 1]
+
+
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 def test_requests_failed_inside_a_batch_go_again_in_a_later_batch(server: BatchServer, protocol: str,
                                                                   tmp_path: Path) -> None:
