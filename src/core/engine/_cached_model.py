@@ -168,7 +168,9 @@ class CachedModel:
 
     def _hit(self, request: GenerationRequest, record: dict[str, Any]) -> Generation:
         gen = Generation(**{**record, "request_id": request.request_id, "cached": True})
-        paid = cost_of(gen, self.price())  # what it cost when it was paid
+        paid = cost_of(gen, None)  # what it cost when it was paid, as recorded with it
+        if paid is None and gen.finish_reason != "error":  # an answer cached before costs were kept
+            paid = cost_of(gen, self.price())
 
         def update(u: UsageCounters) -> None:
             u.cached_prompt_tokens += int(gen.prompt_tokens or 0)
