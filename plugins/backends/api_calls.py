@@ -1,6 +1,8 @@
 """What a backend calling a remote API needs whatever the client library: the kind of a
 failed attempt (retry, give up, or stop the run), the server's Retry-After, error texts
-with no credential left in them, and thread-safe per-run accounting."""
+with no credential left in them, thread-safe per-run accounting, and what an OpenAI-style
+response says beside its text (cached prompt tokens, the reasoning and its tokens, which
+sampling values were sent)."""
 
 from __future__ import annotations
 
@@ -198,3 +200,69 @@ def environment_secrets() -> list[str]:
     """Values of variables that look like credentials (OPENAI_API_KEY, HF_TOKEN ...)."""
     markers = ("KEY", "TOKEN", "SECRET", "PASSWORD")
     return [v for k, v in os.environ.items() if any(m in k.upper() for m in markers) and len(v) >= 8]
+
+
+# -- what an OpenAI-style response says (litellm's objects or plain JSON) --------------------
+
+def reported_cached_tokens(usage: Any) -> int | None:
+    """Prompt tokens the provider says it served from its prompt cache, or None when it says
+    nothing (no `prompt_tokens_details`, or no count in it): unknown, not zero."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if details is None and isinstance(usage, dict):
+        details = usage.get("prompt_tokens_details")
+    if details is None:
+        return None
+    value = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    return None if value is None else int(value)
+
+
+class SamplingRecord:
+    """Which sampling values were sent, and which were left to the server's own default
+    (top_p or repeat_penalty at 1.0 when not sent explicitly): what a manifest must say,
+    since the spec records the engine's values whether or not the server used them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sent: dict[str, set[Any]] = {}
+        self._left: dict[str, set[Any]] = {}
+
+    def note(self, params: Any, body: dict[str, Any]) -> None:
+        extra = body.get("extra_body") or {}
+        sent = {"max_new_tokens": body.get("max_tokens"), "temperature": body.get("temperature"),
+                "seed": body.get("seed")}
+        if "top_p" in body:
+            sent["top_p"] = body["top_p"]
+        name = next((k for k in extra if k != "chat_template_kwargs"), None)
+        if name is not None:
+            sent["repeat_penalty"] = extra[name]
+        with self._lock:
+            for name, value in sent.items():
+                self._sent.setdefault(name, set()).add(value)
+            for name in ("top_p", "repeat_penalty"):
+                if name not in sent:
+                    self._left.setdefault(name, set()).add(getattr(params, name))
+
+    def as_dict(self) -> dict[str, Any]:
+        with self._lock:
+            return {"sent": {k: sorted(v) for k, v in sorted(self._sent.items())},
+                    "left_to_server_default": {k: sorted(v) for k, v in sorted(self._left.items())}}
+
+
+def reasoning_of(message: Any) -> str | None:
+    """A chat message's reasoning text, where the API returns it apart from the answer."""
+    text = getattr(message, "reasoning_content", None)
+    if isinstance(text, str) and text:
+        return text
+    blocks = getattr(message, "thinking_blocks", None) or []
+    parts = [b.get("thinking") if isinstance(b, dict) else getattr(b, "thinking", None) for b in blocks]
+    joined = "\n\n".join(p for p in parts if isinstance(p, str) and p)
+    return joined or None
+
+
+def reasoning_tokens_of(usage: Any) -> int | None:
+    """`usage.completion_tokens_details.reasoning_tokens` (OpenAI, and litellm for others)."""
+    details = getattr(usage, "completion_tokens_details", None)
+    if details is None and isinstance(usage, dict):
+        details = usage.get("completion_tokens_details")
+    value = details.get("reasoning_tokens") if isinstance(details, dict) else getattr(details, "reasoning_tokens", None)
+    return int(value) if isinstance(value, (int, float)) and value else None

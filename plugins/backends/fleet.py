@@ -58,7 +58,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
     "properties": {
         "servers": {"type": "string", "writeOnly": True,
                     "description": "the servers' OpenAI base URLs, separated by |; never echoed."},
-        **{k: v for k, v in LITELLM_OPTIONS["properties"].items() if k not in ("api_base", "concurrency")},
+        **{k: v for k, v in LITELLM_OPTIONS["properties"].items() if k not in ("api_base", "concurrency", "batch_api", "batch_price_factor")},
         "concurrency": {"type": "integer", "minimum": 1, "default": 1, "description": "requests in flight per server."},
         "cache_tokens": {"type": "integer", "minimum": 1, "description": "tokens each server's prefix cache holds."},
         "lag_factor": {"type": "number", "exclusiveMinimum": 1, "default": 4.0,
@@ -136,6 +136,10 @@ class FleetBackend(LiteLLMBackend):
     def identity(self) -> dict[str, Any]:
         # any server's answer is the model's answer: the URLs are not part of it
         return {"scheme": SCHEME, "model": self.model, **self._sampling_identity()}
+
+    def batch_api(self) -> None:
+        """Several servers of one's own: no batch API (each would need its own batches)."""
+        return None
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

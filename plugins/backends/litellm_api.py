@@ -25,6 +25,14 @@ owns three things the others do not need:
   repeat_penalty 1.0) are not sent unless `explicit_sampling=true`: `stats()["sampling"]`
   says which values were sent and which were left to the server's own default.
 
+Batches (`--batch`, or the model option `batch=true`; the engine gathers, records, polls and
+resumes them, docs/judging-at-scale.md): OpenAI's Batch API for `openai/` models (and any
+OpenAI-compatible server at `api_base` that speaks `/v1/batches`, as vLLM's does), Anthropic's
+Message Batches for `anthropic/` models (`batch_apis`, our own small HTTP client). `price()`
+gives the model's price from the user's `input/output_cost_per_mtok` or litellm's bundled
+map, and the batch price as the providers charge it (the map's `*_batches` prices, else
+`batch_price_factor` times the direct ones: half).
+
 Secrets: the API key comes only from the environment (the provider's usual variable, or the
 one named by `api_key_env`); a key on the command line is refused. `identity()` (in every
 cache key and in manifests) holds the model name and the api_base without credentials.
@@ -43,12 +51,13 @@ from urllib.parse import urlsplit
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend, PrefixCache, requires
+from lceval.interfaces import BatchAPI, ModelBackend, PrefixCache, Price, requires
 from lceval.options import check_options
 from lceval.types import Generation, GenerationParams, GenerationRequest, Message
 
 from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, MalformedResponse,
-                        classify, environment_secrets, retry_after_seconds, scrub)
+                        SamplingRecord, classify, environment_secrets, reasoning_of, reasoning_tokens_of,
+                        reported_cached_tokens, retry_after_seconds, scrub)
 
 SCHEME = "litellm"
 _INSTALL_HINT = "Install it with: pip install 'lceval[api]'"
@@ -83,6 +92,13 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "explicit_sampling": {"type": "boolean", "default": False,
                           "description": "send top_p and repeat_penalty even at 1.0, so no server default applies "
                                          "(llama.cpp's server uses repeat_penalty 1.1 and top_p 0.95 otherwise)."},
+    "batch_api": {"enum": ["auto", "openai", "anthropic", "none"], "default": "auto",
+                  "description": "the batch protocol used with --batch: auto (openai/ models: OpenAI's /v1/batches, also "
+                                 "at api_base; anthropic/ models: Anthropic's Message Batches; others: none)."},
+    "batch_price_factor": {"type": "number", "minimum": 0, "default": 0.5,
+                           "description": "what a batch request costs against a direct one, where litellm's map gives "
+                                          "no batch price or input/output_cost_per_mtok are given (OpenAI, Anthropic: "
+                                          "0.5)."},
     "tokenizer": {"type": "string", "pattern": "^(llamacpp|hf):.+",
                   "description": "llamacpp:GGUF (a path or pkg:MODULE/FILE.gguf) or hf:NAME_OR_FOLDER: the "
                                  "model's tokenizer, so the context policy can cut precisely."},
@@ -185,6 +201,61 @@ class LiteLLMBackend(ModelBackend):
 
     def stats(self) -> dict[str, Any]:
         return {**self._stats.as_dict(), "sampling": self._sampling.as_dict()}
+
+    # -- prices and batches ----------------------------------------------------------------
+    def price(self, batch: bool = False) -> Price | None:
+        """The user's per-million-token prices, else litellm's bundled map; a batch at the
+        map's batch price, else at `batch_price_factor` of the direct one. None: unknown."""
+        factor = self.options.get("batch_price_factor", 0.5) if batch else 1.0
+        pin, pout = self.options.get("input_cost_per_mtok"), self.options.get("output_cost_per_mtok")
+        if pin is not None or pout is not None:
+            return Price((pin or 0.0) * factor, (pout or 0.0) * factor)
+        try:
+            info = self._import().get_model_info(self.model)
+        except UserError:
+            raise
+        except Exception:  # noqa: BLE001 - a model litellm's map does not hold
+            return None
+        direct_in, direct_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+        if direct_in is None or direct_out is None:
+            return None
+        if batch:
+            tin, tout = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
+            if tin is not None and tout is not None:
+                return Price(float(tin) * 1e6, float(tout) * 1e6)
+        return Price(float(direct_in) * 1e6 * factor, float(direct_out) * 1e6 * factor)
+
+    def batch_protocol(self) -> str | None:
+        """"openai", "anthropic" or None: which batch API this model has."""
+        chosen = self.options.get("batch_api", "auto")
+        if chosen != "auto":
+            return None if chosen == "none" else chosen
+        provider = self.model.split("/", 1)[0] if "/" in self.model else ""
+        return provider if provider in ("openai", "anthropic") else None
+
+    def batch_api(self) -> BatchAPI | None:
+        from .batch_apis import AnthropicBatches, OpenAIBatches, anthropic_body
+
+        protocol = self.batch_protocol()
+        if protocol is None:
+            return None
+        name = self.model.split("/", 1)[1] if "/" in self.model else self.model
+        timeout = float(self.options["timeout"])
+        if protocol == "openai":
+            key = self._api_key() or os.environ.get("OPENAI_API_KEY") or None
+            return OpenAIBatches(self.api_base or "https://api.openai.com/v1", key, name, self._batch_body,
+                                 lambda: self.price(batch=True), timeout=timeout)
+        key = self._api_key() or os.environ.get("ANTHROPIC_API_KEY") or None
+        return AnthropicBatches(self.api_base or "https://api.anthropic.com", key, name, anthropic_body,
+                                lambda: self.price(batch=True), timeout=timeout)
+
+    def _batch_body(self, request: GenerationRequest) -> dict[str, Any]:
+        """A request as the chat completions body litellm would have sent (its `extra_body`
+        fields at the top level, as the HTTP API takes them)."""
+        body = self._payload(request)
+        extra = body.pop("extra_body", None) or {}
+        body.pop("thinking", None)  # litellm's parameter for other providers' APIs
+        return {**body, **extra}
 
     # -- a reasoning model ---------------------------------------------------------------------
     @property  # type: ignore[override]
@@ -492,50 +563,6 @@ class LiteLLMBackend(ModelBackend):
                          hint="Check the model name and api_base.")
 
 
-def reported_cached_tokens(usage: Any) -> int | None:
-    """Prompt tokens the provider says it served from its prompt cache, or None when it says
-    nothing (no `prompt_tokens_details`, or no count in it): unknown, not zero."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    if details is None and isinstance(usage, dict):
-        details = usage.get("prompt_tokens_details")
-    if details is None:
-        return None
-    value = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
-    return None if value is None else int(value)
-
-
-class SamplingRecord:
-    """Which sampling values were sent, and which were left to the server's own default
-    (top_p or repeat_penalty at 1.0 when not sent explicitly): what a manifest must say,
-    since the spec records the engine's values whether or not the server used them."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sent: dict[str, set[Any]] = {}
-        self._left: dict[str, set[Any]] = {}
-
-    def note(self, params: Any, body: dict[str, Any]) -> None:
-        extra = body.get("extra_body") or {}
-        sent = {"max_new_tokens": body.get("max_tokens"), "temperature": body.get("temperature"),
-                "seed": body.get("seed")}
-        if "top_p" in body:
-            sent["top_p"] = body["top_p"]
-        name = next((k for k in extra if k != "chat_template_kwargs"), None)
-        if name is not None:
-            sent["repeat_penalty"] = extra[name]
-        with self._lock:
-            for name, value in sent.items():
-                self._sent.setdefault(name, set()).add(value)
-            for name in ("top_p", "repeat_penalty"):
-                if name not in sent:
-                    self._left.setdefault(name, set()).add(getattr(params, name))
-
-    def as_dict(self) -> dict[str, Any]:
-        with self._lock:
-            return {"sent": {k: sorted(v) for k, v in sorted(self._sent.items())},
-                    "left_to_server_default": {k: sorted(v) for k, v in sorted(self._left.items())}}
-
-
 @requires("litellm", install="pip install 'lceval[api]'")
 def make_litellm(model: str, options: dict[str, str]) -> LiteLLMBackend:
     return LiteLLMBackend(model, options)
@@ -548,23 +575,3 @@ def register_models(register: Callable[[str, Any], None]) -> None:
 
 #: providers whose API takes a thinking budget through litellm's `thinking` parameter
 BUDGET_PROVIDERS = ("anthropic", "gemini", "vertex_ai", "bedrock")
-
-
-def reasoning_of(message: Any) -> str | None:
-    """A chat message's reasoning text, where the API returns it apart from the answer."""
-    text = getattr(message, "reasoning_content", None)
-    if isinstance(text, str) and text:
-        return text
-    blocks = getattr(message, "thinking_blocks", None) or []
-    parts = [b.get("thinking") if isinstance(b, dict) else getattr(b, "thinking", None) for b in blocks]
-    joined = "\n\n".join(p for p in parts if isinstance(p, str) and p)
-    return joined or None
-
-
-def reasoning_tokens_of(usage: Any) -> int | None:
-    """`usage.completion_tokens_details.reasoning_tokens` (OpenAI, and litellm for others)."""
-    details = getattr(usage, "completion_tokens_details", None)
-    if details is None and isinstance(usage, dict):
-        details = usage.get("completion_tokens_details")
-    value = details.get("reasoning_tokens") if isinstance(details, dict) else getattr(details, "reasoning_tokens", None)
-    return int(value) if isinstance(value, (int, float)) and value else None

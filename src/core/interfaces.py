@@ -11,8 +11,8 @@ from typing import Any, Callable, Literal, Protocol, runtime_checkable
 from lceval.types import (Conversation, FinishedRun, Generation, GenerationRequest, JudgeInput, Judgment, Message,
                           PairInput, PairJudgment)
 
-__all__ = ["Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory", "JudgeModel",
-           "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache",
+__all__ = ["BatchAPI", "BatchStatus", "Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory",
+           "JudgeModel", "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache", "Price",
            "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RetrieverFactory", "TaskContext",
            "TaskType", "is_recomputable", "missing_requirements", "recomputable", "requires"]
 
@@ -47,6 +47,73 @@ class PrefixCache:
     #: without priming. False (an API provider caches a prompt once its request is done) keeps
     #: the primer.
     shares_in_flight: bool = False
+
+
+@dataclass(frozen=True)
+class Price:
+    """What a model's tokens cost, in USD per million tokens (a provider's list price, or the
+    user's `input_cost_per_mtok` / `output_cost_per_mtok`). A local model costs nothing."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+
+
+@dataclass
+class BatchStatus:
+    """What a provider says of a submitted batch when it is polled.
+
+    `ended` is False while the provider still works on it. Once it is True, `results` holds an
+    answer per request the batch finished (by the id it was submitted under): a `Generation`,
+    with `finish_reason="error"` and `extras["error"]` for a request the provider failed (the
+    engine asks it again in a later batch); the requests of the batch missing from `results`
+    were not finished (the batch expired or was cancelled) and are submitted again."""
+
+    ended: bool
+    #: the provider's own word for the batch's state ("in_progress", "completed", "expired", "ended" ...)
+    state: str
+    results: dict[str, Generation] = field(default_factory=dict)
+    #: the batch failed as a whole (the provider refused its input): why; each of its requests
+    #: missing from `results` then counts as a failed request, not an unfinished one
+    error: str | None = None
+
+
+class BatchAPI(ABC):
+    """A provider's batch API for one model (OpenAI's `/v1/batches`, Anthropic's Message
+    Batches): requests sent in bulk, answered within hours, at the provider's batch price.
+
+    A backend that has one returns it from `ModelBackend.batch_api()`; the engine does the rest
+    (`--batch`): it gathers requests into chunks, records each chunk in the request cache
+    *before* `submit` (so a rerun after a crash adopts the batch instead of paying again),
+    polls with backoff, stores each answer in the cache the moment the batch ends, retries
+    failed requests in a later batch and resubmits what an expired batch did not finish. The
+    methods are called from one engine thread; they raise `UserError` for what stops the run
+    (no credentials) and any other exception for a failure worth trying again later."""
+
+    #: the protocol's name, recorded with each batch ("openai", "anthropic")
+    name: str = "batch"
+
+    @abstractmethod
+    def submit(self, local_id: str, items: list[tuple[str, GenerationRequest]]) -> dict[str, Any]:
+        """Send one batch: `items` are (id, request), each id unique in the batch and at most
+        64 characters of `[A-Za-z0-9_-]`. `local_id` is the engine's own name for the batch
+        (tag the provider's batch with it where the API allows, for `find`). Returns the
+        provider's handle (JSON: its batch id, file ids), which `poll` and `cancel` receive."""
+
+    @abstractmethod
+    def poll(self, handle: dict[str, Any]) -> BatchStatus:
+        """The batch's state now; once ended, its results."""
+
+    def cancel(self, handle: dict[str, Any]) -> None:
+        """Ask the provider to stop the batch (what it finished is still returned by `poll`)."""
+
+    def find(self, local_id: str, items: int, since: float) -> dict[str, Any] | None:
+        """The handle of a batch sent as `local_id` (with `items` requests, at or after the
+        Unix time `since`) whose handle was never recorded (the process died while `submit`
+        waited for the provider's answer); None when the provider has no such batch."""
+        return None
 
 
 class ModelBackend(ABC):
@@ -125,6 +192,20 @@ class ModelBackend(ABC):
     def stats(self) -> dict[str, Any] | None:
         """Backend-side accounting for the manifest (retries, failures by kind, cost), or
         None. The engine's own counters (requests, cache hits, tokens) are kept anyway."""
+        return None
+
+    def price(self, batch: bool = False) -> Price | None:
+        """What the model's tokens cost, directly or (`batch=True`) through its batch API. The
+        default is free (a local model); an API backend returns its price, or None when it does
+        not know it: the engine then refuses `--max-cost` rather than guess. The engine counts
+        a response's cost from its `extras["cost_usd"]` when the backend reports one, else
+        from this price and the response's tokens."""
+        return Price(0.0, 0.0)
+
+    def batch_api(self) -> BatchAPI | None:
+        """The provider's batch API for this model (`--batch`), or None when it has none (the
+        default): the engine then refuses `--batch` and `batch=true` for it. Must not reach
+        the network: it is asked before anything is sent."""
         return None
 
     def close(self) -> None:

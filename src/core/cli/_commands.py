@@ -62,12 +62,35 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
             return 0
         from lceval.results import console_text
 
-        for run_dir, results, state in session.run():
+        done = session.run()
+        for run_dir, results, state in done:
             _wrote(console_text(state, results), run_dir)
+    stopped = [(run_dir, state) for run_dir, _, state in done if state.stopped]
+    if stopped:
+        return _stopped(*stopped[0], models_left=len(session.plan().models) - len(done))
     if config.shard:
         print(f"shard {config.shard[0]}/{config.shard[1]}: these are the scores of this share only; join the shards "
               "with `lceval merge RUN_DIR...`")
     return 0
+
+
+#: the exit code of a command a cost limit stopped (its partial run is written)
+COST_LIMIT_EXIT = 3
+
+
+def _stopped(run_dir: Path, state: Any, models_left: int = 0) -> int:
+    """Say which cost limit stopped the command and how to go on; exit 3."""
+    from lceval.results import usd
+
+    why = state.stopped
+    limit = f"{why['limit']} {why['limit_usd']:g}" if why.get("limit_usd") is not None else why["limit"]
+    left = f"; {models_left} more model(s) not started" if models_left else ""
+    print(f"lceval: stopped at the cost limit: {limit} USD reached (spent {usd(why['spent_usd'])}, "
+          f"{usd(why['in_flight_usd'])} in flight when it was reached); {why['requests_not_sent']} request(s) not "
+          f"sent{left}. The answers so far are written as a partial run: {run_dir}. Run the same command again to go "
+          "on (with a higher limit, or the same one: it counts what each command spends); what was paid is in the "
+          "cache and is not paid again.", file=sys.stderr)
+    return COST_LIMIT_EXIT
 
 
 def score(args: argparse.Namespace, inv: Invocation) -> int:
@@ -90,12 +113,16 @@ def score(args: argparse.Namespace, inv: Invocation) -> int:
         return 0
     output = _path(args.output) or source.path.parent
     check_writable(output)
+    from lceval.engine import RunConfig
+
+    limits = RunConfig.from_flags({"max_cost": args.max_cost, "batch": args.batch}, tasks="", models=["-"])
     with Session.reopen(source, inv.plugins, outputs=_outputs(), judge=args.judge, judge_model=args.judge_model,
-                        cache_path=_path(args.cache), command=inv.command) as session:
+                        cache_path=_path(args.cache), command=inv.command, batch=limits.batch,
+                        max_cost=limits.max_cost) as session:
         state = session.rejudge()
         run_dir, results = session.write(state, output)
     _wrote(console_text(state, results), run_dir)
-    return 0
+    return _stopped(run_dir, state) if state.stopped else 0
 
 
 def merge(args: argparse.Namespace, inv: Invocation) -> int:

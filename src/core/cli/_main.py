@@ -1,7 +1,8 @@
 """The `lceval` command: parses arguments and calls the engine (which tests call directly).
 
 Exit codes: 0 success, 2 bad input (one paragraph naming file, field and line), 1 internal
-error, 130 interrupted (finished work is in the cache; the same command resumes).
+error, 3 stopped by a cost limit (`--max-cost`: the partial run is written; the same command
+resumes), 130 interrupted (finished work is in the cache; the same command resumes).
 
 `lceval --tasks T --model M` (no sub-command, as lm-evaluation-harness users type it) is
 `lceval run --tasks T --model M`; `-p no:NAME` / `-p override:NAME` work anywhere on the line.

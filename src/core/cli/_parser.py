@@ -141,6 +141,9 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     sc.add_argument("--judge-model", help="model spec the judge calls, if it needs one")
     sc.add_argument("--output", help="folder for the new run directory (default: next to the source)")
     sc.add_argument("--cache", help="cache database (default: $LCEVAL_CACHE or the user cache dir)")
+    sc.add_argument("--batch", action="store_true",
+                    help="send the judge model's requests through its batch API (half the price, within hours)")
+    sc.add_argument("--max-cost", metavar="USD", help="stop sending judge requests past USD (exit 3, partial run)")
 
     cmp_ = command("compare", commands.compare, help="paired comparison of two runs on the same items")
     cmp_.add_argument("run_a")

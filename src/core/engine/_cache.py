@@ -9,6 +9,11 @@ of failing, and a request is *claimed* before it is sent (a lease row, renewed w
 request runs), so two runs of the same work never pay for the same request twice: the second
 waits for the first's answer. A lease whose holder died (its process is gone, or it stopped
 renewing) is taken over, so nothing waits for ever.
+
+A provider's batch (`--batch`) is recorded here too, with the keys and requests it holds,
+*before* it is sent, and its handle (the provider's batch id) as soon as the provider gives it:
+a rerun after a crash finds the batches still open for its model and adopts them (their answers
+are stored as they arrive) instead of sending, and paying for, the same requests again.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
@@ -164,6 +170,19 @@ def _alive(pid: int) -> bool:
 Claim = Literal["claimed", "answered", "held"]
 
 
+@dataclass
+class RecordedBatch:
+    """A provider batch as the cache recorded it: its own id, the protocol, "sending" (recorded,
+    the provider's answer not yet known) or "running" (its handle known), and its requests by key."""
+
+    id: str
+    api: str
+    state: str
+    handle: dict[str, Any] | None
+    created: float
+    requests: dict[str, dict[str, Any]]
+
+
 class Cache:
     """The request cache: answers by request key in SQLite (WAL), shared by concurrent runs
     through leases, so an interrupted run resumes and two runs never pay twice."""
@@ -204,6 +223,11 @@ class Cache:
                                  " value TEXT NOT NULL, created REAL NOT NULL)")
                 self._db.execute("CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, holder TEXT NOT NULL,"
                                  " host TEXT NOT NULL, pid INTEGER NOT NULL, expires REAL NOT NULL)")
+                self._db.execute("CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, model TEXT NOT NULL,"
+                                 " api TEXT NOT NULL, state TEXT NOT NULL, handle TEXT, created REAL NOT NULL,"
+                                 " updated REAL NOT NULL)")
+                self._db.execute("CREATE TABLE IF NOT EXISTS batch_items (batch TEXT NOT NULL, key TEXT NOT NULL,"
+                                 " request TEXT NOT NULL, PRIMARY KEY (batch, key))")
                 self._db.commit()
                 return
             except sqlite3.Error as exc:
@@ -300,6 +324,50 @@ class Cache:
                 except sqlite3.Error:
                     if self._db.in_transaction:
                         self._db.rollback()
+
+    # -- provider batches: recorded before they are sent, adopted by a rerun -----------------
+
+    def record_batch(self, batch_id: str, model: str, api: str, items: list[tuple[str, dict[str, Any]]]) -> None:
+        """A batch about to be sent (state "sending"): its keys and requests, committed first."""
+        now = time.time()
+        with self._lock:
+            self._db.execute("INSERT INTO batches (id, model, api, state, handle, created, updated)"
+                             " VALUES (?, ?, ?, 'sending', NULL, ?, ?)", (batch_id, model, api, now, now))
+            self._db.executemany("INSERT OR REPLACE INTO batch_items (batch, key, request) VALUES (?, ?, ?)",
+                                 [(batch_id, key, json.dumps(request, ensure_ascii=False)) for key, request in items])
+            self._db.commit()
+
+    def batch_sent(self, batch_id: str, handle: dict[str, Any]) -> None:
+        """The provider took the batch: its handle, to poll it (state "running")."""
+        self._batch_update(batch_id, "running", handle)
+
+    def batch_ended(self, batch_id: str, state: str) -> None:
+        """Nothing more to fetch from the batch ("ended": its answers are stored; "failed":
+        the provider never took it); an ended batch is never adopted again."""
+        self._batch_update(batch_id, state, None)
+
+    def _batch_update(self, batch_id: str, state: str, handle: dict[str, Any] | None) -> None:
+        with self._lock:
+            if handle is None:
+                self._db.execute("UPDATE batches SET state = ?, updated = ? WHERE id = ?", (state, time.time(), batch_id))
+            else:
+                self._db.execute("UPDATE batches SET state = ?, handle = ?, updated = ? WHERE id = ?",
+                                 (state, json.dumps(handle), time.time(), batch_id))
+            if state not in ("sending", "running"):
+                self._db.execute("DELETE FROM batch_items WHERE batch = ?", (batch_id,))
+            self._db.commit()
+
+    def open_batches(self, model: str) -> list["RecordedBatch"]:
+        """The batches of `model` (its identity's hash) sent and not yet ended: a rerun's to adopt."""
+        with self._lock:
+            rows = self._db.execute("SELECT id, api, state, handle, created FROM batches WHERE model = ? AND state IN"
+                                    " ('sending', 'running') ORDER BY created", (model,)).fetchall()
+            out = []
+            for batch_id, api, state, handle, created in rows:
+                items = self._db.execute("SELECT key, request FROM batch_items WHERE batch = ?", (batch_id,)).fetchall()
+                out.append(RecordedBatch(batch_id, api, state, json.loads(handle) if handle else None, created,
+                                         {key: json.loads(request) for key, request in items}))
+        return out
 
     def close(self) -> None:
         self._closed.set()

@@ -1,22 +1,35 @@
 """A backend seen through the request cache: the cache key of a request (the model's identity
 without secrets, the messages, the sampling parameters), what a model cost a run, and
 `CachedModel`, which answers from the cache or asks the backend and stores each answer the
-moment it exists. The runner and model-calling judges both use it."""
+moment it exists. The runner and model-calling judges both use it.
+
+With `--batch` (a `Batcher`) the requests the backend would have been asked go through the
+provider's batch API instead, and the cache key is the same: an answer is an answer, however
+it was paid. A cost limit (`Budget`) is checked before any request is sent (`_spending`)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
-from typing import Any, Iterable
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING, Any, Iterable
 
 from lceval.engine._cache import Cache
 from lceval.engine._dispatch import Dispatcher
+from lceval.engine._spending import Budget, UsageCounters, cost_of, estimate_prompt_tokens, most_answer_tokens
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend
+from lceval.interfaces import ModelBackend, PrefixCache, Price
 from lceval.io import canonical_hash
 from lceval.reasoning import EARLY_STOP, ReasoningOptions, split_reasoning
 from lceval.types import Generation, GenerationRequest, Message
+
+if TYPE_CHECKING:
+    from lceval.engine._batching import Batcher
+
+#: calls in flight at once for a model whose requests go through batches: each call holds
+#: up to `batch_max_requests` requests and waits for hours, so few threads carry a whole run
+BATCH_CALLS = 64
+_UNSET: Any = object()
 
 SECRET_MARKERS = ("key", "token", "secret", "password", "authorization")
 
@@ -52,58 +65,6 @@ def request_key(identity: dict[str, Any], request: GenerationRequest) -> str:
     )
 
 
-@dataclass
-class UsageCounters:
-    """What one model cost a run. Updated from several threads when the backend takes
-    requests concurrently (`CachedModel` holds the lock)."""
-
-    requests: int = 0
-    cache_hits: int = 0
-    generated: int = 0
-    prompt_tokens: int = 0
-    #: tokens the backend really prefilled; None as soon as one generated request's prefill is
-    #: unknown (a server that reports no cached tokens): the sum of a subset is not the total
-    prefilled_tokens: int | None = 0
-    #: generated requests whose prefill the backend could not tell
-    prefill_unknown: int = 0
-    completion_tokens: int = 0
-    #: wall-clock seconds with at least one request at the backend (concurrent requests
-    #: counted once): what the generation took
-    seconds: float = 0.0
-    #: the sum of every request's own latency (exceeds `seconds` when requests overlap)
-    request_seconds: float = 0.0
-    #: the most requests the backend had at once
-    peak_in_flight: int = 0
-    #: requests the backend gave up on (finish_reason "error"): not cached, asked again next run
-    failed: int = 0
-    #: the prompt and answer tokens of the answers served from the cache: the work this run did
-    #: not redo (a rerun's prompt_tokens is 0 because nothing was sent, not because nothing was asked)
-    cached_prompt_tokens: int = 0
-    cached_completion_tokens: int = 0
-    #: tokens a reasoning model thought before its answers (generated or from the cache; part of
-    #: completion_tokens, as providers bill them), where the backend could tell
-    reasoning_tokens: int = 0
-    #: answers whose thinking never closed (no answer at all)
-    unclosed_thinking: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def add(self, gen: Generation) -> None:
-        self.request_seconds += gen.seconds
-        if gen.finish_reason == "error":
-            self.failed += 1
-            return
-        self.generated += 1
-        self.prompt_tokens += gen.prompt_tokens
-        self.completion_tokens += gen.completion_tokens
-        if gen.prefilled_tokens is None:
-            self.prefill_unknown += 1
-            self.prefilled_tokens = None
-        elif self.prefilled_tokens is not None:
-            self.prefilled_tokens += gen.prefilled_tokens
-
-
 class CachedModel:
     """A backend seen through the cache. The runner and model-calling judges both use it,
     so a judge's calls are cached and counted exactly like the system's.
@@ -113,12 +74,18 @@ class CachedModel:
     only the requests still in flight."""
 
     def __init__(self, backend: ModelBackend, cache: Cache, spec: str,
-                 reasoning: ReasoningOptions | None = None) -> None:
+                 reasoning: ReasoningOptions | None = None, *, batcher: "Batcher | None" = None,
+                 budget: Budget | None = None) -> None:
         self.backend = backend
         self.cache = cache
         self.spec = spec
         #: how the model's thinking is read (split off its answers, at which markers)
         self.reasoning = reasoning or ReasoningOptions()
+        #: the provider's batch API, when this model's requests go through it (`--batch`)
+        self.batcher = batcher
+        #: what the model may spend (its own limit and the command's); None: counted only
+        self.budget = budget
+        self._price: Any = _UNSET
         self.usage = UsageCounters()
         self._marked = {"with": 0, "without": 0}
         self._identity = strip_secrets(backend.identity())
@@ -131,9 +98,57 @@ class CachedModel:
         return self._identity
 
     @property
+    def batching(self) -> bool:
+        return self.batcher is not None
+
+    @property
     def slots(self) -> int:
-        """Requests the backend takes at once (its declared `max_in_flight`)."""
+        """Calls in flight at once: the backend's declared `max_in_flight`, or `BATCH_CALLS`
+        when the requests go through batches."""
+        if self.batcher is not None:
+            return BATCH_CALLS
         return max(1, int(getattr(self.backend, "max_in_flight", 1) or 1))
+
+    @property
+    def call_size(self) -> int:
+        """Requests handed over in one call: one per call for a concurrent backend, the
+        backend's `batch_size` for a sequential one, a whole batch's worth when batching."""
+        if self.batcher is not None:
+            return self.batcher.settings.max_requests
+        return 1 if self.slots > 1 else max(1, int(self.backend.batch_size))
+
+    @property
+    def prefix_cache(self) -> PrefixCache:
+        """What the scheduler plans the order of requests by. A batch API keeps no prefix
+        between requests the engine could plan for: every request goes out at once."""
+        if self.batcher is not None:
+            return PrefixCache("none")
+        return getattr(self.backend, "prefix_cache", PrefixCache())
+
+    @property
+    def per_prefix(self) -> int | None:
+        return None if self.batcher is not None else getattr(self.backend, "max_in_flight_per_prefix", None)
+
+    def price(self) -> Price | None:
+        """The model's price as it is paid here (its batch price when batching), asked once."""
+        if self._price is _UNSET:
+            try:
+                self._price = self.backend.price(batch=self.batching)
+            except UserError:
+                raise
+            except Exception:  # noqa: BLE001 - a price that cannot be had is unknown
+                self._price = None
+        return self._price
+
+    def limit_hit(self) -> dict[str, Any] | None:
+        """The cost limit that stopped this model's requests, described, or None."""
+        stopped = self.budget.stopped_by() if self.budget is not None else None
+        return stopped.describe() if stopped is not None else None
+
+    def _count(self, update: Any) -> None:
+        """Apply `update` to the totals and to the current task's counters (lock held by caller)."""
+        for counters in self.usage.scoped():
+            update(counters)
 
     def key(self, request: GenerationRequest) -> str:
         return request_key(self._identity, request)
@@ -144,18 +159,27 @@ class CachedModel:
             return self._think_then_answer(request, ask=False)
         hit = self.cache.get(self.key(request))
         with self._lock:
-            self.usage.requests += 1
+            self._count(lambda u: setattr(u, "requests", u.requests + 1))
             if hit is not None:
-                self.usage.cache_hits += 1
+                self._count(lambda u: setattr(u, "cache_hits", u.cache_hits + 1))
         if hit is None:
             return None
         return self._read(request, self._hit(request, hit))
 
     def _hit(self, request: GenerationRequest, record: dict[str, Any]) -> Generation:
         gen = Generation(**{**record, "request_id": request.request_id, "cached": True})
+        paid = cost_of(gen, None)  # what it cost when it was paid, as recorded with it
+        if paid is None and gen.finish_reason != "error":  # an answer cached before costs were kept
+            paid = cost_of(gen, self.price())
+
+        def update(u: UsageCounters) -> None:
+            u.cached_prompt_tokens += int(gen.prompt_tokens or 0)
+            u.cached_completion_tokens += int(gen.completion_tokens or 0)
+            if paid is not None:
+                u.cached_cost_usd += paid
+
         with self._lock:
-            self.usage.cached_prompt_tokens += int(gen.prompt_tokens or 0)
-            self.usage.cached_completion_tokens += int(gen.completion_tokens or 0)
+            self._count(update)
         return gen
 
     # -- a reasoning model's thinking --------------------------------------------------------
@@ -178,9 +202,12 @@ class CachedModel:
             gen = replace(gen, text=gen.text.strip(), raw_text=gen.text)
         if gen.finish_reason != "error":
             self._check_marked(request, gen)
+        def update(u: UsageCounters) -> None:
+            u.reasoning_tokens += int(gen.reasoning_tokens or 0)
+            u.unclosed_thinking += gen.finish_reason == "unclosed_thinking"
+
         with self._lock:
-            self.usage.reasoning_tokens += int(gen.reasoning_tokens or 0)
-            self.usage.unclosed_thinking += gen.finish_reason == "unclosed_thinking"
+            self._count(update)
         return gen
 
     def _tokens(self, text: str) -> int | None:
@@ -239,16 +266,20 @@ class CachedModel:
                          reasoning_tokens=first.completion_tokens or self._tokens(reasoning),
                          raw_text=second.text if second.text != answer else None)
         with self._lock:
-            self.usage.reasoning_tokens += int(gen.reasoning_tokens or 0)
+            self._count(lambda u: setattr(u, "reasoning_tokens", u.reasoning_tokens + int(gen.reasoning_tokens or 0)))
         self._check_marked(request, gen)
         return gen
 
     def _one(self, request: GenerationRequest, ask: bool) -> Generation | None:
         """One request, unsplit: from the cache, else (with `ask`) from the backend."""
         hit = self.cache.get(self.key(request))
+
+        def update(u: UsageCounters) -> None:
+            u.requests += not ask  # a lookup counts once, as any request's
+            u.cache_hits += hit is not None
+
         with self._lock:
-            self.usage.requests += not ask  # a lookup counts once, as any request's
-            self.usage.cache_hits += hit is not None
+            self._count(update)
         if hit is not None:
             return self._hit(request, hit)
         return self._call([request])[0] if ask else None
@@ -292,38 +323,81 @@ class CachedModel:
     def _served(self, request: GenerationRequest, record: dict[str, Any]) -> Generation:
         """An answer another process generated while this one looked: a cache hit."""
         with self._lock:
-            self.usage.cache_hits += 1
+            self._count(lambda u: setattr(u, "cache_hits", u.cache_hits + 1))
         return self._hit(request, record)
 
     def _ask(self, requests: list[GenerationRequest], keys: list[str]) -> list[Generation]:
+        """Send the claimed `requests` (to the backend, or into batches) and store each answer
+        at once; a request a cost limit refuses is not sent (an error answer of kind
+        "cost_limit", asked again by the next run)."""
+        outs: list[Generation | None] = [None] * len(requests)
+        reserved = [0.0] * len(requests)
+        send = []
+        for i, (request, key) in enumerate(zip(requests, keys)):
+            if self.budget is None or (self.batcher is not None and self.batcher.adopts(key)):
+                send.append(i)
+            elif self.budget.reserve(amount := self._estimate(request)):
+                reserved[i] = amount
+                send.append(i)
+            else:
+                outs[i] = Generation(request_id=request.request_id, text="", finish_reason="error",
+                                     extras={"error": {"kind": "cost_limit", "message": (
+                                         f"not sent: {self.budget.stopped_by().name} reached"  # type: ignore[union-attr]
+                                     )}})
+                self.cache.release(key)
         with self._lock:
             if self._busy == 0:
                 self._busy_since = time.perf_counter()
-            self._busy += len(requests)
+            self._busy += len(send)
             self.usage.peak_in_flight = max(self.usage.peak_in_flight, self._busy)
         try:
-            outs = self.backend.generate(requests)
+            if self.batcher is not None:
+                answers = self.batcher.ask([(keys[i], requests[i]) for i in send]) if send else []
+            else:
+                answers = self.backend.generate([requests[i] for i in send]) if send else []
         except BaseException:
-            for key in keys:  # another process may ask them now
-                self.cache.release(key)
+            for i in send:  # another process may ask them now
+                self.cache.release(keys[i])
+                if self.budget is not None:
+                    self.budget.settle(reserved[i], 0.0)
             raise
         finally:
             with self._lock:
-                self._busy -= len(requests)
+                self._busy -= len(send)
                 if self._busy == 0:
                     self.usage.seconds += time.perf_counter() - self._busy_since
-        if len(outs) != len(requests):
-            raise RuntimeError(f"backend returned {len(outs)} answers for {len(requests)} requests")
-        for key, gen in zip(keys, outs):
+        if len(answers) != len(send):
+            raise RuntimeError(f"backend returned {len(answers)} answers for {len(send)} requests")
+        price = self.price() if send else None
+        costs: list[float | None] = [None] * len(requests)
+        for i, gen in zip(send, answers):
+            outs[i] = gen
             if gen.finish_reason != "error":
-                record = asdict(gen)
-                record.pop("cached", None)
-                self.cache.put(key, "generate", record)
+                costs[i] = cost_of(gen, price)
+                if costs[i] and "cost_usd" not in gen.extras:  # what it cost, kept with it (at today's price)
+                    gen = outs[i] = replace(gen, extras={**gen.extras, "cost_usd": round(costs[i], 8)})
+                if self.batcher is None:  # the batcher stored it the moment its batch ended
+                    record = asdict(gen)
+                    record.pop("cached", None)
+                    self.cache.put(keys[i], "generate", record)
             else:
-                self.cache.release(key)
-            with self._lock:
-                self.usage.add(gen)
-        return outs
+                self.cache.release(keys[i])
+            if self.budget is not None:
+                self.budget.settle(reserved[i], costs[i] if gen.finish_reason != "error" else 0.0)
+        batched = self.batcher is not None
+        with self._lock:
+            for i, gen in enumerate(outs):
+                assert gen is not None
+                self._count(lambda u, gen=gen, cost=costs[i]: u.add(gen, cost, batched=batched))
+        return [gen for gen in outs if gen is not None]
+
+    def _estimate(self, request: GenerationRequest) -> float:
+        """What the request may cost at most (its prompt counted or over-estimated, every
+        answer token it may write) at the model's price."""
+        price = self.price()
+        if price is None:
+            return 0.0  # refused before the run started (`Session`): a limit needs a price
+        return price.cost(estimate_prompt_tokens(self.backend, request), most_answer_tokens(request))
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         """Answers in the order asked (a thinking model's reasoning split off each): cached
@@ -331,8 +405,12 @@ class CachedModel:
         (`max_in_flight`), or in chunks of `batch_size`."""
         results: list[Generation | None] = [self.lookup(req) for req in requests]
         misses = [i for i, r in enumerate(results) if r is None]
+        if self.batcher is not None and misses:  # one call: the batcher gathers them into batches
+            for i, gen in zip(misses, self.call([requests[i] for i in misses])):
+                results[i] = gen
+            return [r for r in results if r is not None]
         slots = self.slots
-        size = 1 if slots > 1 else max(1, int(self.backend.batch_size))
+        size = self.call_size
         chunks = [misses[start:start + size] for start in range(0, len(misses), size)]
         pool = Dispatcher(self.call, slots)
         for chunk in chunks:

@@ -5,10 +5,12 @@ One slot means no thread at all: the call runs in the caller's thread, exactly a
 sequential backend (llama.cpp, transformers) needs, and Ctrl-C interrupts it there. With
 more, each call runs on a daemon thread of its own: on Ctrl-C the process leaves at once
 instead of waiting for requests in flight to time out (their answers are lost, the rest
-is in the request cache already)."""
+is in the request cache already). A call runs in a copy of the submitter's context, so what
+the submitter set there (the task a request's usage is counted under) holds in the call."""
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from typing import Any, Callable, Generic, TypeVar
@@ -43,7 +45,8 @@ class Dispatcher(Generic[Tag]):
                 raise
             self._done.put((tag, answers, None))
             return
-        threading.Thread(target=self._work, args=(tag, requests), daemon=True,
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(self._work, tag, requests), daemon=True,
                          name="lceval-request").start()
 
     def _work(self, tag: Tag, requests: list[Any]) -> None:

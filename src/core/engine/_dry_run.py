@@ -8,21 +8,27 @@ every built-in backend loads lazily, so only what tokenizing needs is read (llam
 vocabulary, a Hugging Face tokenizer and config, the tokenizer an API model was lent). When
 no tokenizer can be had, the output says so and shows the contexts uncut, as they would be
 sent. Later turns of a multi-turn conversation show a placeholder where the model's own
-answers would be (or the reference answers with `history: gold`).
+answers would be (or the reference answers with `history: gold`). It ends with what the run
+would cost (`estimate_cost`): the prompts' tokens and every answer token they may take, at
+the model's price and its batch price, for the model and the judge.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from lceval.engine import _context_policy as context_policy
 from lceval.engine._model_handle import ModelHandle
-from lceval.engine._plan import RunPlan, ensure_datasets, load_work
+from lceval.engine._model_spec import ModelSpec
+from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
+from lceval.engine._spending import most_answer_tokens
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
-from lceval.types import ContextCut, Conversation
+from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, is_scored)
 
 
 def _answer_placeholder(turn_index: int) -> str:
@@ -84,11 +90,144 @@ def _task_prompts(spec: TaskSpec, conversations: list[Conversation], backend: Mo
     return "\n".join(lines)
 
 
-def dry_run(plan: RunPlan, handle: ModelHandle, plugins: Plugins, data_home: Path) -> str:
+def dry_run(plan: RunPlan, handle: ModelHandle, plugins: Plugins, data_home: Path,
+            judge: tuple[ModelSpec, ModelBackend] | None = None) -> str:
     """The prompts of every selected item of every task of the plan, for one of its models
-    (`handle`, which the caller closes)."""
+    (`handle`, which the caller closes), then what the run would cost (with `judge`: the
+    judge model's spec and backend)."""
     ensure_datasets(plan, plugins, data_home, lambda text: None)
     loaded = load_work(plan, plugins, data_home, handle).loaded
     backend = handle.backend()
     blocks = [_task_prompts(spec, conversations, backend) for spec, conversations in loaded]
-    return "\n\n".join(blocks) + "\n"
+    blocks.append(estimate_cost(plan, loaded, backend, handle.spec, plugins, judge))
+    return "\n\n".join(blocks)
+
+
+# -- what the run would cost ------------------------------------------------------------------
+
+#: characters a token when a model lends no tokenizer: the stated estimate of a dry run (an
+#: English average on the providers' tokenizers; a cost limit reserves with a safer 3)
+DRY_CHARS_PER_TOKEN = 4.0
+
+
+@dataclass
+class _Tally:
+    requests: int = 0
+    prompt: int = 0
+    answer: int = 0
+    counted: bool = True  # every prompt counted by the model's own tokenizer
+
+    def add(self, backend: ModelBackend, request: GenerationRequest) -> None:
+        counted = backend.count_tokens(request.messages) if self.counted else None
+        if counted is None:
+            self.counted = False
+            counted = sum(math.ceil(len(m.content) / DRY_CHARS_PER_TOKEN) + 4 for m in request.messages)
+        self.requests += 1
+        self.prompt += int(counted)
+        self.answer += most_answer_tokens(request)
+
+
+class _Recorder:
+    """A judge model that answers nothing and notes what it is asked (the first ask of each
+    item: retries depend on answers a dry run does not have)."""
+
+    def __init__(self, backend: ModelBackend) -> None:
+        self.identity = backend.identity()
+        self.asked: list[GenerationRequest] = []
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        self.asked += [r for r in requests if not r.hints.get("attempt")]
+        return [Generation(request_id=r.request_id, text="") for r in requests]
+
+
+def _model_requests(spec: TaskSpec, conversations: list[Conversation], backend: ModelBackend,
+                    seeds: list[int]) -> list[GenerationRequest]:
+    """The requests of a task's selected turns (later turns with placeholder answers), once
+    per seed unless greedy decoding makes the seeds share their answers."""
+    fitted, _ = _fit(spec, conversations, backend)
+    out = []
+    for seed in (seeds if spec.generation_params(0).temperature > 0 else seeds[:1]):
+        params = spec.generation_params(seed)
+        for conv, text, cut in fitted:
+            for i, turn in enumerate(conv.turns if text is not None else []):
+                answers = [t.reference for t in conv.turns[:i]] if conv.history == "gold" else \
+                    [_answer_placeholder(k) for k in range(i)]
+                messages = context_policy.fill_context(context_policy.full_transcript(conv, answers, upto=i), text)
+                out.append(GenerationRequest(request_id=turn.item_id, messages=messages, params=params))
+    return out
+
+
+def _judge_requests(spec: TaskSpec, conversations: list[Conversation], plan: RunPlan, plugins: Plugins,
+                    backend: ModelBackend, seeds: list[int]) -> list[GenerationRequest]:
+    """What the judge would ask first about each scored answer, the reference standing in
+    for the model's answer (a judge's prompt is its template around them)."""
+    inputs = [JudgeInput(item_id=t.item_id, question=t.question, response=t.reference or "-", reference=t.reference,
+                         metadata={**c.metadata, **t.metadata})
+              for c in conversations for t in c.turns if is_scored(t.metadata)]
+    asked: list[GenerationRequest] = []
+    for seed in seeds:
+        recorder = _Recorder(backend)
+        judge = make_judge(spec, plan.judge, plugins, recorder, seed)
+        if not judge.uses_model or not inputs:
+            return []
+        judge.judge(inputs)
+        asked += recorder.asked
+    return asked
+
+
+def _priced(tally: _Tally, backend: ModelBackend, batching: bool) -> tuple[str, float | None, float | None]:
+    """The tally in words with its cost, and its cost directly and (where there is one)
+    through the batch API (None: unknown)."""
+    how = "counted by the model's tokenizer" if tally.counted else \
+        f"estimated: {DRY_CHARS_PER_TOKEN:g} characters a token, no tokenizer"
+    line = (f"{tally.requests:,} requests, {tally.prompt:,} prompt tokens ({how}), at most {tally.answer:,} answer "
+            "tokens")
+    direct = backend.price(batch=False)
+    if direct is None:
+        return line + ": price unknown (give input_cost_per_mtok= and output_cost_per_mtok=)", None, None
+    cost = direct.cost(tally.prompt, tally.answer)
+    line += f": {usd(cost)} at ${direct.input_per_mtok:g}/${direct.output_per_mtok:g} per million tokens"
+    batch = backend.price(batch=True) if backend.batch_api() is not None else None
+    batch_cost = batch.cost(tally.prompt, tally.answer) if batch is not None else None
+    if batch_cost is not None:
+        line += f"; through its batch API{' (as this run asks)' if batching else ''}: {usd(batch_cost)}"
+    return line, cost, batch_cost
+
+
+def estimate_cost(plan: RunPlan, loaded: list[tuple[TaskSpec, list[Conversation]]], backend: ModelBackend,
+                  model: ModelSpec, plugins: Plugins, judge: tuple[ModelSpec, ModelBackend] | None) -> str:
+    """What the run of `model` would cost at most, before anything is sent: its requests'
+    prompt tokens (counted, or estimated and said so) and every answer token they may take,
+    at the model's price and, where it has one, its batch price; the same for the judge's
+    first asks. A cache that already holds answers makes the run cheaper than this."""
+    seeds = list(plan.config.seeds)
+    gen, judged = _Tally(), _Tally()
+    for spec, conversations in loaded:
+        for request in _model_requests(spec, conversations, backend, seeds):
+            gen.add(backend, request)
+        if judge is not None:
+            for request in _judge_requests(spec, conversations, plan, plugins, judge[1], seeds):
+                judged.add(judge[1], request)
+    parts = [("generation", *_priced(gen, backend, _batching(model, backend, plan)))]
+    if judge is not None and judged.requests:
+        parts.append((f"judging ({judge[0].text}; first asks, retries of unusable verdicts come on top)",
+                      *_priced(judged, judge[1], _batching(judge[0], judge[1], plan))))
+    lines = [f"# estimated cost of {model.text} (at most; nothing sent; answers already in the cache cost nothing)"]
+    lines += [f"{name}: {line}" for name, line, _, _ in parts]
+    if all(direct is not None for _, _, direct, _ in parts):
+        total = sum(direct for _, _, direct, _ in parts)  # type: ignore[misc]
+        batched = sum(b if b is not None else d for _, _, d, b in parts)  # type: ignore[misc]
+        lines.append(f"total: {usd(total)}" + (f"; {usd(batched)} through the batch APIs (--batch)"
+                                               if batched < total else ""))
+    else:
+        lines.append("total: unknown (a price is unknown)")
+    return "\n".join(lines) + "\n"
+
+
+def _batching(model: ModelSpec, backend: ModelBackend, plan: RunPlan) -> bool:
+    wanted = (model.spending or {}).get("batch")
+    return (wanted if wanted is not None else plan.config.batch) and backend.batch_api() is not None
+
+
+def usd(amount: float) -> str:
+    return f"${amount:,.2f}" if amount >= 1 else f"${amount:.4f}"

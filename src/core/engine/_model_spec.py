@@ -17,6 +17,7 @@ from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.errors import UserError
 from lceval.interfaces import ModelFactory
 from lceval.options import check_options, options_schema_of, unwrap
+from lceval.engine._spending import SPENDING_OPTIONS, spending_options
 from lceval.reasoning import MODEL_OPTIONS, ReasoningOptions, reasoning_options
 
 JUDGE_MODEL_FLAG = "--judge-model"
@@ -35,10 +36,17 @@ class ModelSpec:
     #: how the engine reads the model's thinking (lceval.reasoning.MODEL_OPTIONS, options every
     #: backend takes: the backend never sees them)
     reasoning: ReasoningOptions = field(default_factory=ReasoningOptions, compare=False, repr=False)
+    #: how its requests are sent and what it may cost (`_spending.SPENDING_OPTIONS`: batch=...,
+    #: max_cost=...; options every backend takes, read by the engine), checked and defaulted
+    spending: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: the flag the string came from ("--model", "--judge-model"), for messages
+    flag: str = field(default="--model", compare=False, repr=False)
 
     @property
     def canonical(self) -> str:
-        opts = "".join(f",{k}={v}" for k, v in sorted(self.options.items()))
+        """The model string in one spelling: options sorted, and without how its requests are
+        sent or what they may cost (batch=, max_cost= ...): answers are the same either way."""
+        opts = "".join(f",{k}={v}" for k, v in sorted(self.options.items()) if k not in SPENDING_OPTIONS["properties"])
         return f"{self.scheme}:{self.model}{opts}"
 
     @property
@@ -104,12 +112,13 @@ def resolve_model(text: str, catalog: Catalog, plugins: Plugins, field: str = "-
         )
     registered = plugins.models[spec.scheme]
     schema = options_schema_of(registered)
-    own = {k: v for k, v in spec.options.items() if k not in MODEL_OPTIONS}
+    own = {k: v for k, v in spec.options.items() if k not in MODEL_OPTIONS and k not in SPENDING_OPTIONS["properties"]}
     checked = (check_options(schema, own, what=describe_kind("model", spec.scheme))
                if schema is not None else dict(own))
     return ModelSpec(text=spec.text, scheme=spec.scheme, model=spec.model, options=spec.options,
                      factory=unwrap(registered), checked=checked,
-                     reasoning=reasoning_options(spec.options, field=field))
+                     reasoning=reasoning_options(spec.options, field=field),
+                     spending=spending_options(spec.options, field), flag=field)
 
 
 def resolve_judge_model(text: str | None, catalog: Catalog, plugins: Plugins) -> ModelSpec | None:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from lceval.engine._context_policy import POLICIES, parse_context_lengths
 from lceval.engine._selection import parse_contexts, parse_shard
+from lceval.engine._spending import parse_usd
 from lceval.errors import UserError
 from lceval.io import loads_yaml_with_lines
 
@@ -155,6 +156,16 @@ class RunConfig:
     reasoning_effort: str | None = _flag(
         "--reasoning-effort", metavar="{" + ",".join(EFFORTS) + "}", parse=_effort,
         help="an API reasoning model's effort (OpenAI's reasoning_effort, gpt-oss)")
+    batch: bool = _flag(
+        "--batch", switch=True, default=False,
+        help="send the requests of every model of the run that has a batch API (OpenAI's /v1/batches, Anthropic's "
+             "Message Batches: litellm: models) through it, at half the price, answered within hours; a rerun "
+             "adopts the batches still running (a model's own batch=true/false wins)")
+    max_cost: float | None = _flag(
+        "--max-cost", metavar="USD", parse=parse_usd,
+        help="stop sending requests once what this command spent plus the most its requests in flight may cost "
+             "would pass USD: what was answered is written as a partial run and the command exits 3 (run it again "
+             "to go on; nothing paid is paid again)")
     retriever: str | None = _flag("--retriever", help="retriever plugin for tasks that retrieve "
                                                       "(sets options.retriever)")
     overrides: dict[str, Any] = _flag("--set", repeat=True, metavar="FIELD=VALUE", parse=parse_overrides,
@@ -209,6 +220,8 @@ class RunConfig:
                             field="--shard")
         if self.context_policy is not None:
             _policy(self.context_policy)
+        if self.max_cost is not None:
+            parse_usd(self.max_cost)
 
 
     # -- the manifest form: written and read here only -------------------------------------

@@ -4,6 +4,8 @@ Knows no benchmark and no backend by name."""
 
 from __future__ import annotations
 
+import contextvars
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +23,7 @@ from lceval.engine._progress import RunProgress, TaskProgress
 from lceval.engine._run_config import RunConfig
 from lceval.engine._scheduler import ConversationState
 from lceval.engine._spec import TaskSpec, with_overrides
+from lceval.engine._spending import usage_scope
 from lceval.errors import UserError
 from lceval.interfaces import Judge, ModelBackend
 from lceval.io import canonical_hash
@@ -61,6 +64,9 @@ class RunState:
     shard: dict[str, Any] | None = None
     #: set by `lceval merge`: the shards this run was joined from
     merged_from: dict[str, Any] | None = None
+    #: set when a cost limit stopped the run: which, what was spent, what was not sent; the
+    #: run is partial (results written as such, never over a complete run)
+    stopped: dict[str, Any] | None = None
 
     @property
     def model_text(self) -> str:
@@ -213,11 +219,14 @@ def judged(samples: list[Sample], verdicts: dict[str, Judgment],
 
 def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache, data_home: Path,
             handle: ModelHandle, judge_model: Callable[[], CachedModel | None],
-            progress: RunProgress | None = None) -> RunState:
+            progress: RunProgress | None = None,
+            through_cache: Callable[[ModelBackend], CachedModel] | None = None) -> RunState:
     """Run every task of the plan for one of its models (`handle`, built on first use) and
     judge each answer as soon as it exists, beside the generation of the next ones. The
     caller (the Session) owns the model and the judge model and closes them; it writes the
-    outputs."""
+    outputs. `through_cache` puts the backend behind the cache (with its batches and cost
+    limit, as the Session decides); a model whose requests go through batches answers every
+    task and seed at once, so their batches go out together."""
     config = replace(plan.config, models=[model_spec.text])  # this run's model, as the user named it
     progress = progress or RunProgress(config.progress)
     # data first: a missing dataset or a bad option is reported before any model is loaded
@@ -235,16 +244,25 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
     backend = handle.backend()
     work.loaded = [(thinking_settings(spec, backend, model_spec, progress.phase), conversations)
                    for spec, conversations in work.loaded]
-    model = CachedModel(backend, cache, model_spec.canonical, model_spec.reasoning)
+    model = (through_cache(backend) if through_cache is not None
+             else CachedModel(backend, cache, model_spec.canonical, model_spec.reasoning))
+    if config.batch and not model.batching and not (judging is not None and judging.batching):
+        raise UserError(f"--batch: neither model '{model_spec.text}' nor "
+                        + (f"judge model '{judging.spec}'" if judging is not None else "a judge model")
+                        + " has a batch API", field="--batch",
+                        hint="Batch APIs are OpenAI's and Anthropic's (and servers speaking OpenAI's /v1/batches) "
+                             "through litellm: models; drop --batch for the others.")
     judge_slots = judging.slots if judging is not None else 1
+    judge_batch = dict(batch=judging.call_size, linger=judging.batcher.settings.max_wait) \
+        if judging is not None and judging.batcher is not None else {}
     judge_stats_before = judging.backend.stats() if judging is not None else None
     runs: list[TaskRun] = []
     try:
         backend.check_seeds(list(config.seeds))  # e.g. a replay of one run refuses several seeds
         pool = JudgingPool()
         progress.judging = True
-        asked: list[tuple[TaskSpec, Judge, list[Sample], dict[str, Judgment],
-                          list[tuple[str, Judge, dict[str, Judgment]]]]] = []
+        asked: list[list[Any]] = []  # [spec, judge, samples (once generated), verdicts, further metrics]
+        jobs: list[Callable[[], None]] = []
         for spec, conversations in work.loaded:
             for seed in config.seeds:
                 judge = (first_judges[spec.name] if seed == config.seeds[0]
@@ -252,10 +270,13 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
                 shown = progress.task(f"{spec.name}" + (f" seed {seed}" if len(config.seeds) > 1 else ""),
                                       sum(len(c.turns) for c in conversations),
                                       _contexts(spec, conversations), spec.max_new_tokens)
-                verdicts = pool.add_judge(judge, judge_slots, on_judged=shown.judged_some)
+                verdicts = pool.add_judge(judge, judge_slots, on_judged=shown.judged_some, label=spec.name,
+                                          **judge_batch)
                 # a spec's further metrics: each a judge of the same answers, beside the headline
-                further = [(label, extra, pool.add_judge(extra, judge_slots))
+                further = [(label, extra, pool.add_judge(extra, judge_slots, label=spec.name, **judge_batch))
                            for label, extra in make_metric_judges(spec, plugins, judging, seed)]
+                entry: list[Any] = [spec, judge, [], verdicts, further]
+                asked.append(entry)
 
                 def to_judge(sample: Sample, judges: list[Judge] = [judge, *(j for _, j, _ in further)]) -> None:
                     asked_of = judge_input_of(sample)
@@ -263,8 +284,13 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
                         for each in judges:
                             pool.submit(each, asked_of)
 
-                samples = generate_task(spec, conversations, model, seed, shown, on_sample=to_judge)
-                asked.append((spec, judge, samples, verdicts, further))
+                def job(spec: TaskSpec = spec, conversations: list[Conversation] = conversations, seed: int = seed,
+                        shown: TaskProgress = shown, to_judge: Callable[[Sample], None] = to_judge,
+                        entry: list[Any] = entry) -> None:
+                    with usage_scope(spec.name):
+                        entry[2] = generate_task(spec, conversations, model, seed, shown, on_sample=to_judge)
+                jobs.append(job)
+        _run_jobs(jobs, together=model.batching)
         if pool.pending and not pool.wait(timeout=0.5):  # say so only when the judge is slow
             progress.phase(f"judging: {pool.pending} answers still with the judge")
         pool.wait()
@@ -280,11 +306,46 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
     finally:
         model_stats = backend.stats()
     return RunState(config=config, model_spec=model_spec, model_identity=model.identity, tasks=runs,
-                    usage=model.usage.as_dict(),
-                    judge_usage=judging.usage.as_dict() if judging else None,
+                    usage=usage_of(model),
+                    judge_usage=usage_of(judging) if judging else None,
                     model_backend_stats=model_stats,
                     judge_backend_stats=stats_since(judge_stats_before, judging.backend.stats()) if judging else None,
-                    shard=work.shard)
+                    shard=work.shard,
+                    stopped=model.limit_hit() or (judging.limit_hit() if judging is not None else None))
+
+
+def usage_of(model: CachedModel) -> dict[str, Any]:
+    """The model's usage for the manifest, with what its batches did when it sent any."""
+    usage = model.usage.as_dict()
+    if model.batcher is not None:
+        usage["batch_api"] = {"protocol": model.batcher.api.name, **model.batcher.counters.as_dict()}
+    return usage
+
+
+def _run_jobs(jobs: list[Callable[[], None]], together: bool) -> None:
+    """Each task and seed's generation: one after the other, or (`together`: a model whose
+    requests wait hours in batches) all at once, so their batches go out together."""
+    if not together or len(jobs) < 2:
+        for job in jobs:
+            job()
+        return
+    errors: list[BaseException] = []
+
+    def run(job: Callable[[], None]) -> None:
+        try:
+            job()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the run's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(run, job), daemon=True,
+                                name="lceval-task") for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.2)
+    if errors:
+        raise errors[0]
 
 
 def thinking_settings(spec: TaskSpec, backend: ModelBackend, model: ModelSpec, say: Callable[[str], None]) -> TaskSpec:

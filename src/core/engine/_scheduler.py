@@ -254,11 +254,9 @@ def run(states: list[ConversationState], model: "CachedModel",
     the order answers arrive; each is in the request cache already); `on_start` hears of each
     request sent to the backend. Returns the planner (its peaks are what the tests and
     benchmarks look at)."""
-    backend = model.backend
     slots = model.slots
-    batch = 1 if slots > 1 else max(1, int(backend.batch_size))
-    planner = Planner(make_groups(states), getattr(backend, "prefix_cache", PrefixCache()),
-                      slots * batch, getattr(backend, "max_in_flight_per_prefix", None))
+    batch = model.call_size
+    planner = Planner(make_groups(states), model.prefix_cache, slots * batch, model.per_prefix)
     pool: Dispatcher[list[_Out]] = Dispatcher(model.call, slots)
     while True:
         chunk: list[_Out] = []

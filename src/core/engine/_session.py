@@ -21,8 +21,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
+from lceval.engine._batching import Batcher
 from lceval.engine._cache import Cache, cache_failures, default_cache_path
-from lceval.engine._cached_model import CachedModel
+from lceval.engine._cached_model import CachedModel, strip_secrets
 from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._dry_run import dry_run
 from lceval.engine._model_handle import ModelHandle
@@ -31,11 +32,12 @@ from lceval.engine._plan import (FileRecorder, RunPlan, checked_task_type, load_
                                  resolve_judge_flag)
 from lceval.engine._plugin_host import Plugins, load_plugins
 from lceval.engine._run_config import RunConfig
-from lceval.engine._runner import RunState, TaskRun, execute, generate_task, judge_input_of, judged
+from lceval.engine._runner import RunState, TaskRun, execute, generate_task, judge_input_of, judged, usage_of
 from lceval.engine._spec import JudgeChoice, TaskSpec
+from lceval.engine._spending import BatchSettings, Budget, cost_of, usage_scope
 from lceval.errors import UserError
-from lceval.interfaces import Judge
-from lceval.io import data_home, using_data_home
+from lceval.interfaces import Judge, ModelBackend
+from lceval.io import canonical_hash, data_home, using_data_home
 from lceval.options import parse_judge_flag
 from lceval.types import Conversation, FinishedRun, Judgment, Sample
 
@@ -88,6 +90,10 @@ class Session:
         self._models: dict[str, CachedModel] = {}
         self._recorder = FileRecorder()
         self._open = ExitStack()
+        #: the command's cost limit (`--max-cost`); each model's own budget has it as parent
+        self.budget = Budget(config.max_cost, "--max-cost")
+        #: per backend (by id): its batcher (None: not batching) and its budget (None: no limit)
+        self._spending: dict[int, tuple[Batcher | None, Budget | None]] = {}
 
     @classmethod
     def judging(cls, judge_model: str | None, plugins: Plugins | None = None, *,
@@ -157,7 +163,7 @@ class Session:
             return None
         if self._judge_backend is None:
             self._judge_backend = self._opened(ModelHandle(self._judge_spec)).backend()
-        return CachedModel(self._judge_backend, self.cache, self._judge_spec.canonical, self._judge_spec.reasoning)
+        return self.through_cache(self._judge_spec, self._judge_backend)
 
     def model(self, text: str) -> CachedModel:
         """A model by spec string, through the request cache (a plugin's own command, e.g.
@@ -165,8 +171,49 @@ class Session:
         spec = resolve_model(text, self.catalog, self.plugins)
         if spec.canonical not in self._models:
             backend = self._opened(ModelHandle(spec)).backend()
-            self._models[spec.canonical] = CachedModel(backend, self.cache, spec.canonical, spec.reasoning)
+            self._models[spec.canonical] = self.through_cache(spec, backend)
         return self._models[spec.canonical]
+
+    def through_cache(self, spec: ModelSpec, backend: ModelBackend) -> CachedModel:
+        """`backend` behind the request cache, with fresh usage counters, its batches (when
+        `--batch` or its `batch=` option asks and it has a batch API) and its cost limit
+        (its `max_cost=` within the command's `--max-cost`); the batcher and the budget are
+        made once per backend, so every judge of a command shares them."""
+        key = id(backend)
+        if key not in self._spending:
+            self._spending[key] = self._spending_of(spec, backend)
+        batcher, budget = self._spending[key]
+        return CachedModel(backend, self.cache, spec.canonical, spec.reasoning, batcher=batcher, budget=budget)
+
+    def _spending_of(self, spec: ModelSpec, backend: ModelBackend) -> tuple[Batcher | None, Budget | None]:
+        options = spec.spending or {}
+        wanted = options.get("batch")
+        api = backend.batch_api() if wanted is not False and (wanted or self.config.batch) else None
+        if wanted and api is None:
+            raise UserError(f"{spec.flag} option batch=true: model '{spec.text}' has no batch API",
+                            field=f"{spec.flag} option batch",
+                            hint=f"Its backend '{spec.scheme}' sends it directly. Batch APIs are OpenAI's and "
+                                 "Anthropic's (and servers speaking OpenAI's /v1/batches) through litellm: models; "
+                                 "drop batch=true for this one.")
+        limit = options.get("max_cost")
+        budget = (Budget(limit, f"{spec.flag} option max_cost", parent=self.budget)
+                  if limit is not None or self.budget.limit is not None else None)
+        price = backend.price(batch=api is not None) if budget is not None else None
+        if budget is not None and price is None:
+            flag, value = ((f"{spec.flag} option max_cost", limit) if limit is not None
+                           else ("--max-cost", self.budget.limit))
+            raise UserError(f"{flag} {value:g}: the price of model '{spec.text}' is unknown, so what it spends "
+                            "cannot be kept under the limit", field=flag,
+                            hint="Give its price with the model options input_cost_per_mtok=USD and "
+                                 "output_cost_per_mtok=USD (per million tokens; 0 for a server of your own).")
+        batcher = None
+        if api is not None:
+            identity = canonical_hash(strip_secrets(backend.identity()))
+            batcher = Batcher(api, self.cache, identity, BatchSettings.of(options))
+            if budget is not None:  # answers of an adopted batch that nobody asks are paid too
+                batcher.on_unasked = lambda gen: budget.add(cost_of(gen, price) or 0.0)
+            self._open.callback(batcher.close)
+        return batcher, budget
 
     def _opened(self, handle: ModelHandle) -> ModelHandle:
         self._open.callback(handle.close)
@@ -181,16 +228,25 @@ class Session:
 
     def dry_run(self) -> str:
         """The prompts each model would be sent (the context policy applied where its
-        tokenizer can be had); nothing generated, cached or written."""
+        tokenizer can be had) and what the run would cost at most; nothing generated,
+        cached or written."""
         plan = self.plan()
         blocks = []
-        with using_data_home(self.data_home):
-            for model in plan.models:
-                handle = ModelHandle(model)
-                try:
-                    blocks.append(f"# model {model.text}\n{dry_run(plan, handle, self.plugins, self.data_home)}")
-                finally:
-                    handle.close()
+        judge_spec = resolve_judge_model(self.config.judge_model, self.catalog, self.plugins)
+        judge_handle = ModelHandle(judge_spec) if judge_spec is not None else None
+        judge = (judge_spec, judge_handle.backend()) if judge_spec is not None and judge_handle is not None else None
+        try:
+            with using_data_home(self.data_home):
+                for model in plan.models:
+                    handle = ModelHandle(model)
+                    try:
+                        blocks.append(f"# model {model.text}\n"
+                                      f"{dry_run(plan, handle, self.plugins, self.data_home, judge)}")
+                    finally:
+                        handle.close()
+        finally:
+            if judge_handle is not None:
+                judge_handle.close()
         return "\n".join(blocks)
 
     def answer(self, model: ModelSpec, progress: "RunProgress | None" = None) -> RunState:
@@ -202,8 +258,12 @@ class Session:
         try:
             with using_data_home(self.data_home), cache_failures(self.cache.path):
                 return execute(plan, model, self.plugins, self.cache, self.data_home, handle, self.judge_model,
-                               progress)
+                               progress, through_cache=lambda backend: self.through_cache(model, backend))
         finally:
+            if handle.built:  # the model's batches stop being polled with it (a rerun adopts the rest)
+                batcher, _ = self._spending.pop(id(handle.backend()), (None, None))
+                if batcher is not None:
+                    batcher.close()
             handle.close()
 
     def run(self, output: Path | None = None) -> list[tuple[Path, dict[str, Any], RunState]]:
@@ -220,6 +280,8 @@ class Session:
             state = self.answer(model)
             run_dir, results = self.write(state, target)
             done.append((run_dir, results, state))
+            if state.stopped:  # a cost limit: the next models are not started
+                break
         return done
 
     # -- judging again --------------------------------------------------------------------
@@ -280,9 +342,13 @@ class Session:
         tasks = []
         with cache_failures(self.cache.path):
             judging = self.judge_model()
+            if self.config.batch and (judging is None or not judging.batching):
+                raise UserError("--batch: " + (f"judge model '{judging.spec}' has no batch API" if judging is not None
+                                               else "no --judge-model to send through a batch API"), field="--batch")
             for name in names:
                 spec = TaskSpec.of_run(run, name)
-                samples, identity = self._judge(run.task_samples(name), spec, judging)
+                with usage_scope(name):
+                    samples, identity = self._judge(run.task_samples(name), spec, judging)
                 tasks.append(TaskRun(spec=spec, samples=samples, judge_identity=identity,
                                      files_read=dict(run.manifest.get("data_files") or {}),
                                      context_facts=dict((run.manifest.get("context_facts") or {}).get(name) or {}),
@@ -292,10 +358,11 @@ class Session:
             config=self.config, model_spec=self.model_spec(check=False),
             model_identity=dict((run.manifest.get("resolved") or {}).get("model_identity") or {}), tasks=tasks,
             usage={"requests": 0, "generated": 0, "note": "answers read from the source run"},
-            judge_usage=judging.usage.as_dict() if judging is not None else None,
+            judge_usage=usage_of(judging) if judging is not None else None,
             source_run={"run_id": run.run_id, "path": str(run.path.resolve()),
                         "judge": run.results.get("tasks", {}).get(names[0], {}).get("judge")},
             judge_backend_stats=judging.backend.stats() if judging is not None else None,
+            stopped=judging.limit_hit() if judging is not None else None,
         )
 
     def add_metrics(self, flags: list[str]) -> RunState:

@@ -2,7 +2,7 @@
 
 A bundle holds each run's results.json, samples.jsonl (every answer, every judgment with the
 judge's raw output) and manifest.json byte for byte, and a `bundle.json` index: lceval and
-plugin versions, each task's judge identity and dataset, the sha256 of each packed file,
+plugin versions, each task's judge identity and dataset, what each run cost, the sha256 of each packed file,
 and every data file the run read, named by dataset and path inside the dataset
 (`elitr-bench`, `data/elitr-bench-qa_dev.json`) rather than by the submitter's absolute path,
 so that `lceval verify` can look for the same file in its own verified install.
@@ -30,7 +30,7 @@ from lceval.io import safe_relpath
 from lceval.io import sha256_bytes
 from lceval.errors import UserError
 from lceval.io import read_json
-from lceval.results import FinishedRun, load_run
+from lceval.results import FinishedRun, cost_summary, load_run
 
 FORMAT = "lceval-bundle"
 VERSION = 1
@@ -72,8 +72,14 @@ def run_entry(run: FinishedRun, raw: dict[str, bytes]) -> dict[str, Any]:
     datasets = run_datasets(run)
     tasks = {name: {"judge": t.get("judge"), "dataset": datasets.get(name), "n_samples": t.get("n_samples")}
              for name, t in (run.results.get("tasks") or {}).items()}
-    return {"run_id": run.run_id, "model": run.model, "tasks": tasks,
-            "files": {name: sha256_bytes(data) for name, data in raw.items()}, "data": data_entries(run)}
+    cost = run.manifest.get("cost") or cost_summary(run.manifest.get("usage"), run.manifest.get("judge_usage"))
+    entry = {"run_id": run.run_id, "model": run.model, "tasks": tasks,
+             "files": {name: sha256_bytes(data) for name, data in raw.items()}, "data": data_entries(run),
+             # what the run's answers and verdicts cost (USD; the manifest holds the details per task)
+             "cost": {k: cost.get(k) for k in ("total_usd", "paid_usd", "unknown")}}
+    if run.manifest.get("partial"):  # a cost limit stopped it: not the run's full results
+        entry["partial"] = run.manifest["partial"]
+    return entry
 
 
 def submit(run_dirs: list[Path], output: Path, plugins: Any, name: str | None = None) -> Path:

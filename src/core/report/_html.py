@@ -2,7 +2,7 @@
 external font) that answers "which model, where does it break, why": an overview of every
 model on every task first, then a section per task (the console's table, the length curve,
 the figures, the breakdowns), plugin panels, rankings, judge agreement, a browser of every
-sample, and the runs.
+sample, what each run cost (per task, generation and judging, batch or not), and the runs.
 
 Everything is inline: the stylesheet and script (`report/assets/`), the charts as Vega-Lite
 specs with Vega's JavaScript from the installed `vl-convert-python` (`_charts`), and the
@@ -180,7 +180,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
     from lceval.report._charts import palette
     from lceval.report._figures import (agreement_figures, curve_figures, depth_figures, overview_figures,
                                         ranking_figures, task_figures, task_order)
-    from lceval.report._overview import anchor, model_order, overview, runs_table
+    from lceval.report._overview import anchor, cost_table, model_order, overview, runs_table
 
     runs = inputs.runs
     labels = run_labels(runs)
@@ -217,6 +217,9 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
         sections.append(("samples", "Samples", json_script("lceval-samples", data)
                          + '<div id="sample-browser" class="browser"><p class="note">The sample browser needs '
                          "JavaScript.</p></div>"))
+        costs = cost_table(ctx)
+        if costs:
+            sections.append(("cost", "Cost", costs))
         sections.append(("runs", "Runs", runs_table(ctx)))
     nav = [(a, t) for a, t, _ in sections]
     body = "".join(_section(a, t, inner) for a, t, inner in sections)

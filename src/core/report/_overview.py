@@ -377,3 +377,44 @@ def runs_table(ctx: ReportContext) -> str:
     return table(["label", "model", "tasks", "judge", "seeds", "samples", "run"], rows, cls="runs",
                  caption="The runs of this report")
 
+
+
+def cost_table(ctx: ReportContext) -> str:
+    """What each run cost, per task: generation and judging, through batches or not, paid by
+    the run or read from the cache (answers paid before). Empty when no run cost anything
+    (local models) or recorded a cost (an lceval older than cost accounting)."""
+    from lceval.results import cost_summary, usd
+
+    rows = []
+    for run, label in zip(ctx.runs, ctx.labels):
+        usage, judge_usage = run.manifest.get("usage"), run.manifest.get("judge_usage")
+        summary = run.manifest.get("cost") or cost_summary(usage, judge_usage)
+        if not summary.get("total_usd") and not summary.get("unknown"):
+            continue
+        partial = " (partial: a cost limit stopped it)" if run.manifest.get("partial") else ""
+        tasks = summary.get("by_task") or {}
+        for task, parts in [*tasks.items(), *([("all tasks", summary)] if len(tasks) != 1 else [])]:
+            cells = []
+            for name in ("generation", "judging"):
+                part = parts.get(name)
+                if part is None:
+                    cells += ['<td class="num">-</td>', "<td></td>"]
+                    continue
+                how = []
+                if part["batched"]:
+                    how.append(f"{part['batched']} of {part['answers']} through batches ({usd(part['batch_usd'])})")
+                if part["cached_usd"]:
+                    how.append(f"{usd(part['cached_usd'])} paid before (cache)")
+                if part.get("not_sent"):
+                    how.append(f"{part['not_sent']} not sent (cost limit)")
+                cells += [f'<td class="num" data-sort="{part["total_usd"]:.8g}">{escape(usd(part["total_usd"], part["unknown"]))}'
+                          "</td>", f"<td>{escape('; '.join(how))}</td>"]
+            total = sum(p["total_usd"] for p in (parts.get("generation"), parts.get("judging")) if p)
+            unknown = sum(p["unknown"] for p in (parts.get("generation"), parts.get("judging")) if p)
+            rows.append(f'<tr><th scope="row">{escape(label + partial)}</th><td>{escape(task)}</td>{"".join(cells)}'
+                        f'<td class="num" data-sort="{total:.8g}">{escape(usd(total, unknown))}</td></tr>')
+    if not rows:
+        return ""
+    return table(["run", "task", "generation", "how", "judging", "how", "total"], rows, cls="costs",
+                 caption="What each run's answers and verdicts cost (USD; paid by the run or before it, from the "
+                         "cache; batch answers at the batch price; >= where a price was unknown)")

@@ -14,8 +14,11 @@ directory, and joining shards (public API).
 - `merge_runs` (`lceval merge`): the shards of one run joined into the run one machine writes,
   with `add_up` (shards' counters summed) and `first_difference` (where two manifests differ);
   `effective_length` (RULER's summary of a length curve).
+- `cost_summary(usage, judge_usage)`, `format_cost`, `usd`: what a run cost (paid by the command,
+  read from the cache, through batches; per task), as the manifest, console, report and bundles say it.
 """
 
+from lceval.results._cost import cost_summary, format_cost, usd
 from lceval.results._curves import effective_length, length_curves
 from lceval.results._merge import add_up, first_difference, merge_runs
 from lceval.results._outputs import RESULTS_SCHEMA_VERSION, RUN_OUTPUTS, console_text, format_table, write_run
@@ -25,7 +28,7 @@ from lceval.types import FinishedRun
 
 __all__ = [
     "RESULTS_SCHEMA_VERSION", "RUN_OUTPUTS", "SAMPLES_MAX_BYTES", "FinishedRun", "add_up", "cluster_of",
-    "console_text", "detail_value", "effective_length", "first_difference", "format_table", "headline_block",
-    "length_curves", "load_run", "merge_runs", "primary_score",
-    "run_model_name", "sample_from_record", "score_task", "write_run",
+    "console_text", "cost_summary", "detail_value", "effective_length", "first_difference", "format_cost",
+    "format_table", "headline_block", "length_curves", "load_run", "merge_runs", "primary_score",
+    "run_model_name", "sample_from_record", "score_task", "usd", "write_run",
 ]

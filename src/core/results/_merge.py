@@ -226,6 +226,8 @@ def merge_runs(runs: list[FinishedRun], session: Session) -> RunState:
         model_backend_stats=add_up([(r.manifest.get("backend_stats") or {}).get("model") for r in runs]),
         judge_backend_stats=add_up([(r.manifest.get("backend_stats") or {}).get("judge") for r in runs]),
         merged_from=merged_from,
+        # a shard a cost limit stopped leaves the whole run partial
+        stopped=next((dict(r.manifest["partial"]) for r in runs if r.manifest.get("partial")), None),
     )
 
 

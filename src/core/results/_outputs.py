@@ -1,6 +1,8 @@
 """Writers for a run directory: results.json, samples.jsonl, manifest.json, and the console
 table. A run directory appears only when complete (written aside, then renamed), so a crash
-never leaves partial results where good ones were expected."""
+never leaves partial results where good ones were expected. A run a cost limit stopped is
+written as what it is: its folder named `..._partial`, `partial` in results.json and the
+manifest saying which limit stopped it and what was not sent."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from lceval import __version__
 from lceval.io import atomic_directory, replaced_directory
 from lceval.types import FinishedRun
 from lceval.engine import Plugins, RunState, model_label
+from lceval.results._cost import cost_summary, format_cost
 from lceval.results._curves import length_curves
 from lceval.results._scoring import headline_block, score_task
 from lceval.io import load_schema
@@ -34,7 +37,7 @@ def run_id_for(state: RunState) -> str:
     bases = list(dict.fromkeys(t.spec.name.split("@")[0] for t in state.tasks))
     task = (bases[0] + (f"+{len(bases) - 1}" if len(bases) > 1 else "")) if bases else "none"
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{model_label(state.model_text)}_{task}").strip("-.")
-    return f"{stamp}_{name[:64]}"
+    return f"{stamp}_{name[:64]}" + ("_partial" if state.stopped else "")
 
 
 def build_results(state: RunState, run_id: str) -> dict[str, Any]:
@@ -50,6 +53,8 @@ def build_results(state: RunState, run_id: str) -> dict[str, Any]:
         results["tasks"][task.spec.name] = score_task(task.samples, task.spec, task.judge_identity,
                                                       seed=state.config.seeds[0],
                                                       metric_identities=task.metric_identities)
+    if state.stopped:  # a cost limit stopped it: these are not the run's full results
+        results["partial"] = {"reason": "cost_limit", **state.stopped}
     curves = length_curves(results["tasks"], {t.spec.name: t.samples for t in state.tasks},
                            {t.spec.name: t.spec for t in state.tasks}, seed=state.config.seeds[0])
     if curves:  # a --context-lengths sweep
@@ -90,6 +95,8 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
         "seed": cfg.seeds[0],
         "usage": state.usage,
         "judge_usage": state.judge_usage,
+        "cost": cost_summary(state.usage, state.judge_usage),
+        **({"partial": {"reason": "cost_limit", **state.stopped}} if state.stopped else {}),
         "backend_stats": {"model": state.model_backend_stats, "judge": state.judge_backend_stats},
         "source_run": state.source_run,
         "shard": state.shard,
@@ -227,7 +234,11 @@ def console_text(state: RunState, results: dict[str, Any]) -> str:
     facts and, for a model that thought, its thinking."""
     facts = format_context_facts(state)
     thinking = format_thinking(results)
-    return format_table(results) + (f"\n\n{facts}" if facts else "") + (f"\n\n{thinking}" if thinking else "")
+    cost = format_cost(cost_summary(state.usage, state.judge_usage))
+    partial = ("PARTIAL: a cost limit stopped the run (" + str(state.stopped["limit"]) + "); the scores are of the "
+               "answers it got" if state.stopped else "")
+    return (format_table(results) + (f"\n\n{facts}" if facts else "") + (f"\n\n{thinking}" if thinking else "")
+            + (f"\n\n{cost}" if cost else "") + (f"\n{partial}" if partial else ""))
 
 
 def format_thinking(results: dict[str, Any]) -> str:

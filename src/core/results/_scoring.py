@@ -330,6 +330,9 @@ def score_task(samples: list[Sample], spec: TaskSpec | dict[str, Any], judge_ide
     }
     if unclosed:  # answers whose thinking never closed: no answer (among `unanswered`)
         out["accounting"]["unclosed_thinking"] = unclosed
+    limited = sum(1 for s in samples if _not_sent(s))
+    if limited:  # not asked: a cost limit stopped the run (among `unanswered` and `generation_failures`)
+        out["accounting"]["not_sent_cost_limit"] = limited
     budget = spec.context.max_tokens
     if budget:  # one point of a --context-lengths curve
         out["spec_name"] = spec.data["name"]
@@ -341,6 +344,13 @@ def score_task(samples: list[Sample], spec: TaskSpec | dict[str, Any], judge_ide
             and s.context_cut.kept_tokens is not None and s.context_cut.kept_tokens < budget
             and s.context_cut.action == "truncated")
     return out
+
+
+def _not_sent(sample: Sample) -> bool:
+    """A question a cost limit kept from being asked (its failure's kind is "cost_limit")."""
+    failed = sample.generation_extras.get("generation_failed")
+    error = failed.get("error") if isinstance(failed, dict) else None
+    return isinstance(error, dict) and error.get("kind") == "cost_limit"
 
 
 def token_totals(samples: list[Sample]) -> dict[str, Any]:

@@ -34,6 +34,8 @@ SAMPLES: dict[str, Any] = {
     "thinking": True,
     "reasoning_budget": 4096,
     "reasoning_effort": "high",
+    "batch": True,
+    "max_cost": 12.5,
     "retriever": "bm25",
     "overrides": {"options.history": "gold", "generation.max_new_tokens": 32},
     "contexts": ["dev/*", "test2/meeting_en_test2_004"],

@@ -1,0 +1,72 @@
+"""What a run cost, from its manifest's usage counters (`usage` for the model, `judge_usage`
+for the judge model): the same summary in the manifest, the console footer, the HTML report
+and bundles.
+
+Two amounts per model: what this command *paid* (the answers it generated: a provider's own
+count, else their tokens at the model's price; through batches at the batch price), and what
+the answers it read from the request cache had cost when they were paid. Their sum is what
+the run's answers cost, whoever paid them; a resumed run pays only what was left. An answer
+whose cost is unknown (a server with no price) is counted apart: the amounts are then lower
+bounds, and say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_PARTS = ("generation", "judging")
+
+
+def _part(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not usage or "cost_usd" not in usage:
+        return None
+    paid, cached = float(usage.get("cost_usd") or 0.0), float(usage.get("cached_cost_usd") or 0.0)
+    return {"paid_usd": round(paid, 6), "cached_usd": round(cached, 6), "total_usd": round(paid + cached, 6),
+            "batch_usd": round(float(usage.get("batch_cost_usd") or 0.0), 6),
+            "answers": int(usage.get("generated") or 0) + int(usage.get("cache_hits") or 0),
+            "batched": int(usage.get("batched") or 0), "unknown": int(usage.get("cost_unknown") or 0),
+            "not_sent": int(usage.get("cost_limited") or 0)}
+
+
+def cost_summary(usage: dict[str, Any] | None, judge_usage: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's cost: per part (generation, judging), in all and per task."""
+    parts = {"generation": _part(usage), "judging": _part(judge_usage)}
+    known = [p for p in parts.values() if p is not None]
+    tasks = list(dict.fromkeys([*((usage or {}).get("by_task") or {}), *((judge_usage or {}).get("by_task") or {})]))
+    by_task = {}
+    for name in tasks:
+        by_task[name] = {"generation": _part(((usage or {}).get("by_task") or {}).get(name)),
+                         "judging": _part(((judge_usage or {}).get("by_task") or {}).get(name))}
+    return {**parts,
+            "paid_usd": round(sum(p["paid_usd"] for p in known), 6),
+            "total_usd": round(sum(p["total_usd"] for p in known), 6),
+            "unknown": sum(p["unknown"] for p in known),
+            "by_task": by_task}
+
+
+def usd(amount: float | None, unknown: int = 0) -> str:
+    """`$0.0123`, or `>= $0.0123` when some answers' cost is unknown."""
+    if amount is None:
+        return "-"
+    shown = f"${amount:,.2f}" if amount >= 100 else f"${amount:.4f}" if amount >= 0.0001 or amount == 0 else f"${amount:.2e}"
+    return (">= " if unknown else "") + shown
+
+
+def format_cost(summary: dict[str, Any]) -> str:
+    """The console footer: one line, or "" when nothing cost anything (a local model)."""
+    parts = [(name, summary.get(name)) for name in _PARTS if summary.get(name)]
+    if not parts or (summary["total_usd"] == 0 and not summary["unknown"]):
+        return ""
+    said = []
+    for name, part in parts:
+        text = f"{name} {usd(part['total_usd'], part['unknown'])}"
+        notes = []
+        if part["cached_usd"]:
+            notes.append(f"{usd(part['cached_usd'])} of it paid before (from the cache)")
+        if part["batched"]:
+            notes.append(f"{part['batched']} answers through batches, {usd(part['batch_usd'])}")
+        if part["unknown"]:
+            notes.append(f"{part['unknown']} answers of unknown price")
+        said.append(text + (f" ({'; '.join(notes)})" if notes else ""))
+    return (f"cost: {usd(summary['total_usd'], summary['unknown'])} = " + " + ".join(said)
+            + f"; paid by this command: {usd(summary['paid_usd'], summary['unknown'])}")

@@ -1,0 +1,129 @@
+"""`--max-cost USD` and a model's `max_cost=`: no request is sent once what the command spent
+plus the most its requests in flight may cost would pass the limit; the answers so far are
+written as a partial run (never over a complete one) and the command exits 3 with what to
+do; a rerun goes on without paying anything twice. Cost totals are the sum over requests."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from lceval.interfaces import Price
+from lceval.results import load_run
+from tests.cli import call
+from tests.conftest import ScriptedModel, serve_scripted
+
+#: a token costs a thousandth of a dollar, in and out
+PRICE = Price(1000.0, 1000.0)
+
+
+class PricedModel(ScriptedModel):
+    """The scripted model, sold by the token."""
+
+    def price(self, batch: bool = False) -> Price | None:
+        return PRICE
+
+
+def _run(home: Path, out: Path, cache: Path, *extra: str) -> tuple[int, str, str]:
+    return call("run", "--tasks", "elitr_qa", "--model", "scripted:x", "--data-home", home, "--output", out,
+                "--cache", cache, "--no-progress", "--set", "generation.max_new_tokens=5", *extra)
+
+
+def test_a_limit_hit_mid_run_writes_a_partial_run_and_a_rerun_goes_on(tiny_home: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    built = serve_scripted(monkeypatch, lambda: PricedModel(window=4096))
+    code, _, err = _run(tiny_home, tmp_path / "free", tmp_path / "other.sqlite")
+    assert code == 0, err
+    (full,) = list((tmp_path / "free").iterdir())
+    whole = json.loads((full / "manifest.json").read_text())["cost"]["total_usd"]
+    built.clear()
+
+    limit = round(whole / 2, 6)
+    code, out, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite", "--max-cost", str(limit))
+    assert code == 3, err
+    assert f"--max-cost {limit:g} USD reached" in err and "partial run" in err and "Run the same command again" in err
+    (partial,) = list((tmp_path / "runs").iterdir())
+    assert partial.name.endswith("_partial") and "PARTIAL" in out
+    run = load_run(partial)
+    assert run.results["partial"]["limit"] == "--max-cost" and run.manifest["partial"]["requests_not_sent"] > 0
+    answered = [s for s in run.samples if s.response is not None]
+    assert 0 < len(answered) < 7
+    # never past the limit: what was spent is the sum over the answers, and under it
+    spent = run.manifest["usage"]["cost_usd"]
+    assert spent == pytest.approx(sum(PRICE.cost(s.prompt_tokens, s.completion_tokens) for s in answered))
+    assert spent <= limit
+    acc = run.results["tasks"]["elitr_qa"]["accounting"]
+    assert acc["not_sent_cost_limit"] == 7 - len(answered) == run.manifest["usage"]["cost_limited"]
+
+    # a rerun with a higher limit resumes: the answered ones come from the cache, the rest are asked once
+    code, _, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite", "--max-cost", str(whole * 2))
+    assert code == 0, err
+    complete = [p for p in (tmp_path / "runs").iterdir() if p != partial]
+    assert len(complete) == 1 and not complete[0].name.endswith("_partial") and partial.is_dir()
+    again = load_run(complete[0])
+    assert all(s.response for s in again.samples) and "partial" not in again.results
+    asked = [r.messages[-1].content for m in built for r in m.calls]
+    assert len(asked) == len(set(asked)) == 7  # nothing asked (paid) twice
+    cost = again.manifest["cost"]["generation"]
+    assert cost["paid_usd"] + cost["cached_usd"] == pytest.approx(whole)
+    assert cost["cached_usd"] == pytest.approx(spent)
+
+
+def test_the_next_models_are_not_started_once_the_limit_is_hit(tiny_home: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    built = serve_scripted(monkeypatch, lambda: PricedModel(window=4096))
+    code, _, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite", "--model", "scripted:y",
+                        "--max-cost", "0.01")
+    assert code == 3 and "1 more model(s) not started" in err
+    assert len(built) == 1 and len(list((tmp_path / "runs").iterdir())) == 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("litellm") is None, reason="litellm not installed")
+def test_a_judge_models_own_limit_stops_its_requests(tiny_home: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.batch_server import BatchServer
+
+    serve_scripted(monkeypatch)
+    server = BatchServer()
+    try:
+        code, out, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite", "--judge", "rubric",
+                              "--judge-model", f"litellm:openai/judge,api_base={server.url},max_cost=0,"
+                              "input_cost_per_mtok=2,output_cost_per_mtok=8")
+    finally:
+        server.close()
+    assert code == 3 and "--judge-model option max_cost 0 USD reached" in err
+    assert server.direct == 0  # not one judge request was sent
+    run = load_run(next((tmp_path / "runs").iterdir()))
+    assert all(s.response for s in run.samples)  # the model (free) answered everything
+    assert run.results["tasks"]["elitr_qa"]["accounting"]["judge_missing"] == 7
+    assert run.manifest["judge_usage"]["cost_limited"] == 7
+
+
+def test_a_local_model_costs_nothing_and_says_nothing(tiny_home: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    serve_scripted(monkeypatch)
+    code, out, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite", "--max-cost", "0")
+    assert code == 0, err  # free: a limit of 0 stops nothing
+    assert "cost:" not in out
+    run = load_run(next((tmp_path / "runs").iterdir()))
+    assert run.manifest["cost"]["total_usd"] == 0 and run.manifest["usage"]["cost_unknown"] == 0
+
+
+def test_a_dry_run_prints_what_the_run_then_costs(tiny_home: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted by the model's own tokenizer, with every answer at its max_new_tokens (this
+    model always writes them all), the estimate is exactly what the run then pays."""
+    serve_scripted(monkeypatch, lambda: PricedModel(window=4096))
+    code, out, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite", "--dry-run")
+    assert code == 0, err
+    assert not (tmp_path / "c.sqlite").exists()  # nothing opened, nothing sent
+    (line,) = [x for x in out.splitlines() if x.startswith("generation: ")]
+    assert "7 requests" in line and "counted by the model's tokenizer" in line and "at most 35 answer tokens" in line
+    estimate = float(out.split("\ntotal: $")[1].split()[0].rstrip(";"))
+    code, _, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite")
+    assert code == 0, err
+    run = load_run(next((tmp_path / "runs").iterdir()))
+    assert run.manifest["cost"]["total_usd"] == pytest.approx(estimate, abs=1e-4)
