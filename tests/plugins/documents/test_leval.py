@@ -263,3 +263,14 @@ def test_bad_judge_options_exit_2_naming_spec_field_and_value(tmp_path, capsys):
     with pytest.raises(Exception) as err:
         PLUGINS.judges["leval_llm"](JudgeContext(options={}, model=Verdicts()))
     assert "judge.options.baseline" in str(getattr(err.value, "field", "")) + str(err.value)
+
+
+def test_the_judge_subset_is_the_rows_tagged_llm_of_every_open_task(hub, tmp_path):
+    spec, convs = load("leval_llm_judge", tmp_path)
+    assert len(convs) == len(OPEN_F1) + len(OPEN_ROUGE)  # one LLM row of each file in the fixture
+    assert {c.turns[0].metadata["source"] for c in convs} == {f"{t}_src" for t in OPEN_F1 + OPEN_ROUGE}
+    conv = convs[0]
+    assert conv.preamble[0].content == SYS["open"]
+    assert conv.turns[0].user.replace(CONTEXT_SLOT, conv.context) == authors_user(
+        "financial_qa", "A judged document.", "Summarize it.", "A short text.")
+    assert spec.judge.name == "leval_llm"
