@@ -1,7 +1,8 @@
 """From a dataset's rows to documents and their questions, as the spec's `fields` say.
 
-A row is either one question (LongBench: `context`, `input`, `answers`) or one document
-carrying a list of question records (`fields.questions`, as ELITR-Bench's own files do).
+A row is either one question (LongBench: `context`, `input`, `answers`), one document
+carrying a list of question records (`fields.questions`, as ELITR-Bench's own files do), or a
+whole chat whose last user message is the question (`fields.messages`, OpenAI MRCR's `prompt`).
 Questions over the same document - the same `document_key` fields, by default the same
 context text - become one `Document`, whose text is kept once however many rows repeat
 it, so they share a prefix (one prefill) and a cluster (intervals resample documents).
@@ -21,6 +22,7 @@ from typing import Any, Iterator
 
 from lceval.errors import UserError
 from lceval.io import quote
+from lceval.types import Message
 
 from .templates import Template
 
@@ -76,6 +78,12 @@ class Document:
     key: str
     context: str
     questions: list[Question] = field(default_factory=list)
+    #: `fields.messages`: the row's chat, sent as it is (its last message, the question, apart)
+    messages: list[Message] | None = None
+
+
+#: the roles a message of a `fields.messages` chat may have
+ROLES = ("system", "user", "assistant")
 
 
 class RowReader:
@@ -122,6 +130,31 @@ class RowReader:
             raise self.error(f"{where}: the context is empty ({len(text)} characters): a question about nothing "
                              "would score guesses", option, hint="Remove the row, or fix the field.")
         return text
+
+    def messages_of(self, row: dict[str, Any], where: str) -> list[Message]:
+        """`fields.messages`: the row's chat as messages, checked: a list of {role, content}
+        records (or JSON text of one, as OpenAI MRCR's `prompt`) ending with a user message."""
+        name = self.fields["messages"]
+        value = row.get(name)
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise self.error(f"{where}: field {quote(name)} is text but not JSON of a list of messages "
+                                 f"({exc.msg} at character {exc.pos})", "messages") from None
+        if not isinstance(value, list) or not value:
+            raise self.error(f"{where}: field {quote(name)} must be a non-empty list of messages "
+                             f"({{role, content}} records), got {quote(value)}", "messages")
+        out: list[Message] = []
+        for i, m in enumerate(value):
+            if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+                raise self.error(f"{where}: message {i} of {quote(name)} must be a record with a role ("
+                                 f"{', '.join(ROLES)}) and text content, got {quote(m)}", "messages")
+            out.append(Message(m["role"], m["content"]))
+        if out[-1].role != "user":
+            raise self.error(f"{where}: the last message of {quote(name)} is the question and must be a user "
+                             f"message, not {quote(out[-1].role)}", "messages")
+        return out
 
     def key_of(self, row: dict[str, Any], context: str, where: str) -> str:
         names = self.fields["document_key"]
@@ -176,8 +209,10 @@ class RowReader:
                              f"({quote(value)}) but {first_where} has {'a list' if first_shape == 'list' else 'a single value'}: "
                              "the answer field must be one or the other in every row", "answer")
         values = list(value) if shape == "list" else [value]
-        if not values:
-            raise self.error(f"{where}: the answer list is empty (no reference to score against)", "answer")
+        if not values and not self.fields["empty_answers"]:
+            raise self.error(f"{where}: the answer list is empty (no reference to score against)", "answer",
+                             hint="If an empty answer is right (an empty set), set options.fields.empty_answers: "
+                                  "true.")
         out = []
         for v in values:
             if isinstance(v, str):
@@ -221,13 +256,20 @@ class RowReader:
         raise self.error(f"{where}: the answer {quote(answer)} is neither a letter {letters[0]}-{letters[-1]} nor one "
                          f"of the choices {quote(choices)}", "answer")
 
-    def read(self, index: int, row: dict[str, Any], split: str, needed: set[str]) -> tuple[str, str, list[Question]]:
-        """(document key, context, questions) of one row."""
+    def read(self, index: int, row: dict[str, Any], split: str,
+             needed: set[str]) -> tuple[str, str, list[Message] | None, list[Question]]:
+        """(document key, context, the chat of `fields.messages` or None, questions) of one row."""
         f = self.fields
         where = f"{self.label} row {index}"
-        context = self.context_of(row, where)
-        key = self.key_of(row, context, where)
-        long_fields = {f["context"], f["documents"], *question_fields(f), f["answer"]}
+        messages = None
+        if f["messages"]:
+            messages = self.messages_of(row, where)
+            context = ""  # the chat is sent as it is: nothing for a context policy to cut
+            key = self.key_of(row, json.dumps([[m.role, m.content] for m in messages], ensure_ascii=False), where)
+        else:
+            context = self.context_of(row, where)
+            key = self.key_of(row, context, where)
+        long_fields = {f["context"], f["documents"], *question_fields(f), f["answer"], f["messages"]}
         questions = []
         records = self.question_records(row, where)
         first = self.positions.get(key, 0)
@@ -249,7 +291,7 @@ class RowReader:
                 raise self.error(f"{qwhere}: id {quote(qid)} is used twice (first by {self.ids[qid]}); every "
                                  "question needs its own id", "id")
             self.ids[qid] = qwhere
-            question = look(f["question"]) if f["question"] else ""
+            question = look(f["question"]) if f["question"] else (messages[-1].content if messages else "")
             if question is None:
                 question = ""
             if not isinstance(question, str):
@@ -279,7 +321,7 @@ class RowReader:
             values.update(question=question, choices=choices or [], split=split, answer_words=answer_words(answers))
             questions.append(Question(qid=qid, question=question, answers=answers, values=values,
                                       metadata=metadata, where=qwhere))
-        return key, context, questions
+        return key, context, messages, questions
 
 
 def matches(row: dict[str, Any], where: dict[str, Any]) -> bool:

@@ -99,6 +99,15 @@ FIELDS: dict[str, Any] = {
         "metadata": {**_FIELDS, "default": [],
                      "description": "Fields copied into every sample's metadata, to break results down by "
                                     "(report.breakdowns) or subset them (lceval report --where)."},
+        "messages": {**_FIELD_OR_NULL, "default": None,
+                     "description": "Instead of a document and a question: a field holding a whole chat, a list "
+                                    "of {role, content} records (or JSON text of one), sent as those messages; "
+                                    "the last one, a user message, is the question. Nothing of it is cut: a chat "
+                                    "longer than the model's window is skipped (context.policy skip) or an error."},
+        "empty_answers": {"type": "boolean", "default": False,
+                          "description": "Accept an empty list as the answer (a set that may be empty, as "
+                                         "GraphWalks' node sets): the reference is then empty text and the "
+                                         "sample's `references` an empty list."},
     },
 }
 

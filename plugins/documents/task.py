@@ -54,6 +54,8 @@ class Prompts:
 
 
 def compile_prompts(opts: dict[str, Any]) -> Prompts:
+    """The spec's templates, compiled; a prompt that never places the document is refused
+    (unless the rows are whole chats, `fields.messages`, which place nothing)."""
     p, f = opts["prompt"], opts["fields"]
     limit = p["max_chars"]
     system = compile_template(p["system"], "options.prompt.system", limit) if p["system"] is not None else None
@@ -66,7 +68,7 @@ def compile_prompts(opts: dict[str, Any]) -> Prompts:
         raise UserError(f"step names must differ (prompt.step and the followups' names: {', '.join(names)})",
                         field="options.prompt.followups")
     document = compile_template(f["document_template"], "options.fields.document_template", limit)
-    if not any("context" in t.names for t in (system, user) if t is not None):
+    if not f["messages"] and not any("context" in t.names for t in (system, user) if t is not None):
         raise UserError("the prompt never places the document: put {{ context }} once in prompt.user (or "
                         "prompt.system)", field="options.prompt.user",
                         hint="LongBench-style {context} (single braces) is plain text to Jinja2: write {{ context }}.")
@@ -98,7 +100,30 @@ class Builder:
         if self.opts["mode"] == "single-turn" and self.opts["history"] == "gold":
             raise UserError("history: gold puts reference answers in the history of a multi-turn conversation; "
                             "single-turn conversations have none", field="options.history")
+        if self.fields["messages"]:
+            self._check_messages_mode(ctx.options)
         self.prompts = compile_prompts(self.opts)
+
+    def _check_messages_mode(self, given: dict[str, Any]) -> None:
+        """`fields.messages`: the row's chat is the prompt, so what would build another prompt
+        is refused where the spec sets it; the question is the chat's last message unless
+        `fields.question` names a field."""
+        fields, prompt = given.get("fields") or {}, given.get("prompt") or {}
+        for option, why in (("documents", "a chat is no list of documents"),
+                            ("questions", "a chat asks one question, its last message")):
+            if fields.get(option):
+                raise UserError(f"options.fields.{option} and options.fields.messages exclude each other: {why}",
+                                field=f"options.fields.{option}")
+        for option in ("user", "next", "followups", "shots"):
+            if option in prompt:
+                raise UserError(f"options.prompt.{option} builds a prompt, and with options.fields.messages the "
+                                "row's chat is the prompt, sent as it is", field=f"options.prompt.{option}",
+                                hint="Leave it out (options.prompt.system may still add a system message).")
+        if self.opts["mode"] != "single-turn":
+            raise UserError("with options.fields.messages each row is one chat with one question: mode must be "
+                            "single-turn", field="options.mode")
+        if "question" not in fields:
+            self.fields["question"] = None  # the chat's last message
 
     # -- the columns ----------------------------------------------------------------------
 
@@ -116,7 +141,10 @@ class Builder:
 
     def _document_fields(self) -> list[tuple[str, str]]:
         f = self.fields
-        out = [("documents", f["documents"])] if f["documents"] else [("context", f["context"])]
+        if f["messages"]:
+            out = [("messages", f["messages"])]
+        else:
+            out = [("documents", f["documents"])] if f["documents"] else [("context", f["context"])]
         out += [("questions", name) for name in question_fields(f)]
         keys = f["document_key"]
         out += [("document_key", k) for k in ([keys] if isinstance(keys, str) else keys or [])]
@@ -153,7 +181,8 @@ class Builder:
                 raise UserError(f"no field {quote(name)} in {opened.label} (fields: {', '.join(columns)})"
                                 f"{_did_you_mean(name, columns)}", field=f"options.source.where.{name}")
         f = self.fields
-        withheld = {f["documents"] or f["context"], *question_fields(f), f["answer"]} - {None, "context"}
+        withheld = ({f["messages"] or f["documents"] or f["context"], *question_fields(f), f["answer"]}
+                    - {None, "context"})
         available = (set(columns) | record_keys) - withheld
         doc_templates = [self.prompts.document]
         prompt_templates = [t for t in self.prompts.all() if t is not self.prompts.document]
@@ -164,7 +193,8 @@ class Builder:
             known = sorted(available | PROVIDED) if t is not self.prompts.document else ["document", "index"]
             line = f"template {t.field}" + (f", line {n}" if (n := first_line_of(t.text, name)) else "")
             if name in withheld:
-                why = ("is the document: {{ context }} places it, so that the context policy can cut it"
+                why = ("is the chat, sent as its own messages" if name == f["messages"] else
+                       "is the document: {{ context }} places it, so that the context policy can cut it"
                        if name in (f["documents"], f["context"]) else
                        "is the answer, which a prompt never shows" if name == f["answer"] else
                        "is the list of questions: each question's fields are available by their names")
@@ -199,16 +229,19 @@ class Builder:
             if where and not matches(row, where):
                 continue
             read += 1
-            key, context, questions = reader.read(index, row, self.split, set(columns))
+            key, context, messages, questions = reader.read(index, row, self.split, set(columns))
+            if not self.annotate(row, messages, questions):
+                continue
             if key not in chosen:
                 chosen[key] = ctx.select_context(f"{self.split}/{key}")
             if not chosen[key]:
                 continue
             doc = docs.get(key)
-            if doc is None:
-                doc = docs[key] = Document(key=key, context=context)  # the text is kept once per document
-            elif self.fields["document_key"] and context != doc.context:
-                raise UserError(f"{questions[0].where}: document {quote(key)} has a different context than in an "
+            if doc is None:  # the text is kept once per document
+                doc = docs[key] = Document(key=key, context=context, messages=messages)
+            elif self.fields["document_key"] and (context != doc.context or messages != doc.messages):
+                what = "chat" if messages is not None else "context"
+                raise UserError(f"{questions[0].where}: document {quote(key)} has a different {what} than in an "
                                 "earlier row with the same document key", field="options.fields.document_key")
             for q in questions:
                 if ctx.limit_per_context is not None and len(doc.questions) >= ctx.limit_per_context:
@@ -221,7 +254,26 @@ class Builder:
             raise UserError(f"no row of {opened.label} matches {quote(where)}", field="options.source.where")
         return [d for d in docs.values() if d.questions]
 
+    def annotate(self, row: dict[str, Any], messages: list[Message] | None, questions: list[Question]) -> bool:
+        """A benchmark's own type built on this one may add metadata computed from the row to
+        its questions (OpenAI MRCR's token bin) or drop the row (False). Here: kept as it is."""
+        return True
+
     # -- the conversations ---------------------------------------------------------------------
+
+    def _chat(self, doc: Document, q: Question) -> Conversation:
+        """`fields.messages`: the row's chat, every message but the last sent as it is, the last
+        the question's turn. The context is empty and its slot opens the first message, so the
+        engine fills nothing into the chat's own text (a literal "{context}" in it stays)."""
+        assert doc.messages is not None
+        system = self.prompts.system.render({**q.values}, q.where) if self.prompts.system else None
+        chat = ([Message("system", system)] if system is not None else []) + list(doc.messages)
+        chat[0] = Message(chat[0].role, CONTEXT_SLOT + chat[0].content)
+        preamble, last = chat[:-1], chat[-1]
+        (turn,) = self._turns(q, last.content)
+        cid = f"{self.split}/{doc.key}"
+        return Conversation(conv_id=turn.item_id, context="", context_id=cid, turns=[turn], preamble=preamble,
+                            history=self.opts["history"], metadata={"split": self.split, "document_id": doc.key})
 
     def _first(self, q: Question) -> tuple[list[Message], str]:
         """The preamble and first user message of a conversation: the document's place
@@ -273,6 +325,9 @@ class Builder:
         for doc in docs:
             cid = f"{self.split}/{doc.key}"
             meta = {"split": self.split, "document_id": doc.key}
+            if doc.messages is not None:
+                out += [self._chat(doc, q) for q in doc.questions]
+                continue
             if self.opts["mode"] == "single-turn":
                 for q in doc.questions:
                     preamble, user = self._first(q)

@@ -227,7 +227,12 @@ class TaskSpec:
         if not isinstance(data, dict):
             raise UserError(f"the manifest has no resolved spec for task '{name}'", file=where / "manifest.json",
                             field=f"resolved.tasks.{name}.spec")
-        return cls(name=name, path=Path(entry.get("spec_path") or where), data=data, lines={})
+        # A manifest is read back, not trusted: a field edited by hand (or by an older lceval)
+        # gets the same check as a spec file, blamed on the manifest, and a section it lacks the
+        # defaults a spec without it would have.
+        validate(data, load_schema("task_spec.schema.json"), where / "manifest.json", {},
+                 prefix=("resolved", "tasks", name, "spec"))
+        return cls(name=name, path=Path(entry.get("spec_path") or where), data=_merge(DEFAULTS, data), lines={})
 
     @classmethod
     def of_run(cls, run: "FinishedRun", name: str) -> "TaskSpec":

@@ -216,7 +216,7 @@ def test_report_metrics_aggregate_numbers_from_judgment_details():
 
     samples = [sample(0, "a", 10, 50.0), sample(1, "a", 20, 100.0), sample(2, "b", 30, 0.0),
                sample(3, "b", 99, 77.0, status="parse_failure")]
-    spec = {"type": "x", "description": "", "context": {"policy": "error"}, "judge": {"name": "j", "options": {}},
+    spec = {"name": "task", "type": "x", "description": "a task", "context": {"policy": "error"}, "judge": {"name": "j", "options": {}},
             "report": {"group_by": "split", "cluster_by": "doc", "metrics": ["coverage"]}}  # a resolved spec
     res = score_task(samples, spec, {"judge": "j"})
     cov = res["metrics"]["coverage"]
