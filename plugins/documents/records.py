@@ -13,6 +13,7 @@ row (its position and id) and the spec option whose field it is.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -31,6 +32,35 @@ RESERVED = ("split", "document_id", "question_id", "references", "choices", "ans
 #: rows are read from the Arrow table this many at a time (only the columns the spec uses)
 BATCH = 256
 SCALARS = (str, int, float, bool, type(None))
+
+
+def question_fields(fields: dict[str, Any]) -> list[str]:
+    """The field(s) `fields.questions` names: one holding the list of records, several holding
+    parallel lists, or none."""
+    names = fields.get("questions")
+    return [] if not names else [names] if isinstance(names, str) else list(names)
+
+
+def parse_records(value: Any) -> Any:
+    """A question list given as text (LooGLE's `qa_pairs`: a Python literal with single quotes)
+    read as JSON, else as a Python literal with `ast.literal_eval` (never `eval`); anything else
+    as it is. Text that is neither is returned as it is, for the caller to refuse."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+
+
+def answer_words(answers: list[str]) -> int:
+    """`answer_words` of a prompt template: the reference's words as `len(out.split())` counts
+    them (L-Eval's length instruction, "The suggested output length is around N words")."""
+    return len(answers[0].split()) if answers else 0
 
 
 @dataclass
@@ -66,6 +96,10 @@ class RowReader:
         self.document_template = document_template
         self.answer_shape: tuple[str, str] | None = None  # ("list" | "text", where first seen)
         self.ids: dict[str, str] = {}
+        #: with `fields.questions` and no `fields.id`: questions a document has had from earlier
+        #: rows, so that a document's default ids go on counting (L-Eval's gsm100: 100 rows, one
+        #: 16-shot context)
+        self.positions: dict[str, int] = {}
 
     # -- errors ---------------------------------------------------------------------------
 
@@ -137,10 +171,13 @@ class RowReader:
         return "/".join(parts)
 
     def question_records(self, row: dict[str, Any], where: str) -> list[dict[str, Any]]:
-        name = self.fields["questions"]
-        if not name:
+        names = question_fields(self.fields)
+        if not names:
             return [{}]
-        records = row.get(name)
+        if len(names) > 1:
+            return self.zipped_records(row, names, where)
+        name = names[0]
+        records = parse_records(row.get(name))
         if not isinstance(records, list) or not records:
             raise self.error(f"{where}: field {quote(name)} must be a non-empty list of question records, got "
                              f"{quote(records)}", "questions")
@@ -149,6 +186,18 @@ class RowReader:
                 raise self.error(f"{where}: question {i} of {quote(name)} must be a record (a mapping), got "
                                  f"{quote(rec)}", "questions")
         return records
+
+    def zipped_records(self, row: dict[str, Any], names: list[str], where: str) -> list[dict[str, Any]]:
+        """Parallel lists (L-Eval: `instructions` and `outputs`), one record per position."""
+        lists = [parse_records(row.get(name)) for name in names]
+        for name, value in zip(names, lists):
+            if not isinstance(value, list) or not value:
+                raise self.error(f"{where}: field {quote(name)} must be a non-empty list (one of the parallel lists "
+                                 f"of questions), got {quote(value)}", "questions")
+        if len({len(v) for v in lists}) != 1:
+            sizes = ", ".join(f"{quote(n)} {len(v)}" for n, v in zip(names, lists))
+            raise self.error(f"{where}: the parallel lists of questions differ in length ({sizes})", "questions")
+        return [dict(zip(names, values)) for values in zip(*lists)]
 
     def answers_of(self, value: Any, where: str) -> list[str]:
         shape = "list" if isinstance(value, (list, tuple)) else "text"
@@ -220,15 +269,19 @@ class RowReader:
         else:
             context = self.context_of(row, where)
             key = self.key_of(row, context, where)
-        long_fields = {f["context"], f["documents"], f["questions"], f["answer"], f["messages"]}
+        long_fields = {f["context"], f["documents"], *question_fields(f), f["answer"], f["messages"]}
         questions = []
-        for qi, rec in enumerate(self.question_records(row, where)):
+        records = self.question_records(row, where)
+        first = self.positions.get(key, 0)
+        if f["questions"]:
+            self.positions[key] = first + len(records)
+        for qi, rec in enumerate(records):
             qwhere = where if not f["questions"] else f"{where}, question {qi}"
 
             def look(name: str, rec: dict[str, Any] = rec) -> Any:
                 return rec[name] if name in rec else row.get(name)
 
-            raw_id = look(f["id"]) if f["id"] else (qi if f["questions"] else index)
+            raw_id = look(f["id"]) if f["id"] else (first + qi if f["questions"] else index)
             if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool) or raw_id == "":
                 raise self.error(f"{qwhere}: id field {quote(f['id'])} must be a non-empty text or integer, "
                                  f"got {quote(raw_id)}", "id")
@@ -265,7 +318,7 @@ class RowReader:
                 metadata[name] = value
             values = {k: v for k, v in row.items() if k in needed and k not in long_fields}
             values.update({k: v for k, v in rec.items() if k not in long_fields})
-            values.update(question=question, choices=choices or [], split=split)
+            values.update(question=question, choices=choices or [], split=split, answer_words=answer_words(answers))
             questions.append(Question(qid=qid, question=question, answers=answers, values=values,
                                       metadata=metadata, where=qwhere))
         return key, context, messages, questions

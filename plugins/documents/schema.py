@@ -86,10 +86,13 @@ FIELDS: dict[str, Any] = {
         "choices": {"anyOf": [_FIELD, {**_FIELDS, "minItems": 2}, {"type": "null"}], "default": None,
                     "description": "Multiple choice: one field holding the list of choices, or a list of fields "
                                    "(choice_A, choice_B ...). The answer is a letter or one of the choices."},
-        "questions": {**_FIELD_OR_NULL, "default": None,
-                      "description": "One record per document: the field holding its list of question records; "
-                                     "`id`, `question`, `answer`, `choices` and `metadata` are then looked up in "
-                                     "each question record first, then in the document's row."},
+        "questions": {"anyOf": [_FIELD, {**_FIELDS, "minItems": 2}, {"type": "null"}], "default": None,
+                      "description": "One record per document: the field holding its list of question records "
+                                     "(or text of one, JSON or a Python literal: LooGLE's qa_pairs), or a list of "
+                                     "fields holding parallel lists, zipped into records keyed by those fields' "
+                                     "names (L-Eval's instructions and outputs); `id`, `question`, `answer`, "
+                                     "`choices` and `metadata` are then looked up in each question record first, "
+                                     "then in the document's row."},
         "document_key": {"anyOf": [_FIELD, {**_FIELDS, "minItems": 1}, {"type": "null"}], "default": None,
                          "description": "Field(s) naming the document, so that questions over one document share "
                                         "a prefix and a cluster (default: the sha256 of the context)."},

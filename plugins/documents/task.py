@@ -24,7 +24,7 @@ from lceval.interfaces import TaskContext, TaskType
 from lceval.io import quote
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
-from .records import Document, Question, RowReader, iter_rows, matches
+from .records import Document, Question, RowReader, iter_rows, matches, parse_records, question_fields
 from .schema import OPTIONS_SCHEMA, section_defaults
 from .source import Opened, open_source
 from .templates import CONTEXT_MARKER, PROVIDED, Template, compile_template, first_line_of, unknown_names
@@ -145,8 +145,7 @@ class Builder:
             out = [("messages", f["messages"])]
         else:
             out = [("documents", f["documents"])] if f["documents"] else [("context", f["context"])]
-        if f["questions"]:
-            out.append(("questions", f["questions"]))
+        out += [("questions", name) for name in question_fields(f)]
         keys = f["document_key"]
         out += [("document_key", k) for k in ([keys] if isinstance(keys, str) else keys or [])]
         return out
@@ -156,10 +155,16 @@ class Builder:
         name a template uses is a field. Returns (the question records' keys, the columns to read)."""
         columns = list(opened.dataset.column_names)
         record_keys: set[str] = set()
-        if self.fields["questions"] and self.fields["questions"] in columns and opened.dataset.num_rows:
-            first = opened.dataset.select_columns([self.fields["questions"]])[0][self.fields["questions"]]
+        unreadable = False  # the first row's question list is none: reading it says why
+        names = question_fields(self.fields)
+        if len(names) > 1:
+            record_keys = set(names)  # parallel lists: each record holds one element of each
+        elif names and names[0] in columns and opened.dataset.num_rows:
+            first = parse_records(opened.dataset.select_columns(names)[0][names[0]])
             if isinstance(first, list):
                 record_keys = {k for rec in first if isinstance(rec, dict) for k in rec}
+            else:
+                unreadable = True
 
         def unknown(option: str, name: str, known: list[str]) -> UserError:
             return UserError(f"no field {quote(name)} in {opened.label} (fields: {', '.join(known)})"
@@ -169,14 +174,15 @@ class Builder:
             if name not in columns:
                 raise unknown(option, name, columns)
         for option, name in self._question_fields():
-            if name not in columns and name not in record_keys:
+            if name not in columns and name not in record_keys and not unreadable:
                 raise unknown(option, name, columns + sorted(record_keys - set(columns)))
         for name in self.source["where"]:
             if name not in columns:
                 raise UserError(f"no field {quote(name)} in {opened.label} (fields: {', '.join(columns)})"
                                 f"{_did_you_mean(name, columns)}", field=f"options.source.where.{name}")
         f = self.fields
-        withheld = {f["messages"] or f["documents"] or f["context"], f["questions"], f["answer"]} - {None, "context"}
+        withheld = ({f["messages"] or f["documents"] or f["context"], *question_fields(f), f["answer"]}
+                    - {None, "context"})
         available = (set(columns) | record_keys) - withheld
         doc_templates = [self.prompts.document]
         prompt_templates = [t for t in self.prompts.all() if t is not self.prompts.document]

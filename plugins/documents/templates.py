@@ -161,7 +161,7 @@ def compile_template(text: str, field: str, max_chars: int) -> Template:
 
 
 #: A name a template may use although no column has it: what the task type provides.
-PROVIDED = frozenset({"context", "question", "choices", "split"})
+PROVIDED = frozenset({"context", "question", "choices", "split", "answer_words"})
 
 
 def unknown_names(templates: Iterable[Template], available: Iterable[str]) -> list[tuple[Template, str]]:
