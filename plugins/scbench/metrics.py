@@ -13,7 +13,7 @@ looped over character by character, and the score depends on it (Zh.QA's F1 is t
 against one character of the answer; ICL.ManyShot is right when any character of the
 answer is in the prediction). To score exactly as they do, the spec puts the raw `answer`
 in every sample's metadata (`fields.metadata: [answer]`) and the scorer loops over it as
-they do; without it, the references (always a list) are used.
+they do; without it, a single reference stands for the answer string and several for a list.
 
 Answers are read as the model wrote them (the authors score the raw generated text).
 """
