@@ -28,7 +28,7 @@ from .templates import Template
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: metadata keys the task type sets itself; a `fields.metadata` entry may not take them
-RESERVED = ("split", "document_id", "question_id", "references", "choices", "answer_letter", "step")
+RESERVED = ("split", "document_id", "question_id", "references", "choices", "answer_letter", "step", "answer_pool")
 #: rows are read from the Arrow table this many at a time (only the columns the spec uses)
 BATCH = 256
 SCALARS = (str, int, float, bool, type(None))
@@ -71,6 +71,7 @@ class Question:
     values: dict[str, Any]  # what the prompt templates see (the document left out)
     metadata: dict[str, Any]
     where: str  # "data row 3 (id 'x')", for messages
+    answer_value: Any = None  # the answer field as the data holds it (`gold_answer: python`)
 
 
 @dataclass
@@ -115,8 +116,13 @@ class RowReader:
             if not isinstance(items, list):
                 raise self.error(f"{where}: field {quote(f['documents'])} must be a list of documents, got "
                                  f"{quote(items)}", "documents")
-            rendered = [self.document_template.render({"document": d, "index": i}, f"{where}, document {i}")
-                        for i, d in enumerate(items, start=1)]
+            elements = self.elements(row, items, where)
+            if self.document_template.text == "{{ document }}" and all(isinstance(d, (str, int)) for d, _ in elements):
+                rendered = [str(d) for d, _ in elements]  # what the template renders, without a render per element
+            else:
+                rendered = [self.document_template.render({**extra, "document": d, "index": i},
+                                                          f"{where}, document {i}")
+                            for i, (d, extra) in enumerate(elements, start=1)]
             text = f["document_separator"].join(rendered)
             option = "documents"
         else:
@@ -154,6 +160,28 @@ class RowReader:
         if out[-1].role != "user":
             raise self.error(f"{where}: the last message of {quote(name)} is the question and must be a user "
                              f"message, not {quote(out[-1].role)}", "messages")
+        return out
+
+    def elements(self, row: dict[str, Any], items: list[Any], where: str) -> list[tuple[Any, dict[str, Any]]]:
+        """The elements of `documents`, each with its values of the parallel lists
+        (`document_fields`), sorted by `document_order` (stable) when it is set."""
+        f = self.fields
+        parallel = {}
+        for name, field_name in f["document_fields"].items():
+            values = row.get(field_name)
+            if not isinstance(values, list) or len(values) != len(items):
+                got = f"a list of {len(values)}" if isinstance(values, list) else quote(values)
+                raise self.error(f"{where}: field {quote(field_name)} must be a list as long as {quote(f['documents'])} "
+                                 f"({len(items)} elements), got {got}", f"document_fields.{name}")
+            parallel[name] = values
+        out = [(d, {name: values[i] for name, values in parallel.items()}) for i, d in enumerate(items)]
+        order = f["document_order"]
+        if order:
+            try:
+                out.sort(key=lambda element: element[1][order])
+            except TypeError as exc:
+                raise self.error(f"{where}: the values of {quote(order)} cannot be sorted ({exc})",
+                                 "document_order") from None
         return out
 
     def key_of(self, row: dict[str, Any], context: str, where: str) -> str:
@@ -320,7 +348,7 @@ class RowReader:
             values.update({k: v for k, v in rec.items() if k not in long_fields})
             values.update(question=question, choices=choices or [], split=split, answer_words=answer_words(answers))
             questions.append(Question(qid=qid, question=question, answers=answers, values=values,
-                                      metadata=metadata, where=qwhere))
+                                      metadata=metadata, where=qwhere, answer_value=look(f["answer"])))
         return key, context, messages, questions
 
 

@@ -57,6 +57,17 @@ SOURCE: dict[str, Any] = {
     },
 }
 
+ANSWER_POOL: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["by"],
+    "properties": {
+        "by": {**_FIELD, "description": "The field whose value groups the documents (SCBench: `repo`)."},
+        "keep": {**_FIELDS, "default": [],
+                 "description": "Fields of each question kept beside its answer in the pool (SCBench: `name`, `task`)."},
+    },
+}
+
 FIELDS: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -76,6 +87,14 @@ FIELDS: dict[str, Any] = {
                                              "element, `index`: its 1-based position)."},
         "document_separator": {"type": "string", "default": "\n\n",
                                "description": "Text between two rendered elements of `documents`."},
+        "document_fields": {"type": "object", "default": {}, "additionalProperties": _FIELD,
+                            "description": "With `documents`: NAME: FIELD pairs, each FIELD a list as long as "
+                                           "`documents`; the element's template sees NAME as the value at its "
+                                           "position (LongMemEval's session dates, `haystack_dates`)."},
+        "document_order": {**_FIELD_OR_NULL, "default": None,
+                           "description": "With `documents`: sort the elements by this name of `document_fields` "
+                                          "(ascending, ties kept in the data's order) before numbering and "
+                                          "joining them (LongMemEval sorts its sessions by date)."},
         "strip_context": {"type": "boolean", "default": False,
                           "description": "Strip white space around the context (LongBench v2 does)."},
         "question": {**_FIELD_OR_NULL, "default": "question",
@@ -108,6 +127,10 @@ FIELDS: dict[str, Any] = {
                           "description": "Accept an empty list as the answer (a set that may be empty, as "
                                          "GraphWalks' node sets): the reference is then empty text and the "
                                          "sample's `references` an empty list."},
+        "answer_pool": {"anyOf": [ANSWER_POOL, {"type": "null"}], "default": None,
+                        "description": "Every question's metadata gets `answer_pool`: the answers of all the "
+                                       "questions asked over documents with the same `by` value, for a metric that "
+                                       "scores against the other items' answers (SCBench's RepoQA needles)."},
     },
 }
 
@@ -149,6 +172,12 @@ PROMPT: dict[str, Any] = {
                  "description": "The user message of a question; it (or `system`) places {{ context }} once."},
         "next": {**_TEMPLATE, "default": "{{ question }}",
                  "description": "Multi-turn: the user message of each later question of a document."},
+        "answer_prefix": {**_TEMPLATE, "default": "",
+                          "description": "The start of the assistant's answer, which the model continues (empty: "
+                                         "none); in multi-turn mode, of the first question only."},
+        "next_answer_prefix": {**_TEMPLATE_OR_NULL, "default": None,
+                               "description": "Multi-turn: the start of each later answer (null: `answer_prefix`); "
+                                              "SCBench's summaries continue \"This paper\" from the second turn on."},
         "step": {"type": "string", "pattern": r"^[A-Za-z0-9_-]+$", "default": "answer",
                  "description": "With followups: the name of the first step (`step` in the metadata)."},
         "scored": {"type": "boolean", "default": True,
@@ -175,6 +204,13 @@ OPTIONS_SCHEMA: dict[str, Any] = {
                  "description": "One conversation per question, or one per document with its questions in order."},
         "history": {"enum": ["model", "gold"], "default": "model",
                     "description": "Multi-turn: earlier answers are the model's own, or the references."},
+        "gold_answer": {"enum": ["joined", "python"], "default": "joined",
+                        "description": "How a reference is written into a gold history: its acceptable answers "
+                                       "joined with ' | ', or the answer field as Python's str() prints it (a list "
+                                       "as ['a', 'b']: SCBench's `str(answer)`)."},
+        "max_questions": {"type": ["integer", "null"], "minimum": 1, "default": None,
+                          "description": "Ask only the first N questions of each document, as the authors do "
+                                         "(SCBench's --max_turns 5); --limit-per-context lowers it further."},
     },
 }
 
@@ -193,4 +229,6 @@ def section_defaults(options: dict[str, Any]) -> dict[str, Any]:
         out[name] = given
     out.setdefault("mode", "single-turn")
     out.setdefault("history", "model")
+    out.setdefault("gold_answer", "joined")
+    out.setdefault("max_questions", None)
     return out

@@ -47,9 +47,12 @@ class Prompts:
     next: Template
     followups: list[tuple[str, Template]]
     document: Template
+    answer_prefix: Template
+    next_answer_prefix: Template | None
 
     def all(self) -> list[Template]:
-        out = [t for t in (self.system, self.user, self.next, self.document) if t is not None]
+        out = [t for t in (self.system, self.user, self.next, self.document, self.answer_prefix,
+                           self.next_answer_prefix) if t is not None]
         return out + [t for _, t in self.followups]
 
 
@@ -68,6 +71,9 @@ def compile_prompts(opts: dict[str, Any]) -> Prompts:
         raise UserError(f"step names must differ (prompt.step and the followups' names: {', '.join(names)})",
                         field="options.prompt.followups")
     document = compile_template(f["document_template"], "options.fields.document_template", limit)
+    prefix = compile_template(p["answer_prefix"], "options.prompt.answer_prefix", limit)
+    next_prefix = (compile_template(p["next_answer_prefix"], "options.prompt.next_answer_prefix", limit)
+                   if p["next_answer_prefix"] is not None else None)
     if not f["messages"] and not any("context" in t.names for t in (system, user) if t is not None):
         raise UserError("the prompt never places the document: put {{ context }} once in prompt.user (or "
                         "prompt.system)", field="options.prompt.user",
@@ -77,11 +83,12 @@ def compile_prompts(opts: dict[str, Any]) -> Prompts:
             raise UserError(f"prompt.shots[{i}] holds the text {CONTEXT_SLOT}, where lceval would put the document; "
                             "the document goes in prompt.user (or prompt.system) as {{ context }}",
                             field=f"options.prompt.shots.{i}.content")
-    for t in [nxt] + [t for _, t in followups]:
+    for t in [nxt, prefix] + [t for _, t in followups] + ([next_prefix] if next_prefix else []):
         if "context" in t.names:
             raise UserError(f"{t.field} places the document again: it goes once, in the first turn "
                             "(later turns of the conversation see it already)", field=t.field)
-    return Prompts(system=system, user=user, next=nxt, followups=followups, document=document)
+    return Prompts(system=system, user=user, next=nxt, followups=followups, document=document,
+                   answer_prefix=prefix, next_answer_prefix=next_prefix)
 
 
 class Builder:
@@ -102,6 +109,18 @@ class Builder:
                             "single-turn conversations have none", field="options.history")
         if self.fields["messages"]:
             self._check_messages_mode(ctx.options)
+        if self.opts["mode"] == "single-turn" and self.opts["prompt"]["next_answer_prefix"] is not None:
+            raise UserError("prompt.next_answer_prefix starts the later answers of a multi-turn conversation; a "
+                            "single-turn conversation has one answer (prompt.answer_prefix)",
+                            field="options.prompt.next_answer_prefix")
+        order = self.fields["document_order"]
+        if order is not None and order not in self.fields["document_fields"]:
+            known = ", ".join(self.fields["document_fields"]) or "none"
+            raise UserError(f"document_order {quote(order)} is no name of fields.document_fields (names: {known})",
+                            field="options.fields.document_order")
+        if (self.fields["document_fields"] or order) and not self.fields["documents"]:
+            raise UserError("document_fields and document_order go with fields.documents (a list of documents)",
+                            field="options.fields.document_fields")
         self.prompts = compile_prompts(self.opts)
 
     def _check_messages_mode(self, given: dict[str, Any]) -> None:
@@ -148,7 +167,14 @@ class Builder:
         out += [("questions", name) for name in question_fields(f)]
         keys = f["document_key"]
         out += [("document_key", k) for k in ([keys] if isinstance(keys, str) else keys or [])]
+        out += [(f"document_fields.{name}", column) for name, column in f["document_fields"].items()]
         return out
+
+    def _pool_fields(self) -> list[tuple[str, str]]:
+        pool = self.fields["answer_pool"]
+        if not pool:
+            return []
+        return [("answer_pool.by", pool["by"])] + [("answer_pool.keep", k) for k in pool.get("keep", [])]
 
     def check_columns(self, opened: Opened) -> tuple[set[str], list[str]]:
         """Every field the spec names exists (in the columns, or in a question record); every
@@ -173,7 +199,7 @@ class Builder:
         for option, name in self._document_fields():
             if name not in columns:
                 raise unknown(option, name, columns)
-        for option, name in self._question_fields():
+        for option, name in self._question_fields() + self._pool_fields():
             if name not in columns and name not in record_keys and not unreadable:
                 raise unknown(option, name, columns + sorted(record_keys - set(columns)))
         for name in self.source["where"]:
@@ -187,10 +213,11 @@ class Builder:
         doc_templates = [self.prompts.document]
         prompt_templates = [t for t in self.prompts.all() if t is not self.prompts.document]
         problems = unknown_names(prompt_templates, available)
-        problems += [(t, n) for t, n in unknown_names(doc_templates, set()) if n not in ("document", "index")]
+        element_names = ["document", "index", *f["document_fields"]]
+        problems += [(t, n) for t, n in unknown_names(doc_templates, set()) if n not in element_names]
         if problems:
             t, name = problems[0]
-            known = sorted(available | PROVIDED) if t is not self.prompts.document else ["document", "index"]
+            known = sorted(available | PROVIDED) if t is not self.prompts.document else element_names
             line = f"template {t.field}" + (f", line {n}" if (n := first_line_of(t.text, name)) else "")
             if name in withheld:
                 why = ("is the chat, sent as its own messages" if name == f["messages"] else
@@ -203,7 +230,7 @@ class Builder:
                             f"{', '.join(known)}){_did_you_mean(name, known)}", field=t.field)
         used = {n for t in prompt_templates for n in t.names}
         needed = {n for _, n in self._document_fields()} | set(self.source["where"])
-        needed |= {n for _, n in self._question_fields() if n in columns}
+        needed |= {n for _, n in self._question_fields() + self._pool_fields() if n in columns}
         needed |= used & set(columns)
         return used, [c for c in columns if c in needed]
 
@@ -221,6 +248,8 @@ class Builder:
         taken = 0
         read = 0
         where = self.source["where"]
+        per_document = min((n for n in (ctx.limit_per_context, self.opts["max_questions"]) if n is not None),
+                           default=None)
         for index, row in enumerate(iter_rows(opened.dataset, columns)):
             if ctx.limit is not None and taken >= ctx.limit:
                 break
@@ -244,7 +273,7 @@ class Builder:
                 raise UserError(f"{questions[0].where}: document {quote(key)} has a different {what} than in an "
                                 "earlier row with the same document key", field="options.fields.document_key")
             for q in questions:
-                if ctx.limit_per_context is not None and len(doc.questions) >= ctx.limit_per_context:
+                if per_document is not None and len(doc.questions) >= per_document:
                     break
                 if ctx.limit is not None and taken >= ctx.limit:
                     break
@@ -270,15 +299,15 @@ class Builder:
         chat = ([Message("system", system)] if system is not None else []) + list(doc.messages)
         chat[0] = Message(chat[0].role, CONTEXT_SLOT + chat[0].content)
         preamble, last = chat[:-1], chat[-1]
-        (turn,) = self._turns(q, last.content)
+        (turn,) = self._turns(q, last.content, q.values, self.prompts.answer_prefix)
         cid = f"{self.split}/{doc.key}"
         return Conversation(conv_id=turn.item_id, context="", context_id=cid, turns=[turn], preamble=preamble,
                             history=self.opts["history"], metadata={"split": self.split, "document_id": doc.key})
 
-    def _first(self, q: Question) -> tuple[list[Message], str]:
+    def _first(self, q: Question, values: dict[str, Any]) -> tuple[list[Message], str]:
         """The preamble and first user message of a conversation: the document's place
         (exactly one) turned into CONTEXT_SLOT."""
-        values = {**q.values, "context": CONTEXT_MARKER}
+        values = {**values, "context": CONTEXT_MARKER}
         system = self.prompts.system.render(values, q.where) if self.prompts.system else None
         user = self.prompts.user.render(values, q.where)
         count = (system or "").count(CONTEXT_MARKER) + user.count(CONTEXT_MARKER)
@@ -301,44 +330,74 @@ class Builder:
         preamble += [Message(shot["role"], shot["content"]) for shot in self.opts["prompt"]["shots"]]
         return preamble, user.replace(CONTEXT_MARKER, CONTEXT_SLOT)
 
-    def _turns(self, q: Question, user: str) -> list[Turn]:
+    def _reference(self, q: Question) -> str:
+        """The reference of a turn: what a gold history shows and the judges read."""
+        if self.opts["gold_answer"] == "python":
+            return str(q.answer_value)  # SCBench's `str(eg["multi_turns"][i - 1]["answer"])`
+        return q.answers[0] if len(q.answers) == 1 else " | ".join(q.answers)
+
+    def _turns(self, q: Question, user: str, values: dict[str, Any], prefix: Template) -> list[Turn]:
         """The question's turn and its followups' turns."""
         base = f"{self.split}/{q.qid}"
-        reference = q.answers[0] if len(q.answers) == 1 else " | ".join(q.answers)
+        reference = self._reference(q)
         steps = self.prompts.followups
         meta = dict(q.metadata)
         if steps:
             meta["step"] = self.opts["prompt"]["step"]
             if not self.opts["prompt"]["scored"]:
                 meta["scored"] = False  # asked and kept, never judged or counted (lceval.types.Turn)
-        turns = [Turn(item_id=base, user=user, reference=reference, question=q.question, metadata=meta)]
+        turns = [Turn(item_id=base, user=user, reference=reference, question=q.question, metadata=meta,
+                      assistant_prefix=prefix.render(values, q.where))]
         for (name, template), step in zip(steps, self.opts["prompt"]["followups"]):
-            text = template.render({**q.values}, q.where)
+            text = template.render(values, q.where)
             extra = {} if step.get("scored", True) else {"scored": False}
             turns.append(Turn(item_id=f"{base}/{name}", user=text, reference=reference, question=q.question,
                               metadata={**q.metadata, "step": name, **extra}))
         return turns
 
+    def _answer_pools(self, docs: list[Document]) -> None:
+        """`fields.answer_pool`: every question's metadata gets the answers (and the kept fields)
+        of all the questions asked over the documents sharing its `by` value, in their order."""
+        spec = self.fields["answer_pool"]
+        if not spec:
+            return
+        pools: dict[str, list[dict[str, Any]]] = {}
+        for doc in docs:
+            for q in doc.questions:
+                entry = {"answer": q.answers[0] if len(q.answers) == 1 else list(q.answers)}
+                entry.update({k: q.values.get(k) for k in spec.get("keep", [])})
+                pools.setdefault(str(q.values.get(spec["by"])), []).append(entry)
+        for doc in docs:
+            for q in doc.questions:
+                q.metadata["answer_pool"] = pools[str(q.values.get(spec["by"]))]
+
     def conversations(self, docs: list[Document]) -> list[Conversation]:
         out: list[Conversation] = []
         history = self.opts["history"]
+        self._answer_pools(docs)
+        first_prefix = self.prompts.answer_prefix
+        next_prefix = self.prompts.next_answer_prefix or first_prefix
         for doc in docs:
             cid = f"{self.split}/{doc.key}"
             meta = {"split": self.split, "document_id": doc.key}
             if doc.messages is not None:
                 out += [self._chat(doc, q) for q in doc.questions]
                 continue
+            asked = [q.question for q in doc.questions]  # `document_questions`: the texts, never the answers
             if self.opts["mode"] == "single-turn":
                 for q in doc.questions:
-                    preamble, user = self._first(q)
-                    turns = self._turns(q, user)
+                    values = {**q.values, "document_questions": asked}
+                    preamble, user = self._first(q, values)
+                    turns = self._turns(q, user, values, first_prefix)
                     out.append(Conversation(conv_id=turns[0].item_id, context=doc.context, context_id=cid,
                                             turns=turns, preamble=preamble, history=history, metadata=meta))
                 continue
-            preamble, user = self._first(doc.questions[0])
-            turns = self._turns(doc.questions[0], user)
+            values = {**doc.questions[0].values, "document_questions": asked}
+            preamble, user = self._first(doc.questions[0], values)
+            turns = self._turns(doc.questions[0], user, values, first_prefix)
             for q in doc.questions[1:]:
-                turns += self._turns(q, self.prompts.next.render({**q.values}, q.where))
+                values = {**q.values, "document_questions": asked}
+                turns += self._turns(q, self.prompts.next.render(values, q.where), values, next_prefix)
             out.append(Conversation(conv_id=cid, context=doc.context, context_id=cid, turns=turns,
                                     preamble=preamble, history=history, metadata=meta))
         return out

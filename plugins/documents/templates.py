@@ -14,6 +14,7 @@ document alone and the questions of one document share it as a prefix.
 
 from __future__ import annotations
 
+import json
 import operator
 import re
 import traceback
@@ -72,6 +73,7 @@ def _environment() -> Any:
     for name in REMOVED_FILTERS:
         env.filters.pop(name, None)
     env.filters["regex_findall"] = _regex_findall
+    env.filters["json_dumps"] = _json_dumps
     _ENV = env
     return env
 
@@ -90,6 +92,26 @@ def _regex_findall(value: Any, pattern: Any) -> list[Any]:
     `re.findall`), for prompts built from a part of a field (InfiniteBench's code_run and
     math_find prompts name what their question asks about)."""
     return _pattern(pattern).findall(str(value))
+
+
+def _without(value: Any, drop: frozenset[str]) -> Any:
+    """`value` with the keys in `drop` left out of every mapping in it (a copy)."""
+    if isinstance(value, dict):
+        return {k: _without(v, drop) for k, v in value.items() if k not in drop}
+    if isinstance(value, (list, tuple)):
+        return [_without(v, drop) for v in value]
+    return value
+
+
+def _json_dumps(value: Any, drop: Any = ()) -> str:
+    """`{{ document | json_dumps(drop=["has_answer"]) }}`: the value as Python's `json.dumps`
+    writes it with its defaults (non-ASCII as \\uXXXX, `", "` and `": "` separators, keys in
+    the data's order), the keys named in `drop` left out of every mapping first. Jinja's own
+    `tojson` sorts keys and escapes HTML characters; LongMemEval's run_generation.py prints
+    each session with `json.dumps`."""
+    if isinstance(drop, str) or not all(isinstance(k, str) for k in drop):
+        raise TypeError(f"json_dumps(drop=...) takes a list of key names, got {drop!r}")
+    return json.dumps(_without(value, frozenset(drop)))
 
 
 def _template_line(exc: BaseException) -> int | None:
@@ -161,7 +183,7 @@ def compile_template(text: str, field: str, max_chars: int) -> Template:
 
 
 #: A name a template may use although no column has it: what the task type provides.
-PROVIDED = frozenset({"context", "question", "choices", "split", "answer_words"})
+PROVIDED = frozenset({"context", "question", "choices", "split", "answer_words", "document_questions"})
 
 
 def unknown_names(templates: Iterable[Template], available: Iterable[str]) -> list[tuple[Template, str]]:
