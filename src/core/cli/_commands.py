@@ -283,9 +283,10 @@ def cache_export(args: argparse.Namespace, inv: Invocation) -> int:
         except ValueError:
             raise UserError(f"--since takes an ISO 8601 time (e.g. 2025-06-01T12:00), got '{args.since}'",
                             field="--since") from None
-    with Session.for_cache(_path(args.cache), inv.plugins) as session:
-        if not session.cache.path.exists():
-            raise UserError("there is no cache here yet", file=session.cache.path, field="--cache")
+    where = _path(args.cache) or Cache.default_path()
+    if not where.is_file():
+        raise UserError("there is no cache here yet", file=where, field="--cache")
+    with Session.for_cache(where, inv.plugins) as session:
         count = session.cache.export(Path(args.file), since=since)
         print(f"exported {count} answers from {session.cache.path} to {args.file}")
     return 0

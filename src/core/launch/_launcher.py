@@ -25,7 +25,6 @@ from lceval.io import check_writable
 from lceval.launch._folder import LaunchFolder, launch_key, read_json, write_json
 from lceval.launch._schedulers import FAILED, FINISHED, PENDING, RUNNING, Job, JobState, LocalScheduler, Scheduler
 from lceval.launch._settings import LaunchSettings
-from lceval.results import RUN_OUTPUTS, load_run, merge_runs
 
 Say = Callable[[str], None]
 #: how long a job that ended well may take to show its run folder (a shared file system's lag)
@@ -80,12 +79,12 @@ def _env() -> dict[str, str]:
 
 
 def _cache_template(path: Path | None) -> str | None:
-    """`--cache` for the shards: filled in on each node ({shard}, $VARIABLES), so a relative
-    path without them is made absolute here."""
+    """`--cache` for the shards: filled in on each node ({shard}, $VARIABLES); a relative
+    path is taken from here (a shard's process may start elsewhere: Ray's in its session)."""
     if path is None:
         return None
     text = str(path)
-    return text if "$" in text or "{" in text or path.is_absolute() else str(path.resolve())
+    return text if text.startswith(("$", "~")) or path.is_absolute() else str(Path.cwd() / text)
 
 
 def launch(config: RunConfig, settings: LaunchSettings, plugins: Plugins | None = None, *, say: Say = print,
@@ -315,6 +314,8 @@ class Launch:
 
     # -- the end --------------------------------------------------------------------------
     def _merge(self) -> list[Path]:
+        from lceval.results import RUN_OUTPUTS, load_run, merge_runs  # scoring's libraries, only when merging
+
         out = []
         for k, model in enumerate(self.models):
             runs = [load_run(Path(r.runs[k])) for r in self.records]
