@@ -50,7 +50,7 @@ LIST_RE = re.compile(r"^<!-- lceval-plugins: ([a-z-]+) -->$", re.M)
 API_MODULES = ("lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.options",
                "lceval.hookspecs", "lceval.judging", "lceval.tokens", "lceval.hf_tokens", "lceval.reasoning", "lceval.stats",
                "lceval.safeio", "lceval.io", "lceval.results", "lceval.analysis", "lceval.report",
-               "lceval.engine")
+               "lceval.engine", "lceval.launch")
 
 
 def _rel(from_page: str, target: str) -> str:

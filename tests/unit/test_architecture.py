@@ -20,7 +20,7 @@ grimp = pytest.importorskip("grimp")
 pytest.importorskip("importlinter")
 
 CORE = REPO / "src" / "core"
-SUBPACKAGES = ("io", "engine", "results", "analysis", "report", "leaderboard", "cli")
+SUBPACKAGES = ("io", "engine", "results", "analysis", "report", "leaderboard", "launch", "cli")
 
 
 def _graph():

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,11 +23,13 @@ from lceval.errors import UserError
 @dataclass(frozen=True)
 class Invocation:
     """What every command gets besides its arguments: the plugins loaded once for this
-    command, the ones `-p no:NAME` disabled, and the command line (for the manifest)."""
+    command, the ones `-p no:NAME` disabled (and `-p override:NAME` let win), and the
+    command line (for the manifest)."""
 
     plugins: Plugins
     disabled: list[str]
     argv: list[str]
+    overrides: list[str] = field(default_factory=list)
 
     @property
     def command(self) -> list[str]:
@@ -91,6 +93,28 @@ def _stopped(run_dir: Path, state: Any, models_left: int = 0) -> int:
           "on (with a higher limit, or the same one: it counts what each command spends); what was paid is in the "
           "cache and is not paid again.", file=sys.stderr)
     return COST_LIMIT_EXIT
+def launch_command(args: argparse.Namespace, inv: Invocation) -> int:
+    """`lceval launch`: the run's shards on a scheduler, watched, retried and merged."""
+    from lceval.launch import LaunchSettings, launch
+    from lceval.results import format_table, load_run
+
+    settings = LaunchSettings.from_flags(vars(args))
+    config = RunConfig.from_flags(vars(args), disabled_plugins=inv.disabled, command=inv.command)
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    report = launch(config, settings, inv.plugins, say=say, overrides=inv.overrides, command=inv.command)
+    if config.dry_run:
+        return 0
+    if report.failed:
+        print(f"lceval: {len(report.failed)} shard(s) failed after their retries: "
+              f"{', '.join(f'{i}/{settings.shards}' for i in report.failed)}. The finished ones are kept: the same "
+              "command submits only the others.", file=sys.stderr)
+        return 1
+    for run_dir in report.merged:
+        _wrote(format_table(load_run(run_dir).results), run_dir)
+    return 0
 
 
 def score(args: argparse.Namespace, inv: Invocation) -> int:
@@ -310,6 +334,40 @@ def data_paths(args: argparse.Namespace, inv: Invocation) -> int:
           f"           {data_state}\n"
           f"cache:     {cache_file}  [{origin(cache, 'LCEVAL_CACHE')}]\n"
           f"           {cache_state}")
+    return 0
+
+
+def cache_export(args: argparse.Namespace, inv: Invocation) -> int:
+    """A cache's answers written to a file, for another machine's cache (`cache import`)."""
+    since = None
+    if args.since:
+        from datetime import datetime
+
+        try:
+            since = datetime.fromisoformat(args.since).timestamp()
+        except ValueError:
+            raise UserError(f"--since takes an ISO 8601 time (e.g. 2025-06-01T12:00), got '{args.since}'",
+                            field="--since") from None
+    where = _path(args.cache) or Cache.default_path()
+    if not where.is_file():
+        raise UserError("there is no cache here yet", file=where, field="--cache")
+    with Session.for_cache(where, inv.plugins) as session:
+        count = session.cache.export(Path(args.file), since=since)
+        print(f"exported {count} answers from {session.cache.path} to {args.file}")
+    return 0
+
+
+def cache_import(args: argparse.Namespace, inv: Invocation) -> int:
+    """Answers from exported files or other caches added to a cache; none it has replaced."""
+    files = [Path(f) for f in args.files]
+    for path in files:
+        if not path.is_file():
+            raise UserError("no such file", file=path, field="FILE")
+    with Session.for_cache(_path(args.cache), inv.plugins) as session:
+        for path in files:
+            counts = session.cache.import_from(path)
+            print(f"{path}: {counts['added']} answers added, {counts['same']} already there, {counts['kept']} "
+                  f"kept as they were (this cache has another answer to the same request) -> {session.cache.path}")
     return 0
 
 

@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = built.parser.parse_args(argv)
         _plugin_flags(args.plugin_flags)  # every -p value, also one that is neither no: nor override:
         _configure_logging(args)
-        return args.handler(args, Invocation(plugins=plugins, disabled=disabled, argv=argv))
+        return args.handler(args, Invocation(plugins=plugins, disabled=disabled, argv=argv, overrides=overriding))
     except UserError as exc:
         print(f"lceval: error: {exc.render()}", file=sys.stderr)
         return 2

@@ -34,6 +34,19 @@ class Parser:
     shadowed_commands: list[str] = field(default_factory=list)
 
 
+def add_launch_flags(parser: argparse.ArgumentParser) -> None:
+    """`lceval launch`'s own options (where and how many), from their declaration."""
+    from lceval.launch import launch_flags
+
+    group = parser.add_argument_group("where the shards run (the other options are `lceval run`'s)")
+    for dest, flag in launch_flags():
+        kind: dict[str, Any] = {"action": "append"} if flag.repeat else {}
+        if flag.choices:
+            kind["choices"] = flag.choices
+        group.add_argument(flag.name, dest=dest, required=flag.required, help=flag.help,
+                           metavar=flag.metavar or (None if flag.choices else flag.name.lstrip("-").upper()), **kind)
+
+
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """Every `lceval run` option, from its declaration. Values stay text here: the engine
     converts them (`RunConfig.from_flags`), so a bad value is one line naming the flag."""
@@ -76,6 +89,11 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
 
     add_run_flags(command("run", commands.run, help="generate, judge and score (the default command)"))
 
+    la = command("launch", commands.launch_command,
+                 help="run a run's shards on Slurm, Ray or this machine's processes, retry, merge")
+    add_run_flags(la)
+    add_launch_flags(la)
+
     mg = command("merge", commands.merge, help="join the shards of a run (`run --shard I/N`) into one run")
     mg.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     mg.add_argument("-o", "--output", help="folder for the merged run directory (default: next to the first shard)")
@@ -110,6 +128,21 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     _verbosity(dp)
     dp.add_argument("--data-home")
     dp.add_argument("--cache")
+
+    ca = command("cache", None, help="move answers between request caches (one per machine)")
+    csub = ca.add_subparsers(dest="cache_command", required=True)
+    ce = csub.add_parser("export", help="write a cache's answers to a file (JSON Lines; gzip for .gz)")
+    ce.set_defaults(handler=commands.cache_export)
+    _verbosity(ce)
+    ce.add_argument("file", metavar="FILE")
+    ce.add_argument("--cache", help="cache database to read (default: $LCEVAL_CACHE or the user cache dir)")
+    ce.add_argument("--since", help="only answers stored at or after this time (ISO 8601, e.g. 2025-06-01T12:00)")
+    ci = csub.add_parser("import", help="add the answers of exported files or other caches that a cache lacks "
+                         "(an answer it has is never replaced)")
+    ci.set_defaults(handler=commands.cache_import)
+    _verbosity(ci)
+    ci.add_argument("files", nargs="+", metavar="FILE", help="a file `cache export` wrote, or a cache database")
+    ci.add_argument("--cache", help="cache database to add to (default: $LCEVAL_CACHE or the user cache dir)")
 
     rep = command("report", commands.report, help="print finished runs, or the papers' tables over several runs")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR|FILE[#SCORER]",

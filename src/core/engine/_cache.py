@@ -14,10 +14,16 @@ A provider's batch (`--batch`) is recorded here too, with the keys and requests 
 *before* it is sent, and its handle (the provider's batch id) as soon as the provider gives it:
 a rerun after a crash finds the batches still open for its model and adopts them (their answers
 are stored as they arrive) instead of sending, and paying for, the same requests again.
+SQLite's WAL wants every user of a database on one host, so each machine of a cluster keeps
+its own cache; answers travel between them as files: `Cache.export` writes them as JSON Lines
+and `Cache.import_from` adds another cache's answers (such a file, or another cache's database)
+without changing any answer already here (`lceval cache export/import`, and each shard that
+`lceval launch` runs).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import socket
@@ -29,7 +35,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import IO, Any, Iterable, Iterator, Literal
 
 from lceval.errors import UserError
 
@@ -368,6 +374,69 @@ class Cache:
                 out.append(RecordedBatch(batch_id, api, state, json.loads(handle) if handle else None, created,
                                          {key: json.loads(request) for key, request in items}))
         return out
+    # -- answers moved between caches (one per machine) ------------------------------------
+
+    def export(self, path: Path, *, since: float | None = None) -> int:
+        """Write the cache's answers (those stored at or after `since`, a time.time(), when
+        given) to `path` as JSON Lines, gzip-compressed for a name ending in .gz; whole or not
+        at all. Claims are not answers and are not written. Returns how many were written."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        count = 0
+        with self._lock:
+            rows = self._db.execute("SELECT key, kind, value, created FROM entries WHERE created >= ? ORDER BY created,"
+                                    " key", (since if since is not None else float("-inf"),)).fetchall()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with _open_text(tmp, "w", compressed=path.name.endswith(".gz")) as out:
+                for key, kind, value, created in rows:
+                    out.write(json.dumps({"key": key, "kind": kind, "value": json.loads(value), "created": created},
+                                         ensure_ascii=False) + "\n")
+                    count += 1
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise UserError(f"cannot write the exported answers: {exc.strerror or exc}", file=path,
+                            field="FILE") from None
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        return count
+
+    def import_from(self, path: Path) -> dict[str, int]:
+        """Add the answers of `path` (a file `export` wrote, or another lceval cache database)
+        that this cache lacks. An answer already here is never replaced: one with the same
+        key and value counts as `same`, one with another value (a model sampled differently
+        on another machine) as `kept`, so a run reads what it read before. Returns the counts
+        `added`, `same` and `kept`."""
+        path = Path(path)
+        counts = {"added": 0, "same": 0, "kept": 0}
+        batch: list[tuple[str, str, Any, float]] = []
+        for entry in _read_entries(path):
+            batch.append(entry)
+            if len(batch) >= 1000:
+                self._add_missing(batch, counts)
+                batch = []
+        self._add_missing(batch, counts)
+        return counts
+
+    def _add_missing(self, entries: list[tuple[str, str, Any, float]], counts: dict[str, int]) -> None:
+        if not entries:
+            return
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for key, kind, value, created in entries:
+                    row = self._db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
+                    if row is None:
+                        self._db.execute("INSERT INTO entries (key, kind, value, created) VALUES (?, ?, ?, ?)",
+                                         (key, kind, json.dumps(value, ensure_ascii=False), created))
+                        counts["added"] += 1
+                    else:
+                        counts["same" if json.loads(row[0]) == value else "kept"] += 1
+                self._db.commit()
+            except BaseException:
+                self._db.rollback()
+                raise
 
     def close(self) -> None:
         self._closed.set()
@@ -380,3 +449,67 @@ class Cache:
                 pass
             self._held.clear()
             self._db.close()
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _open_text(path: Path, mode: str, *, compressed: bool) -> IO[str]:
+    if compressed:
+        return gzip.open(path, mode + "t", encoding="utf-8")  # type: ignore[return-value]
+    return open(path, mode, encoding="utf-8")
+
+
+def _read_entries(path: Path) -> Iterable[tuple[str, str, Any, float]]:
+    """(key, kind, value, created) of every answer in an exported file or a cache database;
+    a line or row that is not an answer is a UserError naming the file and line."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise UserError(f"cannot read the answers: {exc.strerror or exc}", file=path, field="FILE") from None
+    if head == SQLITE_MAGIC:
+        yield from _database_entries(path)
+        return
+    try:
+        with _open_text(path, "r", compressed=head.startswith(GZIP_MAGIC)) as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                yield _entry(path, number, line)
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read the answers: {getattr(exc, 'strerror', None) or exc}", file=path,
+                        field="FILE", hint="Pass a file `lceval cache export` wrote, or a cache database.") from None
+
+
+def _entry(path: Path, number: int, line: str) -> tuple[str, str, Any, float]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"not a JSON line ({exc.msg})", file=path, line=number,
+                        hint="Pass a file `lceval cache export` wrote, or a cache database.") from None
+    if not isinstance(record, dict) or not isinstance(record.get("key"), str) or not record["key"] \
+            or not isinstance(record.get("kind"), str) or not isinstance(record.get("value"), dict):
+        raise UserError("not an exported answer (it needs a text `key` and `kind` and an object `value`)",
+                        file=path, line=number)
+    created = record.get("created")
+    return record["key"], record["kind"], record["value"], float(created) if isinstance(created, (int, float)) \
+        else time.time()
+
+
+def _database_entries(path: Path) -> Iterator[tuple[str, str, Any, float]]:
+    """Another cache's answers, read only (its claims are not answers)."""
+    try:
+        check_cache_path(path)
+        source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
+    except UserError as exc:
+        raise UserError(exc.message, file=path, field="FILE") from None
+    except sqlite3.Error as exc:
+        raise UserError(f"cannot open the cache to import: {exc}", file=path, field="FILE") from None
+    try:
+        for key, kind, value, created in source.execute("SELECT key, kind, value, created FROM entries"):
+            yield key, kind, json.loads(value), created
+    except sqlite3.Error as exc:
+        raise UserError(f"cannot read the cache to import: {exc}", file=path, field="FILE") from None
+    finally:
+        source.close()

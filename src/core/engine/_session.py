@@ -28,11 +28,12 @@ from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._dry_run import dry_run
 from lceval.engine._model_handle import ModelHandle
 from lceval.engine._model_spec import ModelSpec, parse_model_spec, resolve_judge_model, resolve_model
-from lceval.engine._plan import (FileRecorder, RunPlan, checked_task_type, load_task, make_judge, plan_run,
-                                 resolve_judge_flag)
+from lceval.engine._plan import (FileRecorder, RunPlan, checked_task_type, ensure_datasets, load_task, load_work,
+                                 make_judge, plan_run, resolve_judge_flag)
 from lceval.engine._plugin_host import Plugins, load_plugins
 from lceval.engine._run_config import RunConfig
 from lceval.engine._runner import RunState, TaskRun, execute, generate_task, judge_input_of, judged, usage_of
+from lceval.engine._selection import build_plan
 from lceval.engine._spec import JudgeChoice, TaskSpec
 from lceval.engine._spending import BatchSettings, Budget, cost_of, usage_scope
 from lceval.errors import UserError
@@ -100,6 +101,12 @@ class Session:
                 cache_path: Path | None = None) -> "Session":
         """A session that only judges, with `judge_model` (`lceval rank`'s pairwise judge)."""
         return cls(RunConfig(tasks="", models=[], judge_model=judge_model, cache_path=cache_path), plugins)
+
+    @classmethod
+    def for_cache(cls, cache_path: Path | None = None, plugins: Plugins | None = None) -> "Session":
+        """A session that only holds a request cache (`lceval cache export/import`): the one
+        at `cache_path`, else $LCEVAL_CACHE or the user cache dir."""
+        return cls(RunConfig(tasks="", models=[], cache_path=cache_path), plugins)
 
     @classmethod
     def reopen(cls, run: FinishedRun, plugins: Plugins | None = None, *, catalog: Catalog | None = None,
@@ -248,6 +255,23 @@ class Session:
             if judge_handle is not None:
                 judge_handle.close()
         return "\n".join(blocks)
+
+    def work_plan(self) -> dict[str, Any]:
+        """The whole run's work as `--shard I/N` splits it and each shard's manifest records
+        it: per task its conversations (context and item ids) in run order, per context its
+        weight, and the fingerprint of both. The data are read as a run reads them (a task type
+        that asks gets the first model's tokenizer); nothing is generated, cached or written.
+        `lceval launch` plans a run's shards with it once, before submitting any."""
+        plan = self.plan()
+        whole = replace(plan, config=replace(plan.config, shard=None))
+        handle = ModelHandle(plan.models[0])
+        try:
+            with using_data_home(self.data_home):
+                ensure_datasets(whole, self.plugins, self.data_home, lambda _line: None)
+                loaded = load_work(whole, self.plugins, self.data_home, handle).loaded
+        finally:
+            handle.close()
+        return build_plan(loaded)
 
     def answer(self, model: ModelSpec, progress: "RunProgress | None" = None) -> RunState:
         """One model's run of the plan: every answer generated (or read from the cache) and

@@ -1,0 +1,19 @@
+"""Launching a run past one machine (public API): `lceval launch` plans a run once, submits
+one job per shard (`lceval run --shard I/N`'s work) to a scheduler that exists - Slurm
+through `sbatch` job arrays, Ray through Ray tasks, or processes on this machine - shows
+how each shard stands, submits a failed shard again up to a limit, and merges the shards
+into one run folder when all are done (`lceval merge`'s own code). Launched again, it
+submits only the shards without a finished run folder; Ctrl-C cancels its jobs.
+
+- `launch(config, settings, plugins)` -> `LaunchReport`: the whole of it, for a program.
+- `LaunchSettings` (with `launch_flags()`, the CLI's declaration of its options) and
+  `SCHEDULERS`: where the shards run and what each asks for.
+- `LaunchReport`, `ShardRecord`: what a launch did, shard by shard (also in the launch
+  folder's launch.json).
+- A shard's job runs `python -m lceval.launch LAUNCH_FOLDER/job.json SHARD`.
+"""
+
+from lceval.launch._launcher import LaunchReport, ShardRecord, launch
+from lceval.launch._settings import SCHEDULERS, LaunchSettings, launch_flags
+
+__all__ = ["SCHEDULERS", "LaunchReport", "LaunchSettings", "ShardRecord", "launch", "launch_flags"]
