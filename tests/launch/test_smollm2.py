@@ -62,7 +62,13 @@ def answers_in(cache) -> int:
         return 0
 
 
-@pytest.mark.parametrize("scheduler", ["local", "slurm", "ray"])
+# One real model on one real scheduler: Slurm, the one users' clusters run (each scheduler costs
+# minutes of SmolLM2 here). Ray and local launches run every scenario on recorded answers
+# (tests/launch/test_ray.py, test_local.py); LCEVAL_LAUNCH_SCHEDULERS=local,slurm,ray runs all three.
+SCHEDULERS = os.environ.get("LCEVAL_LAUNCH_SCHEDULERS", "slurm").split(",")
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_four_shards_one_killed_mid_run_equal_the_whole_run(scheduler, whole, tmp_path, request):
     home, whole_dir = whole
     on = {"local": lambda: ["--on", "local"],
