@@ -45,6 +45,8 @@ OPTIONS_RE = re.compile(r"^<!-- lceval-options: ([a-z-]+) ([A-Za-z0-9_.:-]+) -->
 #: task folders described on a page not named after them (the others: docs/tasks/<folder>.md)
 BENCHMARK_PAGES = {"longbench_v2": "tasks/longbench.md", "infinitebench": "tasks/longbench.md"}
 LIST_RE = re.compile(r"^<!-- lceval-plugins: ([a-z-]+) -->$", re.M)
+HARNESSES_RE = re.compile(r"^<!-- lceval-harnesses -->$", re.M)
+HARNESSES = ROOT / "docs" / "_data" / "harnesses.yaml"
 #: the API reference: one page per public module (CONTRIBUTING, "The public API"), each the
 #: module's docstrings through mkdocstrings; mkdocs.yml's nav lists the same pages
 API_MODULES = ("lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.options",
@@ -116,6 +118,9 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         plugins = _plugins()
         markdown = OPTIONS_RE.sub(lambda m: cite(options_table(plugins, m.group(1), m.group(2)), uri), markdown)
         markdown = LIST_RE.sub(lambda m: cite(plugins_table(plugins, m.group(1)), uri), markdown)
+    if HARNESSES_RE.search(markdown):
+        table = harness_table(_plugins(), {f.src_uri for f in files.documentation_pages()}, uri)
+        markdown = HARNESSES_RE.sub(lambda m: table, markdown)
     return markdown
 
 
@@ -345,3 +350,46 @@ def _task_entry(plugins: Any, spec: Any, suites: list[str], page: str) -> list[s
     out += [f"| {k} | {v} |" for k, v in rows]
     return out + [""]
 
+
+# ---------------------------------------------------------------- harnesses side by side
+def harness_table(plugins: Any, pages: set[str], page: str) -> str:
+    """docs/_data/harnesses.yaml's rows with lceval's column filled from the catalog: a
+    family lceval runs says so with its task count and languages, one it lacks says why (the
+    row's `lceval_note`). A catalog family without a row fails the build, so a new family
+    cannot go missing from the comparison."""
+    import yaml
+    from lceval.engine import load_catalog
+
+    data = yaml.safe_load(HARNESSES.read_text(encoding="utf-8"))
+    harnesses, rows = data["harnesses"], data["families"]
+    catalog = load_catalog(plugins)
+    specs = _builtin_specs(plugins, catalog)
+    ours = {key: [n for n in names if n in specs] for key, names in catalog.by_family().items()}
+    ours = {key: names for key, names in ours.items() if names}
+    missing = sorted(set(ours) - set(rows))
+    if missing:
+        raise ValueError(f"{HARNESSES}: no row for the famil(ies) {', '.join(missing)} of the catalog")
+    head = ["family", "lceval"] + [h["name"] for h in harnesses.values()]
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    counts = {"lceval": 0, **{key: 0 for key in harnesses}}
+    for key, row in rows.items():
+        name = row["name"]
+        if key in ours:
+            family = catalog.family(key)
+            target = family.page or BENCHMARK_PAGES.get(key, f"tasks/{key}.md")
+            name = f"[{name}]({_rel(page, target)})" if target in pages else name
+            languages = sorted({lang for n in ours[key] for lang in catalog.spec(n).languages})
+            lceval = f"yes: {len(ours[key])} task(s), {', '.join(languages)}"
+            counts["lceval"] += 1
+        else:
+            lceval = "no" + (f": {row['lceval_note']}" if row.get("lceval_note") else "")
+        cells = [name, lceval]
+        for hkey in harnesses:
+            cell = str(row[hkey])
+            counts[hkey] += cell.startswith("yes")
+            cells.append(_cell(cell))
+        out.append("| " + " | ".join(cells) + " |")
+    total = ["**families run**", f"**{counts['lceval']}**"] + [f"**{counts[k]}**" for k in harnesses]
+    out.append("| " + " | ".join(total) + " |")
+    versions = "; ".join(f"[{h['name']}]({h['url']}) at {h['version']}" for h in harnesses.values())
+    return "\n".join(out) + f"\n\nRead at: {versions}; lceval as this site was built.\n"

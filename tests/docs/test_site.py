@@ -124,3 +124,56 @@ def test_the_api_reference_renders_every_public_module(site: Path):
         assert exported, f"{module} has no __all__"
         for name in exported:
             assert f'id="{module}.{name}"' in page, f"the API reference of {module} lacks {name}"
+
+
+def _hook():
+    import importlib
+
+    sys.path.insert(0, str(REPO / "docs" / "_hooks"))
+    try:
+        return importlib.import_module("lceval_docs")
+    finally:
+        sys.path.pop(0)
+
+
+def test_the_harness_comparison_says_yes_for_lceval_exactly_where_the_catalog_has_the_family(site: Path):
+    """lceval's column of docs/tasks/harnesses.md is the catalog's families, each with its
+    task count; a family the catalog lacks reads "no"."""
+    from lceval.engine import load_catalog, load_plugins
+
+    import yaml
+
+    catalog = load_catalog(load_plugins())
+    ours = {key: [n for n in names if Path(catalog.spec(n).path).resolve().is_relative_to(REPO)]
+            for key, names in catalog.by_family().items()}
+    ours = {key: names for key, names in ours.items() if names}
+    rows = yaml.safe_load((REPO / "docs" / "_data" / "harnesses.yaml").read_text())["families"]
+    page = (site / "tasks" / "harnesses" / "index.html").read_text(encoding="utf-8")
+    table = page[page.index("<table"):page.index("</table>")]
+    cells = {}
+    for tr in re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:-1]:
+        texts = [html.unescape(re.sub(r"<[^>]+>", "", td)).strip() for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+        cells[texts[0]] = texts[1]
+    assert len(cells) == len(rows)
+    for key, row in rows.items():
+        lceval = cells[row["name"]]
+        if key in ours:
+            assert lceval.startswith(f"yes: {len(ours[key])} task(s)"), (key, lceval)
+        else:
+            assert lceval.startswith("no"), (key, lceval)
+    assert f"<strong>{len(ours)}</strong>" in table
+
+
+def test_a_catalog_family_without_a_row_fails_the_build(tmp_path, monkeypatch):
+    import yaml
+
+    from lceval.engine import load_plugins
+
+    hook = _hook()
+    data = yaml.safe_load(hook.HARNESSES.read_text())
+    del data["families"]["ruler"]
+    edited = tmp_path / "harnesses.yaml"
+    edited.write_text(yaml.safe_dump(data))
+    monkeypatch.setattr(hook, "HARNESSES", edited)
+    with pytest.raises(ValueError, match="ruler"):
+        hook.harness_table(load_plugins(), set(), "tasks/harnesses.md")
