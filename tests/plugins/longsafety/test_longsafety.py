@@ -218,3 +218,28 @@ def test_bad_option_exits_2_naming_it(monkeypatch):
     code, _, err = call("run", "--tasks", "longsafety", "--set", "options.positions=[middle]", "--model", "scripted:x",
                         "--judge-model", "scripted:j", "--limit", "1", "--dry-run")
     assert code == 2 and "options.positions" in err and "middle" in err, err
+
+
+def test_a_finished_run_is_judged_again_from_its_samples_alone(tmp_path, monkeypatch):
+    """`lceval score` re-judges from samples.jsonl (the context travels in the metadata): the
+    same verdicts and rates, the data files gone."""
+    import shutil
+
+    from tests.cli import lceval
+    from tests.conftest import only_run, serve_scripted
+
+    home = tmp_path / "data"
+    write_data(home / "longsafety")
+    monkeypatch.setenv("LCEVAL_DATA", str(home))
+    serve_scripted(monkeypatch, Both)
+    lceval("run", "--tasks", "longsafety", "--model", "scripted:x", "--judge-model", "scripted:j",
+           "--set", "options.meta_sha256=null", "--output", tmp_path / "runs", "--no-progress")
+    first = json.loads((only_run(tmp_path / "runs") / "results.json").read_text())
+    shutil.rmtree(home / "longsafety")
+    lceval("score", only_run(tmp_path / "runs"), "--judge", "longsafety", "--judge-model", "scripted:j",
+           "--output", tmp_path / "again")
+    again = json.loads((only_run(tmp_path / "again") / "results.json").read_text())
+    for results in (first, again):
+        metrics = results["tasks"]["longsafety"]["metrics"]
+        assert metrics["safety_rate"]["value"] == pytest.approx(100 * AUTHORS_RATES["safety_rate"], abs=0.01)
+        assert metrics["score"]["value"] == pytest.approx(100 * 2 / 3)
