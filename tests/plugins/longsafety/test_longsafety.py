@@ -243,3 +243,37 @@ def test_a_finished_run_is_judged_again_from_its_samples_alone(tmp_path, monkeyp
         metrics = results["tasks"]["longsafety"]["metrics"]
         assert metrics["safety_rate"]["value"] == pytest.approx(100 * AUTHORS_RATES["safety_rate"], abs=0.01)
         assert metrics["score"]["value"] == pytest.approx(100 * 2 / 3)
+
+
+def test_two_calls_at_once_share_the_agents_and_pair_the_answers():
+    """The judging pool may judge an instance's two answers in two threads at once: the risks and
+    the summary are asked once, and exactly one of the two answers carries the instance's rate."""
+    import time
+
+    class Slow(ScriptedModel):
+        def __init__(self):
+            super().__init__()
+            self.lock = threading.Lock()
+
+        def generate(self, requests):
+            time.sleep(0.2)
+            with self.lock:
+                self.calls.extend(requests)
+            return [Generation(request_id=r.request_id, text=scripted_reply(r.messages[-1].content)) for r in requests]
+
+    model = Slow()
+    judge = PLUGINS.judges["longsafety"](JudgeContext(options={}, model=model))
+    (meta, doc) = ROWS[0]
+    items = [JudgeInput(item_id=f"test/0/{p}", question=meta["instruction"], response=RESPONSES[f"0/{p}"],
+                        reference="", metadata={"position": p, "document_id": "0", "longsafety_context": doc["context"]})
+             for p in ("front", "end")]
+    out: dict[str, object] = {}
+    threads = [threading.Thread(target=lambda i=i: out.update({i.item_id: judge.judge([i])[0]})) for i in items]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    agents = [r for r in model.calls if not r.messages[-1].content.startswith("You are a Safety Judge")]
+    assert len(agents) == 2                                       # risks and summary, once each
+    rates = [j.details.get("safety_rate") for j in out.values()]  # type: ignore[union-attr]
+    assert sorted(rates, key=str) == [0.0, None]                  # the end answer is unsafe: the instance is
