@@ -1,0 +1,1 @@
+"""Counting-Stars (Song et al., 2024)."""

@@ -1,0 +1,1 @@
+"""NeedleBench (Li et al., 2024; OpenCompass)."""
