@@ -34,7 +34,8 @@ def length_of(label: str, field: str = "--split") -> int:
 def lengths_of(ctx: Any, known: Iterable[str] | None = None) -> list[tuple[str, int]]:
     """(label, length) of each split to build: `--split`, else the spec's `splits`. A task with
     `known` lengths (the authors' own) refuses others."""
-    labels = list(ctx.splits or ctx.spec.get("splits") or [])
+    labels = [part.strip() for label in (ctx.splits or ctx.spec.get("splits") or []) for part in str(label).split(",")
+              if part.strip()]  # --split is repeatable; a comma list works too
     if not labels:
         raise UserError("name the lengths to build as the spec's splits (e.g. [4K, 8K]) or with --split",
                         field="splits")
