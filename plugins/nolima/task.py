@@ -329,7 +329,8 @@ class NolimaTaskType(TaskType):
         item_id = self._id(label, test, b, k)
         system = o["system"] if o["system"] is not None else test.system_prompt
         meta: dict[str, Any] = {
-            "length": label, "context_tokens_built": length, "depth": int(depth) if float(depth).is_integer() else round(depth, 2), "book": book.name,
+            "length": label, "context_tokens_built": length, "book": book.name,
+            "depth": int(depth) if float(depth).is_integer() else round(depth, 2),
             "exp_id": test.exp_id, "test_id": test.test_id, "question_type": test.question_type,
             "test": test.name, "references": gold, "needle": needle,
         }
