@@ -35,3 +35,39 @@ def prompt(conv: Conversation) -> str:
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+# -- long documents: a word-level tokenizer standing in for Llama-2's, and rows over it ------------
+
+WORDS = [f"w{i}" for i in range(50)] + ["the", "story", "ends", "."]
+
+
+def make_tokenizer(folder: Path) -> Path:
+    """A fast word-level tokenizer with a BOS token, saved as a transformers folder (offsets and all):
+    the documents are measured and cut with it where HELMET uses Llama-2's."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(WORDS + ["...", "[the", "rest", "of",
+                                                                                           "text", "is", "omitted]"])}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    fast.save_pretrained(str(folder))
+    return folder
+
+
+def long_text(seed: int, words: int) -> str:
+    import random
+
+    r = random.Random(seed)
+    return " ".join(r.choice(WORDS) for _ in range(words))
+
+
+def infbench_rows() -> list[dict[str, Any]]:
+    """InfiniteBench longbook_qa_eng rows (id, context, input, answer, options): two books long enough
+    for HELMET (65,536 tokens or more), one too short, questions sharing books."""
+    books = [long_text(1, 66_000), long_text(2, 1_000), long_text(3, 70_000)]
+    return [{"id": i, "context": books[b], "input": f"Who is w{i} in the story?", "answer": [f"w{i + 10}"],
+             "options": []} for i, b in enumerate([0, 0, 1, 2, 2])]
