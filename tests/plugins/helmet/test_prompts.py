@@ -29,6 +29,7 @@ CASES = [  # (authors' run, spec, split, options)
     ("trec_coarse", "helmet_trec_coarse", "8k", {}),
     ("trec_coarse_balanced", "helmet_trec_coarse", "8k", {"max_test_samples": 6}),
     ("trec_fine", "helmet_trec_fine", "8k", {}),
+    ("nlu", "helmet_nlu", "8k", {}),
 ]
 
 
