@@ -71,3 +71,28 @@ def infbench_rows() -> list[dict[str, Any]]:
     books = [long_text(1, 66_000), long_text(2, 1_000), long_text(3, 70_000)]
     return [{"id": i, "context": books[b], "input": f"Who is w{i} in the story?", "answer": [f"w{i + 10}"],
              "options": []} for i, b in enumerate([0, 0, 1, 2, 2])]
+
+
+def narrativeqa_rows(n_docs: int, per_doc: int, words: int, seed: int = 10) -> list[dict[str, Any]]:
+    """Rows of the Hub dataset narrativeqa (document, question, answers), `per_doc` questions per story."""
+    rows = []
+    for d in range(n_docs):
+        document = {"id": f"doc{d}", "kind": "gutenberg", "url": "", "file_size": 0, "word_count": words,
+                    "start": "", "end": "", "summary": {"text": "", "tokens": [], "url": "", "title": f"Book {d}"},
+                    "text": long_text(seed + d, words)}
+        for q in range(per_doc):
+            rows.append({"document": document, "question": {"text": f"What does w{q} do in book {d}?", "tokens": []},
+                         "answers": [{"text": f"w{q + 1}", "tokens": []}, {"text": f"it is w{q + 1}", "tokens": []}]})
+    return rows
+
+
+def multi_lexsum_rows() -> list[dict[str, Any]]:
+    """Rows of HELMET's multi_lexsum_val.jsonl (id, sources, summary/long, summary/short, key points):
+    two cases long enough, one too short, one without a short summary."""
+    out = []
+    for i, (words, short) in enumerate([(70_000, "Short summary A."), (2_000, "Short B."), (70_000, None),
+                                        (68_000, "Short summary D.")]):
+        out.append({"id": f"case-{i}", "sources": [long_text(30 + i, words // 2), long_text(40 + i, words // 2)],
+                    "summary/long": f"Long summary {i}.", "summary/short": short, "summary/tiny": None,
+                    "summary/short_keypoints": [f"point {i}.1", f"point {i}.2"]})
+    return out

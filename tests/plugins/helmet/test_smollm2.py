@@ -13,21 +13,9 @@ import yaml
 from tests import cli as commands
 from tests.plugins.documents.test_smollm2 import prefill_floor
 
-from .helpers import CATALOG, long_text, make_tokenizer
+from .helpers import CATALOG, make_tokenizer, narrativeqa_rows
 
 pytestmark = pytest.mark.slow
-
-
-def narrativeqa_rows(n_docs: int, per_doc: int, words: int) -> list[dict]:
-    rows = []
-    for d in range(n_docs):
-        document = {"id": f"doc{d}", "kind": "gutenberg", "url": "", "file_size": 0, "word_count": words,
-                    "start": "", "end": "", "summary": {"text": "", "tokens": [], "url": "", "title": f"Book {d}"},
-                    "text": long_text(10 + d, words)}
-        for q in range(per_doc):
-            rows.append({"document": document, "question": {"text": f"What does w{q} do in book {d}?", "tokens": []},
-                         "answers": [{"text": f"w{q + 1}", "tokens": []}, {"text": f"it is w{q + 1}", "tokens": []}]})
-    return rows
 
 
 def test_a_storys_questions_prefill_it_once(tmp_path):
