@@ -25,3 +25,10 @@ def register_judges(register):
 
     for cls in (HelmetQAJudge, HelmetRerankJudge, HelmetAlceJudge, HelmetLongQAJudge, HelmetSummJudge):
         register(cls.name, cls, options_schema=cls.OPTIONS)
+
+
+@hookimpl
+def register_commands(register):
+    from .report import HelmetCommand
+
+    register("helmet", HelmetCommand())

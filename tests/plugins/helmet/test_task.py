@@ -4,7 +4,10 @@ spec, the field and the value."""
 
 from __future__ import annotations
 
+import json
 import shutil
+
+import pytest
 
 import yaml
 
@@ -107,3 +110,19 @@ def test_bad_input_exits_2_naming_the_field(tmp_path, monkeypatch):
         code, out, err = call("validate", bad_spec(folder, change))
         said = out + err
         assert code == 2 and needle in said and "bad.yaml" in said, (needle, said)
+
+
+def test_the_category_report_averages_as_collect_results(tmp_path):
+    model = Answering({"who wrote the harbor song": "Answer: Ana Ruiz"}, window=65536)
+    run_dir, _, _ = run_engine(model, "helmet_nq,helmet_json_kv", HOME, tmp_path, splits=["8k"])
+    code, out, err = call("helmet", "report", str(run_dir), "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    nq = 100 * 2 / 6  # question 0 right at both depths
+    assert row["length"] == "8k" and row["RAG"] == pytest.approx(nq) and row["RAG_n"] == "1/4"
+    assert row["Recall"] == pytest.approx(0.0) and row["Cite"] is None
+    assert row["Average"] == pytest.approx(nq / 2) and row["categories"] == 2
+    code, out, _ = call("helmet", "report", str(run_dir))
+    assert code == 0 and "RAG" in out and "(1/4)" in out
+    code, _, err = call("helmet", "report", str(tmp_path / "nothing"))
+    assert code == 2 and "results.json" in err
