@@ -15,7 +15,7 @@ The answer's newlines become spaces and `<|im_end|>` is removed first, as eval_a
 The NLI model is an option: `nli_model` (default `google/t5_xxl_true_nli_mixture`, TRUE, the
 authors' choice: "premise: ... hypothesis: ..." generated greedily, entailed iff the output is
 "1"), `nli_kind` seq2seq (TRUE-style), classification (any transformers NLI model: entailed iff
-the entailment label wins) or python (`module:function(premise, hypothesis) -> bool`, any code).
+`entailment_label` wins, as L-CiteEval's judge names its options) or python (`module:function(premise, hypothesis) -> bool`, any code).
 Verdicts are cached in the process: the recall and precision metrics ask each pair once.
 
 A citation of a document past those shown is out of range here; the authors' range is the 2,000
@@ -39,7 +39,7 @@ from .metrics import helmet_answer
 from .text import normalize_answer, remove_citations
 
 TRUE_NLI = "google/t5_xxl_true_nli_mixture"
-_NLI: dict[tuple[str, str, str, str], "NLI"] = {}
+_NLI: dict[tuple[str, str, str, str, str], "NLI"] = {}
 
 
 class NLI:
@@ -58,14 +58,19 @@ class NLI:
         return self.verdicts[key]
 
 
-def _seq2seq(name: str, device: str, dtype: str) -> Callable[[str, str], bool]:
+def _device(device: str) -> str:
+    import torch
+
+    return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+
+
+def _seq2seq(name: str, device: str, dtype: str, label: str) -> Callable[[str, str], bool]:
     """eval_alce.py `_run_nli_autoais`: TRUE's input text, greedy, at most 10 new tokens, "1"."""
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(name)
-    model = AutoModelForSeq2SeqLM.from_pretrained(name, dtype=getattr(torch, dtype),
-                                                  device_map=None if device == "cpu" else "auto")
+    model = AutoModelForSeq2SeqLM.from_pretrained(name, dtype=getattr(torch, dtype)).to(_device(device))
     model.eval()
 
     def run(premise: str, hypothesis: str) -> bool:
@@ -77,22 +82,20 @@ def _seq2seq(name: str, device: str, dtype: str) -> Callable[[str, str], bool]:
     return run
 
 
-def _classification(name: str, device: str, dtype: str) -> Callable[[str, str], bool]:
-    """Any sequence-classification NLI model: the pair (premise, hypothesis), entailed when the
-    label named entailment scores highest."""
+def _classification(name: str, device: str, dtype: str, label: str) -> Callable[[str, str], bool]:
+    """Any sequence-classification NLI model (as L-CiteEval's judge takes one): the pair
+    (premise, hypothesis), entailed when the label `label` (compared without case) scores highest."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(name)
-    model = AutoModelForSequenceClassification.from_pretrained(name, dtype=getattr(torch, dtype))
-    if device != "cpu" and torch.cuda.is_available():
-        model = model.to("cuda")
+    model = AutoModelForSequenceClassification.from_pretrained(name, dtype=getattr(torch, dtype)).to(_device(device))
     model.eval()
     labels = {int(i): str(n).lower() for i, n in model.config.id2label.items()}
-    entail = [i for i, n in labels.items() if n.startswith("entail")]
+    entail = [i for i, n in labels.items() if n == label.lower()]
     if not entail:
-        raise UserError(f"the NLI model {name} has no entailment label (labels: {', '.join(labels.values())})",
-                        field="judge.options.nli_model")
+        raise UserError(f"the NLI model {name} has no label {label!r} (labels: {', '.join(labels.values())})",
+                        field="judge.options.entailment_label")
 
     def run(premise: str, hypothesis: str) -> bool:
         enc = tok(premise, hypothesis, return_tensors="pt", truncation=True).to(model.device)
@@ -103,9 +106,9 @@ def _classification(name: str, device: str, dtype: str) -> Callable[[str, str], 
     return run
 
 
-def load_nli(name: str, kind: str, device: str = "auto", dtype: str = "bfloat16") -> NLI:
+def load_nli(name: str, kind: str, device: str = "auto", dtype: str = "bfloat16", label: str = "entailment") -> NLI:
     """The NLI judge `name` (once per process)."""
-    key = (name, kind, device, dtype)
+    key = (name, kind, device, dtype, label)
     if key in _NLI:
         return _NLI[key]
     if kind == "python":
@@ -117,7 +120,7 @@ def load_nli(name: str, kind: str, device: str = "auto", dtype: str = "bfloat16"
                             hint="With nli_kind python, nli_model is module:function.") from None
     else:
         try:
-            fn = (_seq2seq if kind == "seq2seq" else _classification)(name, device, dtype)
+            fn = (_seq2seq if kind == "seq2seq" else _classification)(name, device, dtype, label)
         except UserError:
             raise
         except Exception as exc:  # noqa: BLE001 - the model could not be loaded: the user's setup
@@ -216,7 +219,10 @@ class HelmetAlceJudge(MetricJudge):
         "nli_kind": {"enum": ["seq2seq", "classification", "python"], "default": "seq2seq",
                      "description": "seq2seq: TRUE's 'premise: ... hypothesis: ...' -> '1'; classification: an "
                                     "entailment label; python: a function(premise, hypothesis) -> bool."},
-        "nli_device": {"enum": ["auto", "cpu"], "default": "auto", "description": "Where the NLI model runs."},
+        "entailment_label": {"type": "string", "minLength": 1, "default": "entailment",
+                             "description": "classification: the model's label meaning entailment (compared without case)."},
+        "device": {"type": "string", "minLength": 1, "default": "auto",
+                   "description": "Where the NLI model runs: auto (cuda when there is one), cpu, cuda, cuda:1 ..."},
         "nli_dtype": {"enum": ["bfloat16", "float16", "float32"], "default": "bfloat16",
                       "description": "The NLI model's weights (the authors: bfloat16)."},
         "at_most_citations": {"type": "integer", "minimum": 1, "default": 3,
@@ -251,8 +257,8 @@ class HelmetAlceJudge(MetricJudge):
                 raise UserError("qampari_rec_top5 needs the QAMPARI rows' answers", field="judge.options.metric")
             scores = qampari_scores(remove_citations(output), groups)
             return scores["qampari_rec_top5"], scores
-        nli = load_nli(self.options["nli_model"], self.options["nli_kind"], self.options["nli_device"],
-                       self.options["nli_dtype"])
+        nli = load_nli(self.options["nli_model"], self.options["nli_kind"], self.options["device"],
+                       self.options["nli_dtype"], self.options["entailment_label"])
         qampari = "answer_groups" in meta and "qa_pairs" not in meta
         scores = citation_scores(item.question, output, meta.get("docs") or [], nli, qampari,
                                  self.options["at_most_citations"])

@@ -130,7 +130,7 @@ def test_the_nli_model_is_asked_each_pair_once(punkt):
     from lceval_plugins.helmet.alce import load_nli
 
     items = alce_items("asqa", INPUTS["asqa"])
-    nli = load_nli(STUB, "python", "auto", "bfloat16")
+    nli = load_nli(STUB, "python", "auto", "bfloat16", "entailment")
     judge("helmet_alce", metric="citation_rec", nli_model=STUB, nli_kind="python").judge(items)
     calls = nli.calls
     judge("helmet_alce", metric="citation_prec", nli_model=STUB, nli_kind="python").judge(items)

@@ -57,7 +57,7 @@ def test_a_local_nli_model_scores_citations(kind, build, tmp_path, punkt):  # no
     item = JudgeInput(item_id="8k/0", question=conv.turns[0].question, response="Thing has value V00 [1]. Also V01 [2].",
                       reference="", metadata=conv.turns[0].metadata)
     judge = PLUGINS.judges["helmet_alce"](JudgeContext(options={
-        "metric": "citation_rec", "nli_model": model, "nli_kind": kind, "nli_device": "cpu", "nli_dtype": "float32"}))
+        "metric": "citation_rec", "nli_model": model, "nli_kind": kind, "device": "cpu", "nli_dtype": "float32"}))
     (j,) = judge.judge([item])
     assert j.parse_status == "ok" and 0.0 <= j.score <= 100.0 and j.details["sentences"] == 2
 
@@ -72,4 +72,4 @@ def test_an_nli_model_without_an_entailment_label_is_refused(tmp_path):
     config.id2label, config.label2id = {0: "a", 1: "b", 2: "c"}, {"a": 0, "b": 1, "c": 2}
     config.save_pretrained(str(folder))
     with pytest.raises(UserError, match="entailment"):
-        load_nli(str(folder), "classification", "cpu", "float32")
+        load_nli(str(folder), "classification", "cpu", "float32", "entailment")
