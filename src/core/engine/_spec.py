@@ -99,6 +99,8 @@ class ReportSettings:
     #: further numbers from the judgments' details, reported beside `score`
     metrics: tuple[str, ...] = ()
     tests: tuple[WelchTest, ...] = ()
+    #: why the task's number is not comparable with the paper's (a departure kept on purpose)
+    differs_from_paper: str | None = None
 
     @classmethod
     def from_data(cls, data: dict[str, Any] | None) -> "ReportSettings":
@@ -109,7 +111,8 @@ class ReportSettings:
                    effective_length_threshold=data.get("effective_length_threshold"),
                    context_buckets=tuple(data["context_buckets"]) if data.get("context_buckets") else None,
                    table=dict(data.get("table") or {}), metrics=tuple(data.get("metrics") or ()),
-                   tests=tuple(WelchTest(**t) for t in data.get("tests") or ()))
+                   tests=tuple(WelchTest(**t) for t in data.get("tests") or ()),
+                   differs_from_paper=data.get("differs_from_paper"))
 
 
 @dataclass

@@ -314,6 +314,7 @@ def score_task(samples: list[Sample], spec: TaskSpec | dict[str, Any], judge_ide
         **({"headline": spec.headline_label, "metric_judges": dict(metric_identities or {})} if further else {}),
         "n_samples": n,
         "cluster_by": report.cluster_by,  # what the intervals resample (the table names it)
+        **({"differs_from_paper": report.differs_from_paper} if report.differs_from_paper else {}),
         "metrics": metrics,
         "accounting": {
             "answered": n - unanswered,
