@@ -23,7 +23,7 @@ from lceval.engine._spec import JudgeChoice, TaskSpec, check_options, check_refe
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
 from lceval.io import data_home as current_data_home
-from lceval.io import fetch, line_of, sha256_file
+from lceval.io import fetch, line_of, offline_recipe, sha256_file
 from lceval.options import check_options as check_option_values
 from lceval.options import parse_judge_flag
 from lceval.options import options_schema_of
@@ -291,12 +291,11 @@ def ensure_datasets(plan: RunPlan, plugins: Plugins, data_home: Path, say: Calla
         say(f"fetching dataset {name} from its official source (first use; verified against its checksums)")
         try:
             fetch(dataset, None, data_home)
-        except UserError as exc:
+        except UserError as exc:  # no field: the data home is where it is whether a flag chose it or not
             raise UserError(f"dataset '{name}' is not in the data home ({data_home}) and could not be fetched: "
-                            f"{exc.message}", field="--data-home",
-                            hint=f"Without network, copy the published archives into a folder and run: lceval "
-                                 f"data fetch {name} --from FOLDER (or set {AUTO_FETCH_ENV}=0 to be told, not "
-                                 "fetched for).") from None
+                            f"{exc.message}",
+                            hint=f"{offline_recipe(dataset)} ({AUTO_FETCH_ENV}=0 turns fetching on first use "
+                                 "off.)") from None
 
 
 def load_work(plan: RunPlan, plugins: Plugins, data_home: Path, model: ModelHandle | None = None) -> Work:
