@@ -33,9 +33,22 @@ def offline() -> bool:
                for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
+def _hub() -> Any:
+    """huggingface_hub (installed with `datasets`, the `documents` extra); missing, the error
+    says how to install it instead of a traceback."""
+    try:
+        import huggingface_hub
+        import huggingface_hub.errors  # noqa: F401 - the exceptions below
+    except ImportError:
+        raise UserError("the documents task type reads Hugging Face Hub datasets with huggingface_hub, which is "
+                        "not installed", field="options.source.path",
+                        hint="Run: pip install 'lceval[documents]'") from None
+    return huggingface_hub
+
+
 def _cached_revision(repo: str, revision: str) -> bool:
     """Whether the Hub cache holds anything of `revision` of the dataset repo `repo`."""
-    from huggingface_hub import constants
+    constants = _hub().constants
 
     root = Path(constants.HF_HUB_CACHE) / f"datasets--{repo.replace('/', '--')}"
     if len(revision) == COMMIT and (root / "snapshots" / revision).is_dir():
@@ -46,6 +59,7 @@ def _cached_revision(repo: str, revision: str) -> bool:
 def hub_file(repo: str, revision: str, filename: str) -> Path:
     """`filename` of the Hub dataset `repo` at `revision`, from the Hub cache (fetched first
     when online). Offline, a revision or file that is not cached is an error naming it."""
+    _hub()
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError,
                                         RepositoryNotFoundError, RevisionNotFoundError)
@@ -124,8 +138,7 @@ def repo_files(repo: str, revision: str) -> list[str]:
     """The files of the repository at `revision`: the Hub's listing, or offline the files of
     the cached snapshot."""
     if offline():
-        from huggingface_hub import constants
-
+        constants = _hub().constants
         root = Path(constants.HF_HUB_CACHE) / f"datasets--{repo.replace('/', '--')}"
         commit = revision if len(revision) == COMMIT else None
         ref = root / "refs" / revision
@@ -133,6 +146,7 @@ def repo_files(repo: str, revision: str) -> list[str]:
             commit = ref.read_text().strip()
         snapshot = root / "snapshots" / (commit or revision)
         return sorted(p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file())
+    _hub()
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
