@@ -148,8 +148,45 @@ def sample_record(sample: Any) -> dict[str, Any]:
     return rec
 
 
+#: what makes two runs the same run: their settings, model and resolved tasks (not when, where or by which command)
+SAME_RUN_KEYS = ("config", "resolved", "seed", "shard", "source_run", "merged_from")
+
+
+def served_from_cache(state: RunState) -> bool:
+    """Nothing was generated or judged anew: every answer and verdict came from the cache."""
+    judged = (state.judge_usage or {}).get("generated", 0)
+    return (state.usage.get("generated") == 0 and not judged and state.source_run is None
+            and state.merged_from is None and any(t.samples for t in state.tasks))
+
+
+def repeated_run(output: Path, manifest: dict[str, Any]) -> Path | None:
+    """The newest finished run folder in `output` whose settings, model and tasks are this
+    run's (its manifest says so), or None."""
+    if not output.is_dir():
+        return None
+    wanted = {key: manifest.get(key) for key in SAME_RUN_KEYS}
+    found: list[tuple[str, Path]] = []
+    for folder in output.iterdir():
+        if folder.name.startswith(".") or not (folder / "results.json").is_file():
+            continue
+        try:
+            old = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(old, dict) and {key: old.get(key) for key in SAME_RUN_KEYS} == wanted:
+            found.append((str(old.get("finished_at") or ""), folder))
+    return max(found)[1] if found else None
+
+
 def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
-    with atomic_directory(output, run_id_for(state)) as (tmp, final):
+    """The run folder of `state` in `output`. A rerun served wholly from the cache replaces
+    the folder of the run it repeats (same settings, model and tasks), under its name, so the
+    same command run twice leaves one folder (`lceval report runs/*/` shows the model once);
+    any other run gets a new folder."""
+    run_id = run_id_for(state)
+    manifest = build_manifest(state, plugins, run_id)
+    previous = repeated_run(Path(output), manifest) if served_from_cache(state) else None
+    with atomic_directory(output, run_id, replace=previous) as (tmp, final):
         run_id = final.name
         results = build_results(state, run_id)
         with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
@@ -157,7 +194,9 @@ def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, di
                 for sample in task.samples:
                     fh.write(json.dumps(sample_record(sample), ensure_ascii=False) + "\n")
         (tmp / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-        manifest = build_manifest(state, plugins, run_id)
+        manifest["run_id"] = run_id
+        if previous is not None:
+            manifest["replaced"] = {"run_id": previous.name, "why": "the same run again, every answer from the cache"}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return final, results
 
