@@ -46,6 +46,9 @@ class Document:
     key: str
     context: str
     questions: list[Question] = field(default_factory=list)
+    #: with `fields.documents`: each rendered element's [start, end) characters in `context`,
+    #: so the context policy cuts between elements (whole speaker turns), never inside one
+    elements: list[tuple[int, int]] | None = None
 
 
 class RowReader:
@@ -66,8 +69,10 @@ class RowReader:
 
     # -- one row ------------------------------------------------------------------------------
 
-    def context_of(self, row: dict[str, Any], where: str) -> str:
+    def context_of(self, row: dict[str, Any], where: str) -> tuple[str, list[tuple[int, int]] | None]:
+        """The row's context, and with `fields.documents` the span of each rendered element in it."""
         f = self.fields
+        spans: list[tuple[int, int]] | None = None
         if f["documents"]:
             items = row.get(f["documents"])
             if not isinstance(items, list):
@@ -76,6 +81,10 @@ class RowReader:
             rendered = [self.document_template.render({"document": d, "index": i}, f"{where}, document {i}")
                         for i, d in enumerate(items, start=1)]
             text = f["document_separator"].join(rendered)
+            spans, at = [], 0
+            for part in rendered:
+                spans.append((at, at + len(part)))
+                at += len(part) + len(f["document_separator"])
             option = "documents"
         else:
             text = row.get(f["context"])
@@ -83,11 +92,16 @@ class RowReader:
             if not isinstance(text, str):
                 raise self.error(f"{where}: field {quote(f['context'])} must be text, got {quote(text)}", "context")
         if f["strip_context"]:
+            lead = len(text) - len(text.lstrip())
             text = text.strip()
+            if spans is not None:
+                spans = [(max(0, a - lead), min(len(text), b - lead)) for a, b in spans]
         if not text.strip():
             raise self.error(f"{where}: the context is empty ({len(text)} characters): a question about nothing "
                              "would score guesses", option, hint="Remove the row, or fix the field.")
-        return text
+        if spans is not None:
+            spans = [(a, b) for a, b in spans if b > a]
+        return text, spans or None
 
     def key_of(self, row: dict[str, Any], context: str, where: str) -> str:
         names = self.fields["document_key"]
@@ -172,11 +186,12 @@ class RowReader:
         raise self.error(f"{where}: the answer {quote(answer)} is neither a letter {letters[0]}-{letters[-1]} nor one "
                          f"of the choices {quote(choices)}", "answer")
 
-    def read(self, index: int, row: dict[str, Any], split: str, needed: set[str]) -> tuple[str, str, list[Question]]:
-        """(document key, context, questions) of one row."""
+    def read(self, index: int, row: dict[str, Any], split: str,
+             needed: set[str]) -> tuple[str, str, list[tuple[int, int]] | None, list[Question]]:
+        """(document key, context, its elements' spans or None, questions) of one row."""
         f = self.fields
         where = f"{self.label} row {index}"
-        context = self.context_of(row, where)
+        context, elements = self.context_of(row, where)
         key = self.key_of(row, context, where)
         long_fields = {f["context"], f["documents"], f["questions"], f["answer"]}
         questions = []
@@ -226,7 +241,7 @@ class RowReader:
             values.update(question=question, choices=choices or [], split=split)
             questions.append(Question(qid=qid, question=question, answers=answers, values=values,
                                       metadata=metadata, where=qwhere))
-        return key, context, questions
+        return key, context, elements, questions
 
 
 def matches(row: dict[str, Any], where: dict[str, Any]) -> bool:

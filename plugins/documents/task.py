@@ -189,14 +189,14 @@ class Builder:
             if where and not matches(row, where):
                 continue
             read += 1
-            key, context, questions = reader.read(index, row, self.split, set(columns))
+            key, context, elements, questions = reader.read(index, row, self.split, set(columns))
             if key not in chosen:
                 chosen[key] = ctx.select_context(f"{self.split}/{key}")
             if not chosen[key]:
                 continue
             doc = docs.get(key)
             if doc is None:
-                doc = docs[key] = Document(key=key, context=context)  # the text is kept once per document
+                doc = docs[key] = Document(key=key, context=context, elements=elements)  # kept once per document
             elif self.fields["document_key"] and context != doc.context:
                 raise UserError(f"{questions[0].where}: document {quote(key)} has a different context than in an "
                                 "earlier row with the same document key", field="options.fields.document_key")
@@ -267,14 +267,15 @@ class Builder:
                     preamble, user = self._first(q)
                     turns = self._turns(q, user)
                     out.append(Conversation(conv_id=turns[0].item_id, context=doc.context, context_id=cid,
-                                            turns=turns, preamble=preamble, history=history, metadata=meta))
+                                            turns=turns, preamble=preamble, history=history, metadata=meta,
+                                            context_elements=doc.elements))
                 continue
             preamble, user = self._first(doc.questions[0])
             turns = self._turns(doc.questions[0], user)
             for q in doc.questions[1:]:
                 turns += self._turns(q, self.prompts.next.render({**q.values}, q.where))
             out.append(Conversation(conv_id=cid, context=doc.context, context_id=cid, turns=turns,
-                                    preamble=preamble, history=history, metadata=meta))
+                                    preamble=preamble, history=history, metadata=meta, context_elements=doc.elements))
         return out
 
 
