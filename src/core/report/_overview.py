@@ -17,7 +17,7 @@ from typing import Any
 
 from lceval.report._charts import fmt, numeric_order
 from lceval.report._figures import (base_task, breakdown_fields, breakdown_values,
-                                    is_variant, unit_of, why_no_interval)
+                                    is_variant, metric_label, unit_of, why_no_interval)
 from lceval.interfaces import ReportContext
 from lceval.results import headline_block
 
@@ -196,9 +196,10 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
             tds.append(f'<td class="num" data-sort="{"" if avg is None else avg}" title="over {n_ranked} task(s)">'
                        f'{"–" if avg is None else f"{avg:.1f}"}</td>')
         rows.append("<tr>" + "".join(tds) + "</tr>")
+    units = ", ".join(dict.fromkeys(f"{unit_of(entry.get('cluster_by'))}s for {t}" for (_, t), (entry, _) in cells.items()))
     explain = ("Models ordered by rank. Per task: each group's mean score with its 95% interval, then the headline "
-               "the console prints (the mean of the groups' means, its interval resampling meetings within each "
-               "group; without groups, the mean and its interval) with "
+               f"the console prints (the mean of the groups' means, its interval resampling the task's own units "
+               f"within each group: {units}; without groups, the mean and its interval) with "
                "the model's rank (1 = highest), the best marked. Hover a cell for n; click a score for the task's "
                "section, a header to sort.")
     return f'<p class="desc">{escape(explain)}</p>' + table(head, rows, cls="results overview",
@@ -228,7 +229,8 @@ def task_table(task: str, ctx: ReportContext) -> str:
         per_group = [(g, x) for g, b in (score.get("groups") or {}).items() for x in (b.get("tests") or {})]
         for key in per_group or [(None, x) for x in (score.get("tests") or {})]:
             tests += [key] if key not in tests else []
-    head = ["model", *groups, "mean of groups" if groups else "score", "seeds", *metrics,
+    metric = metric_label(ctx, task)
+    head = ["model", *groups, "mean of groups" if groups else metric, "seeds", *metrics,
             *[f"{g} {x}" if g else x for g, x in tests], "trunc", "skip", "no-score"]
     rows = []
     for i, t in zip(idx, entries):
@@ -274,7 +276,8 @@ def task_table(task: str, ctx: ReportContext) -> str:
         said = "; ".join(f"{x}: {d}" for x, d in descs.items() if d)
         note = ("Tests per group, as the console prints them; n = inside/outside. " if any(g for g, _ in tests)
                 else "n = inside/outside. ") + said
-    caption = f"{task}: score per group with 95% intervals resampling {unit_of(entries[0].get('cluster_by'))}s"
+    caption = (f"{task}: {metric}" + (" per group" if groups else "")
+               + f" with 95% intervals resampling {unit_of(entries[0].get('cluster_by'))}s")
     return table(head, rows, caption=caption, titles=HEAD_TITLES) + (f'<p class="note">{escape(note)}</p>' if note else "")
 
 
