@@ -67,6 +67,19 @@ def test_docs_cite_papers_instead_of_numbering_them():
     assert not found, "cite the paper (see docs/references.md) instead of:\n" + "\n".join(found)
 
 
+def test_no_paper_is_numbered_anywhere_a_user_reads():
+    """`lceval tasks`, the report's task descriptions, messages and the docstrings the API
+    reference renders cite the papers by authors and year too (issue 30): `grep -rn "paper 00"
+    src plugins tasks docs` finds nothing."""
+    found = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+             for folder in ("src", "plugins", "tasks", "docs") for path in sorted((REPO / folder).rglob("*"))
+             if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts
+             and path.suffix in (".py", ".yaml", ".yml", ".md", ".json", ".js", ".css", ".txt")
+             for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             if re.search(r"\b[Pp]apers? 00[0-9]", line)]
+    assert not found, "cite the paper by authors and year (docs/references.md) instead of:\n" + "\n".join(found)
+
+
 def test_readme_is_a_front_door():
     """README.md stays short (the manual is the docs site): at most 250 lines."""
     lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")

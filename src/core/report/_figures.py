@@ -11,9 +11,9 @@ results.json, rankings.json and judge-agreement sources alone: no task name appe
 - per breakdown field (question type, answer position ...) and group: grouped bars with
   whiskers;
 - per `lceval rank` output: Elo and Bradley-Terry with intervals, and the pairwise score
-  matrix (paper 003, Table 3);
+  matrix (Gong et al., 2024, Table 3);
 - for two or more score sources (a judge and people): a scatter of each against the
-  reference and the per-bin means of paper 000, Fig. 2a.
+  reference and the per-bin means of Thonet et al., 2024a, Fig. 2a.
 
 Benchmark-specific figures come from plugins (`register_report_panels`).
 """
@@ -366,7 +366,7 @@ def task_figures(ctx: ReportContext, task: str, colors: dict[str, str]) -> list[
 
 def ranking_figures(ctx: ReportContext) -> list[ReportFigure]:
     """Per rankings directory and criterion: Elo and Bradley-Terry with intervals, the
-    reference check when there is one, and the pairwise score matrix (paper 003, Table 3)."""
+    reference check when there is one, and the pairwise score matrix (Gong et al., 2024, Table 3)."""
     out: list[ReportFigure] = []
     for rep in ctx.rankings:
         name = str(rep.get("ranking_id") or "ranking")
@@ -385,7 +385,7 @@ def ranking_figures(ctx: ReportContext) -> list[ReportFigure]:
 
             out.append(figure(charts.ranked_intervals(rows(block["elo"]), x_title="Elo rating",
                                                       reference=opts.get("initial"), description=f"Elo {criterion}"),
-                              f"{criterion}: Elo", f"Mean over {opts.get('n_orders', '?')} match orders (paper 003 "
+                              f"{criterion}: Elo", f"Mean over {opts.get('n_orders', '?')} match orders (Gong et al., 2024 "
                               f"eqs. 1-2); {level}% intervals from resampling units; dashed: the initial rating.",
                               section))
             bt = block.get("bradley_terry") or {}
@@ -399,7 +399,7 @@ def ranking_figures(ctx: ReportContext) -> list[ReportFigure]:
                 out.append(figure(charts.ranked_intervals(rows(ref, "mean"), x_title=f"reference {criterion}",
                                                           description=f"reference {criterion}"),
                                   f"{criterion}: reference check ({judges})",
-                                  "Mean against the references, with intervals (paper 003 Table 5).", section))
+                                  "Mean against the references, with intervals (Gong et al., 2024, Table 5).", section))
             matrix = block.get("matrix") or {}
             systems = list(matrix)
             if systems:
@@ -411,13 +411,13 @@ def ranking_figures(ctx: ReportContext) -> list[ReportFigure]:
                                        description=f"pairwise {criterion}")
                 out.append(figure(chart, f"{criterion}: pairwise scores",
                                   "The row system's mean score when compared with the column system "
-                                  "(paper 003, Table 3).", section))
+                                  "(Gong et al., 2024, Table 3).", section))
     return out
 
 
 def agreement_figures(report: dict[str, Any], points: dict[str, list[tuple[float, float]]]) -> list[ReportFigure]:
     """From `agreement(...)` and the matched (reference, other) score pairs: a scatter per
-    source against the reference, and Fig. 2a of paper 000: the other sources' mean score
+    source against the reference, and Fig. 2a of Thonet et al., 2024a: the other sources' mean score
     (95% t-interval) within each integer bin of the reference."""
     ref = report["bins_of"]
     out: list[ReportFigure] = []
@@ -440,7 +440,7 @@ def agreement_figures(report: dict[str, Any], points: dict[str, list[tuple[float
                                  for row in rows]) for other, rows in bins.items()]
         chart = charts.intervals(cats, series, y_title="mean score", x_title=f"{ref} score", style="dots",
                                  series_title="source", description=f"score distribution per {ref} bin")
-        out.append(figure(chart, f"Scores within each {ref} score bin (paper 000, Fig. 2a)",
+        out.append(figure(chart, f"Scores within each {ref} score bin (Thonet et al., 2024a, Fig. 2a)",
                           f"Per integer bin of {ref}: the other sources' mean score with its 95% interval; "
                           "hover for the items in the bin.", section="judges and people"))
     return out

@@ -4,7 +4,7 @@ Laid out from results alone, driven by each task's spec, so any benchmark gets t
 - main tables: one row per model (its name, e.g. `GPT-4` for `replay:FILE#GPT-4`), the runs
   of one model joined across tasks; a task's columns are its groups (e.g. dev, test2) and
   their mean. Tasks whose spec declares `report.table: {name, column, order}` share the table
-  of that name, under their column label: ELITR's three settings give paper 000's Table 2
+  of that name, under their column label: ELITR's three settings give Table 2 of Thonet et al., 2024a
   (QA single-turn / QA multi-turn / Conv multi-turn x dev / test / mean). Other tasks go to
   one table with their own names as column labels.
 - breakdown tables: per task and group (split) by default, pooled over the groups on request:
@@ -99,7 +99,7 @@ def _is_variant(run: ReportRun, task: str) -> bool:
     return bool((_tasks(run).get(task) or {}).get("context_max_tokens"))
 
 
-# -- main tables (paper 000, Table 2) -----------------------------------------------------
+# -- main tables (Thonet et al., 2024a, Table 2) -----------------------------------------------------
 
 def _placement(run: ReportRun, task: str) -> tuple[str, str, float]:
     spec = run.specs.get(task)
@@ -149,7 +149,7 @@ def main_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
     return tables
 
 
-# -- breakdown tables (paper 000, Tables 3, 8 and 9) --------------------------------------
+# -- breakdown tables (Thonet et al., 2024a, Tables 3, 8 and 9) --------------------------------------
 
 def _block(metric: dict[str, Any], group: str | None) -> dict[str, Any]:
     return metric if group is None else ((metric.get("groups") or {}).get(group) or {})

@@ -325,7 +325,7 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         if seeds and seeds.get("mean") is not None:
             rows.append((name, f"{seeds['n_seeds']} seeds", f"{_fmt(seeds['mean'])} ± {_fmt(seeds['std'])}",
                          "", "", "", "", ""))
-        # per group, as the papers test (paper 000 Table 9 is test2 alone); pooled only without groups
+        # per group, as the papers test (Thonet et al., 2024a, Table 9 is test2 alone); pooled only without groups
         tested = [(f"{gname} {tname}", t) for gname, g in groups.items() for tname, t in (g.get("tests") or {}).items()]
         for label, t in tested or list((metric.get("tests") or {}).items()):
             why = "" if t["p_value"] is not None else f"n/a: {t.get('note') or 'no test'}"

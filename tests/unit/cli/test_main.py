@@ -72,7 +72,7 @@ def test_report_reads_finished_runs(tiny_home, tmp_path, capsys):
     assert "task" in out and "elitr_qa" in out and "dev" in out
     assert main(["report", str(run_dir), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
-    assert "### ELITR-Bench (paper 000, Table 2)" in out
+    assert "### ELITR-Bench (Thonet et al., 2024a, Table 2)" in out
     assert "| model | QA single-turn dev | QA single-turn test2 | QA single-turn mean |" in out
     assert "### elitr_qa, dev: breakdowns and tests" in out  # per split by default
     assert main(["report", str(run_dir), "--format", "json"]) == 0
