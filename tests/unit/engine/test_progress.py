@@ -1,0 +1,195 @@
+"""What a run shows while it works (issue 30): a line that always moves (the clock is redrawn
+every second, even while one transcript is prefilled for minutes), the transcript's size as the
+model gets it (after the context policy's cut), the tokens prefilled so far, and an ETA counted
+from what will really be prefilled and generated, checked against the real remaining time of a
+recorded run.
+
+The recorded run (tests/data/progress/*.json, written by `recording_of` from a run folder) is
+replayed through the engine: a task type rebuilds its transcripts at their recorded lengths, a
+backend with a word tokenizer and the recorded window cuts them as the run did, and answers
+each question with the recorded prefilled and generated tokens and seconds. The ETA the
+progress logs after each answer is compared with the seconds the recording says were left:
+counts and recorded timings, no wall clock."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lceval import hookimpl
+from lceval.engine import RunConfig, load_plugins
+from lceval.interfaces import ModelBackend, TaskContext, TaskType
+from lceval.types import CONTEXT_SLOT, Conversation, Generation, GenerationRequest, Message, Turn
+
+from tests.conftest import execute_config
+from tests.paths import TEST_DATA
+
+RECORDINGS = sorted((TEST_DATA / "progress").glob("*.json"))
+#: how far the ETA may be from the real remaining time at 25%, 50% and 75% of the recorded job
+ETA_TOLERANCE = 0.35
+
+
+def recording_of(run_dir: Path) -> dict[str, Any]:
+    """A run folder as the replay needs it: its window and answer length, and per context (in
+    the order the run asked them) its original and kept tokens and each request's prefilled and
+    generated tokens and seconds. (How the committed recordings were made.)"""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    contexts: dict[str, dict[str, Any]] = {}
+    for s in samples:
+        cut = s["context_cut"]
+        ctx = contexts.setdefault(s["conv_id"].rsplit("/", 1)[0], {
+            "original_tokens": cut["original_tokens"], "kept_tokens": cut["kept_tokens"], "requests": []})
+        ctx["requests"].append({"prefilled": s["prefilled_tokens"], "completion": s["completion_tokens"],
+                                "seconds": round(s["seconds"], 3)})
+    task = next(iter(manifest["resolved"]["tasks"].values()))
+    return {"command": manifest["command"], "window": manifest["resolved"]["model_identity"].get("n_ctx"),
+            "max_new_tokens": task["generation"]["max_new_tokens"], "contexts": contexts}
+
+
+class Replay(ModelBackend):
+    """Words as tokens, a chat template of 3 tokens per message, the recorded window; each
+    request answered with the recorded numbers of its turn (in the order the run asked)."""
+
+    batch_size = 1
+
+    def __init__(self, window: int, answers: dict[str, dict[str, Any]], delay: float = 0.0) -> None:
+        self.context_window = window
+        self.answers = answers
+        self.delay = delay
+
+    def identity(self) -> dict:
+        return {"scheme": "replay-timings"}
+
+    def count_tokens(self, messages: list[Message]) -> int | None:
+        return sum(len(m.content.split()) + 3 for m in messages) + 2
+
+    def tokenize(self, text: str) -> list[int] | None:
+        vocab = self.__dict__.setdefault("_vocab", {})
+        words = self.__dict__.setdefault("_words", [])
+        for w in text.split():
+            if w not in vocab:
+                vocab[w] = len(words)
+                words.append(w)
+        return [vocab[w] for w in text.split()]
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return " ".join(self._words[t] for t in tokens)
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        out = []
+        for r in requests:
+            if self.delay:
+                time.sleep(self.delay)
+            rec = self.answers[r.request_id]
+            out.append(Generation(request_id=r.request_id, text="an answer", prompt_tokens=self.count_tokens(r.messages),
+                                  prefilled_tokens=rec["prefilled"], completion_tokens=rec["completion"],
+                                  seconds=rec["seconds"]))
+        return out
+
+
+class RecordedJob(TaskType):
+    """The recorded run's transcripts at their recorded lengths, one question per request."""
+
+    options_schema = {"type": "object", "properties": {"recording": {"type": "string"}}}
+
+    def load(self, ctx: TaskContext) -> list[Conversation]:
+        rec = json.loads(Path(ctx.options["recording"]).read_text())
+        out = []
+        for cid, c in rec["contexts"].items():
+            text = " ".join([cid] + ["w"] * (int(c["original_tokens"]) - 1))  # contexts differ: no cache hit
+            for i, _ in enumerate(c["requests"]):
+                item = f"{cid}/{i}"
+                out.append(Conversation(conv_id=item, context=text, context_id=cid, metadata={"split": "all"},
+                                        turns=[Turn(item_id=item, user=f"{CONTEXT_SLOT}\n\nQuestion {i}?",
+                                                    reference="r", question=f"Question {i}?")]))
+        return out
+
+
+def _replay(recording: Path, tmp_path: Path, delay: float = 0.0, progress: bool = False):
+    rec = json.loads(recording.read_text())
+    answers = {f"{cid}/{i}": r for cid, c in rec["contexts"].items() for i, r in enumerate(c["requests"])}
+    backend = Replay(rec["window"], answers, delay)
+
+    class Plugin:
+        @hookimpl
+        def register_task_types(self, register):
+            register("recorded_job", RecordedJob())
+
+        @hookimpl
+        def register_models(self, register):
+            register("replayed", lambda name, options: backend)
+
+    spec = tmp_path / "recorded.yaml"
+    spec.write_text(f"name: recorded\ndescription: a recorded run\ntype: recorded_job\n"
+                    f"options: {{recording: {json.dumps(str(recording))}}}\n"
+                    f"generation: {{max_new_tokens: {rec['max_new_tokens']}}}\njudge: {{name: lexical}}\n")
+    config = RunConfig(tasks=str(spec), models=["replayed:x"], progress=progress, context_policy="truncate-middle")
+    return rec, execute_config(config, load_plugins(extra=[("recorded_job", Plugin())]), tmp_path / "home")
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_the_eta_of_a_recorded_run_is_close_to_the_time_it_really_had_left(recording, tmp_path, caplog):
+    with caplog.at_level(logging.DEBUG, logger="lceval"):
+        rec, state = _replay(recording, tmp_path)
+    events = [r.progress for r in caplog.records if hasattr(r, "progress")]
+    after = {e["answered"]: e for e in events if e["event"] == "answer"}
+    seconds = [r["seconds"] for c in rec["contexts"].values() for r in c["requests"]]
+    total = sum(seconds)
+    errors = {}
+    for share in (0.25, 0.5, 0.75):
+        # the answer after which the recorded run had done `share` of its work
+        k = min(range(1, len(seconds)), key=lambda n: abs(sum(seconds[:n]) - share * total))
+        left = sum(seconds[k:])
+        errors[share] = (after[k]["eta_s"] - left) / left
+    print("ETA error at 25/50/75%:", {f"{int(100 * s)}%": f"{e:+.1%}" for s, e in errors.items()})
+    assert all(abs(e) <= ETA_TOLERANCE for e in errors.values()), errors
+    # the sizes shown are the transcripts as prefilled: after the cut, as the samples record it
+    kept = {s.conv_id.rsplit("/", 1)[0]: s.context_cut.kept_tokens for s in state.tasks[0].samples}
+    assert events[-1]["contexts"] == kept
+    assert events[-1]["prefilled_tokens"] == sum(r["prefilled"] for c in rec["contexts"].values()
+                                                 for r in c["requests"])
+
+
+class _Terminal(io.StringIO):
+    """stderr as a terminal, each write kept with the time it was made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[float, str]] = []
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.writes.append((time.monotonic(), text))
+        return super().write(text)
+
+
+def test_the_line_moves_while_a_transcript_is_prefilled(tmp_path, monkeypatch):
+    """A request that takes seconds (a transcript being prefilled) still sees the line redrawn
+    with the clock going on, the transcript's size after the cut and an ETA to come."""
+    recording = tmp_path / "two.json"
+    recording.write_text(json.dumps({"window": 400, "max_new_tokens": 8, "contexts": {
+        "m1": {"original_tokens": 900, "kept_tokens": None, "requests": [{"prefilled": 380, "completion": 8,
+                                                                           "seconds": 3.0}]}}}))
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    _, state = _replay(recording, tmp_path, delay=3.2, progress=True)
+    lines = [text for _, text in terminal.writes if "answers |" in text]
+    during = [text for text in lines if "0/1 answers" in text]
+    clocks = {m.group(1) for text in during if (m := re.search(r"\| (\d+s) · ", text))}
+    assert len(clocks) >= 2, during  # redrawn while nothing else happened: the clock moved
+    kept = state.tasks[0].samples[0].context_cut.kept_tokens
+    assert any(f"prefilling transcript 1/1 ({kept:,} tokens" in text for text in during), during
+    assert any("ETA after the first answer" in text for text in during)
+    assert not any(re.search(r"\|\s*,", text) for text in lines)  # no stray ", " after the bar
+    assert any("380 tokens prefilled" in text for text in lines)
