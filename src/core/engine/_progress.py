@@ -117,8 +117,9 @@ class TaskProgress:
         self.in_flight: dict[str, deque[tuple[float, bool]]] = {}
         self.prefilling: str | None = None
         self.t0 = self.clock()
+        run.clear_phase()  # one line on the terminal: the phase's goes before the task's is drawn
         self.bar = tqdm(total=answers, desc=label, unit="answer", leave=False, disable=not run.show or None,
-                        file=sys.stderr, bar_format="{desc}: {n_fmt}/{total_fmt} answers |{bar:20}| {postfix}")
+                        file=sys.stderr, bar_format="{desc} {n_fmt}/{total_fmt} |{bar:12}| {postfix}")
         run.showing(self)
 
     def plan(self, tokens: dict[str, int], turns: dict[str, int] | None) -> None:
@@ -227,24 +228,25 @@ class TaskProgress:
         return seconds
 
     def status(self, now: float | None = None) -> str:
-        """The line's words: elapsed, verdicts, cache hits, the transcript being prefilled
-        (its size as prefilled, how long so far), tokens prefilled so far, the ETA."""
+        """The line's words, most needed first (a narrow terminal cuts the end): the run's
+        clock, the ETA, the transcript being prefilled (its size as prefilled, how long so
+        far), tokens prefilled so far, verdicts, cache hits."""
         now = self.clock() if now is None else now
         parts = [_duration(now - self.run.t0)]
-        if self.run.judging:
-            parts.append(f"judged {self.judged}/{self.answered}")
-        if self.from_cache:
-            parts.append(f"{self.from_cache} from cache")
+        if self.answered < self.answers:
+            eta = self.eta(now)
+            parts.append(f"ETA {_duration(eta)}" if eta is not None else "ETA after the 1st answer")
         if self.prefilling is not None:
             group = self.groups.get(self.prefilling)
             flying = self.in_flight.get(self.prefilling) or ()
             since = next((now - t for t, first in flying if first), 0.0)
-            parts.append(f"prefilling transcript {self.order.get(self.prefilling, 0) + 1}/{len(self.groups)} "
-                         f"({group.tokens if group else 0:,} tokens, {_duration(since)})")
-        parts.append(f"{self.prefilled_tokens:,} tokens prefilled")
-        if self.answered < self.answers:
-            eta = self.eta(now)
-            parts.append(f"ETA {_duration(eta)}" if eta is not None else "ETA after the first answer")
+            parts.append(f"prefilling {self.order.get(self.prefilling, 0) + 1}/{len(self.groups)} "
+                         f"({group.tokens if group else 0:,} tok, {_duration(since)})")
+        parts.append(f"{self.prefilled_tokens:,} tok prefilled")
+        if self.run.judging and self.answered:
+            parts.append(f"judged {self.judged}/{self.answered}")
+        if self.from_cache:
+            parts.append(f"{self.from_cache} cached")
         return " · ".join(parts)
 
     def _show(self, event: str | None = None) -> None:
@@ -303,13 +305,18 @@ class RunProgress:
     def task(self, label: str, answers: int, groups: dict[str, int], max_new_tokens: int) -> TaskProgress:
         return TaskProgress(self, label, answers, groups, max_new_tokens)
 
+    def clear_phase(self) -> None:
+        """The phase is over (a task starts): its line is cleared."""
+        with self.lock:
+            self._phase = None
+            self._close_phase_line()
+
     def showing(self, task: TaskProgress | None) -> None:
         """The task whose line is drawn now (None: its line closed; the phase is drawn)."""
         with self.lock:
             self._task = task
             if task is not None:
-                self._phase = None
-                self._close_phase_line()
+                self.clear_phase()
         if self.show and self._ticker is None:
             self._ticker = threading.Thread(target=self._run_ticker, name="lceval-progress", daemon=True)
             self._ticker.start()

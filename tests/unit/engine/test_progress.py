@@ -184,12 +184,12 @@ def test_the_line_moves_while_a_transcript_is_prefilled(tmp_path, monkeypatch):
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     _, state = _replay(recording, tmp_path, delay=3.2, progress=True)
-    lines = [text for _, text in terminal.writes if "answers |" in text]
-    during = [text for text in lines if "0/1 answers" in text]
+    lines = [text for _, text in terminal.writes if "recorded 0/1 |" in text or "recorded 1/1 |" in text]
+    during = [text for text in lines if "0/1 |" in text]
     clocks = {m.group(1) for text in during if (m := re.search(r"\| (\d+s) · ", text))}
     assert len(clocks) >= 2, during  # redrawn while nothing else happened: the clock moved
     kept = state.tasks[0].samples[0].context_cut.kept_tokens
-    assert any(f"prefilling transcript 1/1 ({kept:,} tokens" in text for text in during), during
-    assert any("ETA after the first answer" in text for text in during)
+    assert any(f"prefilling 1/1 ({kept:,} tok" in text for text in during), during
+    assert any("ETA after the 1st answer" in text for text in during)
     assert not any(re.search(r"\|\s*,", text) for text in lines)  # no stray ", " after the bar
-    assert any("380 tokens prefilled" in text for text in lines)
+    assert any("380 tok prefilled" in text for text in lines)
