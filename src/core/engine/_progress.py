@@ -119,7 +119,7 @@ class TaskProgress:
         self.t0 = self.clock()
         run.clear_phase()  # one line on the terminal: the phase's goes before the task's is drawn
         self.bar = tqdm(total=answers, desc=label, unit="answer", leave=False, disable=not run.show or None,
-                        file=sys.stderr, bar_format="{desc} {n_fmt}/{total_fmt} |{bar:12}| {postfix}")
+                        file=run.stream, bar_format="{desc} {n_fmt}/{total_fmt} |{bar:12}| {postfix}")
         run.showing(self)
 
     def plan(self, tokens: dict[str, int], turns: dict[str, int] | None) -> None:
@@ -279,6 +279,10 @@ class RunProgress:
 
     def __init__(self, show: bool, clock: Callable[[], float] = time.monotonic) -> None:
         self.show = bool(show) and sys.stderr.isatty()
+        #: the terminal, through a descriptor of our own: a backend that silences the C
+        #: library's output by pointing fd 2 at /dev/null while it generates (llama.cpp's)
+        #: would otherwise swallow every redraw made meanwhile, and the line would freeze
+        self.stream: Any = _own_stream(sys.stderr) if self.show else sys.stderr
         self.judging = False
         self.clock = clock
         self.t0 = clock()
@@ -294,7 +298,7 @@ class RunProgress:
         log.info(text)
         if self.show and not log.isEnabledFor(logging.INFO):
             with self.lock:
-                tqdm.write(f"lceval: {text}", file=sys.stderr)
+                tqdm.write(f"lceval: {text}", file=self.stream)
 
     def phase(self, text: str) -> None:
         self.say(text)
@@ -336,7 +340,7 @@ class RunProgress:
             elif self._phase is not None:
                 text, since = self._phase
                 if self._phase_line is None:
-                    self._phase_line = tqdm(total=None, leave=False, file=sys.stderr, bar_format="lceval: {postfix}")
+                    self._phase_line = tqdm(total=None, leave=False, file=self.stream, bar_format="lceval: {postfix}")
                 now = self.clock()
                 self._phase_line.postfix = _Text(f"{text} · {_duration(now - since)} (run: {_duration(now - self.t0)})")
                 self._phase_line.refresh()
@@ -356,3 +360,18 @@ class RunProgress:
             self._close_phase_line()
         if self._ticker is not None and self._ticker is not threading.current_thread():
             self._ticker.join(timeout=2 * TICK_S)
+        if self.stream is not sys.stderr and not getattr(self.stream, "closed", True):
+            with self.lock:
+                self.stream.close()
+
+
+def _own_stream(stream: Any) -> Any:
+    """A text stream on a duplicate of `stream`'s descriptor (the terminal), or `stream` itself
+    when it has no descriptor (a test's)."""
+    import os
+
+    try:
+        fd = os.dup(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return stream
+    return os.fdopen(fd, "w", buffering=1, encoding=getattr(stream, "encoding", None) or "utf-8", errors="replace")

@@ -193,3 +193,74 @@ def test_the_line_moves_while_a_transcript_is_prefilled(tmp_path, monkeypatch):
     assert any("ETA after the 1st answer" in text for text in during)
     assert not any(re.search(r"\|\s*,", text) for text in lines)  # no stray ", " after the bar
     assert any("380 tok prefilled" in text for text in lines)
+
+
+class Silencing(Replay):
+    """A backend that silences its C library as llama.cpp's does: the descriptor of stderr
+    points at /dev/null while it generates (`lceval_plugins.backends.llamacpp._quiet`)."""
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        import os
+
+        fd = sys.stderr.fileno()
+        saved, null = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        try:
+            return super().generate(requests)
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
+            os.close(null)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+def test_the_line_moves_while_the_backend_silences_stderr(tmp_path, monkeypatch):
+    """On a real terminal whose descriptor a backend points at /dev/null while it generates,
+    the line is still redrawn: the progress writes through a descriptor of its own."""
+    import os
+    import pty
+    import threading
+
+    master, slave = pty.openpty()
+    terminal = os.fdopen(slave, "w", buffering=1)
+    seen: list[str] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            seen.append(data.decode("utf-8", "replace"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    recording = tmp_path / "one.json"
+    recording.write_text(json.dumps({"window": 400, "max_new_tokens": 8, "contexts": {
+        "m1": {"original_tokens": 300, "kept_tokens": None,
+               "requests": [{"prefilled": 300, "completion": 8, "seconds": 3.0}]}}}))
+    answers = {"m1/0": {"prefilled": 300, "completion": 8, "seconds": 3.0}}
+
+    class Plugin:
+        @hookimpl
+        def register_task_types(self, register):
+            register("recorded_job", RecordedJob())
+
+        @hookimpl
+        def register_models(self, register):
+            register("replayed", lambda name, options: Silencing(400, answers, delay=3.2))
+
+    spec = tmp_path / "recorded.yaml"
+    spec.write_text(f"name: recorded\ndescription: d\ntype: recorded_job\noptions: {{recording: {json.dumps(str(recording))}}}\n"
+                    "generation: {max_new_tokens: 8}\njudge: {name: lexical}\n")
+    config = RunConfig(tasks=str(spec), models=["replayed:x"], progress=True)
+    execute_config(config, load_plugins(extra=[("recorded_job", Plugin())]), tmp_path / "home")
+    terminal.flush()
+    time.sleep(0.2)
+    os.close(master)
+    text = "".join(seen)
+    clocks = set(re.findall(r"recorded 0/1 \|[^|]*\| (\d+s) · ", text))
+    assert len(clocks) >= 3, text[-2000:]  # 0s, 1s, 2s, 3s: redrawn while the backend held stderr
