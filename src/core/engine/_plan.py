@@ -282,12 +282,15 @@ def ensure_datasets(plan: RunPlan, plugins: Plugins, data_home: Path, say: Calla
     official source on first use and verified against its pinned checksums, as `datasets`
     and lm-evaluation-harness do; a folder already there (fetched, or laid out by hand) is
     left alone. Without network the error says how to fetch from a folder instead."""
-    if os.environ.get(AUTO_FETCH_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
-        return
+    auto = os.environ.get(AUTO_FETCH_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
     for name in dict.fromkeys(spec.dataset or plan.task_types[spec.name].dataset for spec in plan.specs):
         dataset = plugins.datasets.get(name) if name else None
         if dataset is None or not dataset.files or dataset.collect is not None or (data_home / name).exists():
             continue
+        if not auto:  # told, not fetched for: the commands that fetch it, online or not
+            raise UserError(f"dataset '{name}' is not in the data home ({data_home}) and {AUTO_FETCH_ENV}=0 "
+                            "turns fetching it on first use off",
+                            hint=f"Run: `lceval data fetch {name}`. {offline_recipe(dataset)}")
         say(f"fetching dataset {name} from its official source (first use; verified against its checksums)")
         try:
             fetch(dataset, None, data_home)

@@ -207,3 +207,13 @@ def test_a_rerun_served_from_the_cache_replaces_its_folder(tiny_home, tmp_path, 
     code, out, err = call(*argv[:-1], "3")  # another run: a folder of its own
     assert code == 0, err
     assert len(_runs(tmp_path / "runs")) == 2 and "wrote " in out and "rewrote" not in out
+
+
+def test_with_fetching_off_a_missing_dataset_says_how_to_fetch_it_online_and_offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("LCEVAL_AUTO_FETCH", "0")
+    _serve_notes(monkeypatch, _archives(tmp_path / "published"))
+    code, _, err = call("run", "--tasks", _notes_spec(tmp_path), "--model", "scripted:x", "--output", tmp_path / "runs")
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert "dataset 'notes' is not in the data home" in line and "LCEVAL_AUTO_FETCH=0" in line
+    assert "Run: `lceval data fetch notes`." in line and "`lceval data fetch notes --from notes-archives`" in line
