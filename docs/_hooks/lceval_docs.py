@@ -333,7 +333,7 @@ def _task_entry(plugins: Any, spec: Any, suites: list[str], page: str) -> list[s
     judge_cell = f"`{judge.name}`" + (f" ({', '.join(f'{k}={v}' for k, v in judge.options.items())})"
                                       if judge.options else "")
     report = spec.report
-    metrics = ["score"] + list(report.get("metrics") or [])
+    metrics = ["score"] + list(report.metrics)  # `spec.report` is typed (engine.ReportSettings)
     rows = [
         ("setting", cite(_cell(spec.description), page)),
         ("paper", paper_cell),
@@ -342,9 +342,9 @@ def _task_entry(plugins: Any, spec: Any, suites: list[str], page: str) -> list[s
         ("splits", ", ".join(f"`{s}`" for s in spec.splits) if spec.splits else "all of the dataset's"),
         ("judge", judge_cell),
         ("metrics", ", ".join(f"`{m}`" for m in metrics)),
-        ("grouped by", f"`{report['group_by']}`" if report.get("group_by") else "nothing (one overall score)"),
-        ("intervals resample", f"`{report['cluster_by']}`" if report.get("cluster_by") else "single items"),
-        ("tests", ", ".join(f"`{t['name']}` ({t['kind']})" for t in report.get("tests", [])) or "none"),
+        ("grouped by", f"`{report.group_by}`" if report.group_by else "nothing (one overall score)"),
+        ("intervals resample", f"`{report.cluster_by}`" if report.cluster_by else "single items"),
+        ("tests", ", ".join(f"`{t.name}` ({t.kind})" for t in report.tests) or "none"),
         ("context", f"`{spec.context.policy}`"),
         ("suites", ", ".join(f"`{s}`" for s in suites) or "none"),
     ]
