@@ -219,8 +219,11 @@ class TaskProgress:
             flying = self.in_flight.get(key) or ()
             waiting = max(0, group.left - len(flying))
             for started_at, first in flying:
-                cost = (group.tokens + own if first else follow) * per_prefill + answer
-                seconds += max(0.0, cost - (now - started_at))
+                prefill = (group.tokens + own if first else follow) * per_prefill
+                had = now - started_at
+                # past the mean answer it is writing a longer one: at most max_new_tokens
+                longest = prefill + self.max_new_tokens * per_generated
+                seconds += prefill + answer - had if had < prefill + answer else max(0.0, longest - had)
             if waiting:
                 firsts = 0 if group.started else 1
                 seconds += firsts * (group.tokens + own) * per_prefill + (waiting - firsts) * follow * per_prefill
