@@ -9,7 +9,9 @@ replayed through the engine: a task type rebuilds its transcripts at their recor
 backend with a word tokenizer and the recorded window cuts them as the run did, and answers
 each question with the recorded prefilled and generated tokens and seconds. The ETA the
 progress logs after each answer is compared with the seconds the recording says were left:
-counts and recorded timings, no wall clock."""
+counts and recorded timings, no wall clock. Twice: as recorded (a busy machine, heavy-tailed
+answer lengths: the errors are printed and bounded), and at the recording's own steady rates and
+mean answer length (where the ETA must be the time left: what it counts is what was prefilled)."""
 
 from __future__ import annotations
 
@@ -33,8 +35,6 @@ from tests.conftest import execute_config
 from tests.paths import TEST_DATA
 
 RECORDINGS = sorted((TEST_DATA / "progress").glob("*.json"))
-#: how far the ETA may be from the real remaining time at 25%, 50% and 75% of the recorded job
-ETA_TOLERANCE = 0.35
 
 
 def recording_of(run_dir: Path) -> dict[str, Any]:
@@ -50,7 +50,7 @@ def recording_of(run_dir: Path) -> dict[str, Any]:
             "original_tokens": cut["original_tokens"], "kept_tokens": cut["kept_tokens"], "requests": []})
         ctx["requests"].append({"prefilled": s["prefilled_tokens"], "completion": s["completion_tokens"],
                                 "seconds": round(s["seconds"], 3)})
-    task = next(iter(manifest["resolved"]["tasks"].values()))
+    task = next(iter(manifest["resolved"]["tasks"].values()))["spec"]
     return {"command": manifest["command"], "window": manifest["resolved"]["model_identity"].get("n_ctx"),
             "max_new_tokens": task["generation"]["max_new_tokens"], "contexts": contexts}
 
@@ -136,27 +136,79 @@ def _replay(recording: Path, tmp_path: Path, delay: float = 0.0, progress: bool 
     return rec, execute_config(config, load_plugins(extra=[("recorded_job", Plugin())]), tmp_path / "home")
 
 
-@pytest.mark.parametrize("recording", RECORDINGS, ids=[p.stem for p in RECORDINGS])
-def test_the_eta_of_a_recorded_run_is_close_to_the_time_it_really_had_left(recording, tmp_path, caplog):
+def _fitted_rates(rec: dict[str, Any]) -> tuple[float, float]:
+    """Seconds per prefilled and per generated token over the whole recording (least squares)."""
+    rows = [(r["prefilled"], r["completion"], r["seconds"]) for c in rec["contexts"].values() for r in c["requests"]]
+    spp, sgg = sum(p * p for p, _, _ in rows), sum(g * g for _, g, _ in rows)
+    spg, sps, sgs = sum(p * g for p, g, _ in rows), sum(p * t for p, _, t in rows), sum(g * t for _, g, t in rows)
+    det = spp * sgg - spg * spg
+    return (sps * sgg - sgs * spg) / det, (sgs * spp - sps * spg) / det
+
+
+def steady(recording: Path, tmp_path: Path) -> Path:
+    """The recorded run on a machine of steady speed with answers of one length: its prefills
+    as recorded, every answer at the run's mean length, every request timed at the run's own
+    fitted rates. What is left to predict is exactly what the ETA counts: the transcripts as
+    they will be prefilled (after the cut) and the answers still to come."""
+    rec = json.loads(recording.read_text())
+    a, b = _fitted_rates(rec)
+    requests = [r for c in rec["contexts"].values() for r in c["requests"]]
+    mean = round(sum(r["completion"] for r in requests) / len(requests))
+    for r in requests:
+        r["completion"], r["seconds"] = mean, round(a * r["prefilled"] + b * mean, 3)
+    out = tmp_path / f"steady-{recording.name}"
+    out.write_text(json.dumps(rec))
+    return out
+
+
+def _eta_errors(recording: Path, tmp_path: Path, caplog) -> tuple[dict[float, float], list[dict], Any, dict]:
+    """The replay's ETA after each answer against the seconds the recording had left: the
+    relative error at 25%, 50% and 75% of the recorded time, every answer's (eta, left)."""
     with caplog.at_level(logging.DEBUG, logger="lceval"):
         rec, state = _replay(recording, tmp_path)
     events = [r.progress for r in caplog.records if hasattr(r, "progress")]
+    caplog.clear()
     after = {e["answered"]: e for e in events if e["event"] == "answer"}
     seconds = [r["seconds"] for c in rec["contexts"].values() for r in c["requests"]]
     total = sum(seconds)
     errors = {}
     for share in (0.25, 0.5, 0.75):
-        # the answer after which the recorded run had done `share` of its work
+        # the answer after which the recorded run had done `share` of its time
         k = min(range(1, len(seconds)), key=lambda n: abs(sum(seconds[:n]) - share * total))
         left = sum(seconds[k:])
         errors[share] = (after[k]["eta_s"] - left) / left
-    print("ETA error at 25/50/75%:", {f"{int(100 * s)}%": f"{e:+.1%}" for s, e in errors.items()})
-    assert all(abs(e) <= ETA_TOLERANCE for e in errors.values()), errors
-    # the sizes shown are the transcripts as prefilled: after the cut, as the samples record it
+    pairs = [{"eta": after[k]["eta_s"], "left": sum(seconds[k:])} for k in range(1, len(seconds))]
+    return errors, pairs, state, events[-1]
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_the_eta_counts_the_transcripts_as_they_will_be_prefilled(recording, tmp_path, caplog):
+    """At steady speed and answer length the ETA is the time the recorded run had left (within
+    5% from the third answer, once prefill and decoding rates are told apart): it counts each
+    transcript at its size after the cut, once, then each question's own part, and the answers
+    still to come. (Counting uncut transcripts, as it did, overshot by a fifth here and 2.5-3x on
+    a run whose time was mostly prefill.)"""
+    errors, pairs, state, last = _eta_errors(steady(recording, tmp_path), tmp_path, caplog)
+    assert all(abs(e) <= 0.05 for e in errors.values()), errors
+    assert all(abs(p["eta"] - p["left"]) <= 0.05 * p["left"] for p in pairs[2:]), pairs
+    # the sizes shown and counted are the transcripts as prefilled: after the cut, as the samples record it
     kept = {s.conv_id.rsplit("/", 1)[0]: s.context_cut.kept_tokens for s in state.tasks[0].samples}
-    assert events[-1]["contexts"] == kept
-    assert events[-1]["prefilled_tokens"] == sum(r["prefilled"] for c in rec["contexts"].values()
-                                                 for r in c["requests"])
+    assert last["contexts"] == kept
+    rec = json.loads(recording.read_text())
+    assert last["prefilled_tokens"] == sum(r["prefilled"] for c in rec["contexts"].values() for r in c["requests"])
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_the_eta_against_the_time_the_recorded_run_really_had_left(recording, tmp_path, caplog):
+    """The recorded run as it was: a shared machine whose speed varied (the same transcript
+    size took 170 to 450 s to prefill) and answers of 10 to 512 tokens (two ran to
+    max_new_tokens, one of them 10 minutes long). No ETA foresees either; the errors at 25%, 50%
+    and 75% are printed (README and issue 30 quote them) and the ETA is never the pessimistic
+    kind it was (it overshot 2.5-3x): at most 1.25x the time really left, at every answer."""
+    errors, pairs, _, _ = _eta_errors(recording, tmp_path, caplog)
+    print(f"{recording.stem}: ETA error at 25/50/75% of the recorded time:",
+          ", ".join(f"{e:+.0%}" for e in errors.values()))
+    assert all(p["eta"] <= 1.25 * p["left"] for p in pairs), pairs
 
 
 class _Terminal(io.StringIO):
