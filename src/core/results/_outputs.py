@@ -71,14 +71,11 @@ def _git_commit() -> dict[str, Any] | None:
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, Any]:
+def same_run(state: RunState) -> dict[str, Any]:
+    """What makes two runs the same run, in manifest.json's form: their settings, model and
+    resolved tasks, seed and provenance (not when, where or by which command line)."""
     cfg = state.config
-    files: dict[str, str] = {}
-    for task in state.tasks:
-        files.update(task.files_read)
     return {
-        "run_id": run_id,
-        "command": cfg.command,
         "config": cfg.to_manifest(),
         "resolved": {
             "model_spec": state.model_spec.canonical,
@@ -86,12 +83,30 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
             "tasks": {t.spec.name: t.spec.to_manifest() for t in state.tasks},
         },
         "seed": cfg.seeds[0],
-        "usage": state.usage,
-        "judge_usage": state.judge_usage,
-        "backend_stats": {"model": state.model_backend_stats, "judge": state.judge_backend_stats},
         "source_run": state.source_run,
         "shard": state.shard,
         "merged_from": state.merged_from,
+    }
+
+
+def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, Any]:
+    cfg = state.config
+    files: dict[str, str] = {}
+    for task in state.tasks:
+        files.update(task.files_read)
+    same = same_run(state)
+    return {
+        "run_id": run_id,
+        "command": cfg.command,
+        "config": same["config"],
+        "resolved": same["resolved"],
+        "seed": same["seed"],
+        "usage": state.usage,
+        "judge_usage": state.judge_usage,
+        "backend_stats": {"model": state.model_backend_stats, "judge": state.judge_backend_stats},
+        "source_run": same["source_run"],
+        "shard": same["shard"],
+        "merged_from": same["merged_from"],
         "versions": {
             "lceval": __version__,
             "python": sys.version.split()[0],
@@ -148,8 +163,6 @@ def sample_record(sample: Any) -> dict[str, Any]:
     return rec
 
 
-#: what makes two runs the same run: their settings, model and resolved tasks (not when, where or by which command)
-SAME_RUN_KEYS = ("config", "resolved", "seed", "shard", "source_run", "merged_from")
 
 
 def served_from_cache(state: RunState) -> bool:
@@ -159,12 +172,11 @@ def served_from_cache(state: RunState) -> bool:
             and state.merged_from is None and any(t.samples for t in state.tasks))
 
 
-def repeated_run(output: Path, manifest: dict[str, Any]) -> Path | None:
-    """The newest finished run folder in `output` whose settings, model and tasks are this
-    run's (its manifest says so), or None."""
+def repeated_run(output: Path, wanted: dict[str, Any]) -> Path | None:
+    """The newest finished run folder in `output` whose manifest says it is the run `wanted`
+    describes (`same_run`), or None."""
     if not output.is_dir():
         return None
-    wanted = {key: manifest.get(key) for key in SAME_RUN_KEYS}
     found: list[tuple[str, Path]] = []
     for folder in output.iterdir():
         if folder.name.startswith(".") or not (folder / "results.json").is_file():
@@ -173,7 +185,7 @@ def repeated_run(output: Path, manifest: dict[str, Any]) -> Path | None:
             old = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(old, dict) and {key: old.get(key) for key in SAME_RUN_KEYS} == wanted:
+        if isinstance(old, dict) and {key: old.get(key) for key in wanted} == wanted:
             found.append((str(old.get("finished_at") or ""), folder))
     return max(found)[1] if found else None
 
@@ -183,10 +195,8 @@ def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, di
     the folder of the run it repeats (same settings, model and tasks), under its name, so the
     same command run twice leaves one folder (`lceval report runs/*/` shows the model once);
     any other run gets a new folder."""
-    run_id = run_id_for(state)
-    manifest = build_manifest(state, plugins, run_id)
-    previous = repeated_run(Path(output), manifest) if served_from_cache(state) else None
-    with atomic_directory(output, run_id, replace=previous) as (tmp, final):
+    previous = repeated_run(Path(output), same_run(state)) if served_from_cache(state) else None
+    with atomic_directory(output, run_id_for(state), replace=previous) as (tmp, final):
         run_id = final.name
         results = build_results(state, run_id)
         with open(tmp / "samples.jsonl", "w", encoding="utf-8") as fh:
@@ -194,7 +204,7 @@ def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, di
                 for sample in task.samples:
                     fh.write(json.dumps(sample_record(sample), ensure_ascii=False) + "\n")
         (tmp / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-        manifest["run_id"] = run_id
+        manifest = build_manifest(state, plugins, run_id)
         if previous is not None:
             manifest["replaced"] = {"run_id": previous.name, "why": "the same run again, every answer from the cache"}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
