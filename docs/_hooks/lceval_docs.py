@@ -10,9 +10,10 @@
 - `<!-- lceval-options: KIND NAME -->` in a page becomes the table of that plugin's typed
   options (`lceval.options.describe` of its `options_schema`), what `lceval plugins NAME`
   prints; an unknown plugin fails the build.
-- "paper 000" ... "paper 003" in generated text (spec descriptions, CONTRIBUTING, the
-  docstrings the API reference renders) become citation links to the references page;
-  hand-written pages cite directly.
+- the papers cited by authors and year ("Thonet et al., 2024a" ... "Gong et al., 2024") in
+  generated text (spec descriptions, CONTRIBUTING, the docstrings the API reference renders)
+  become citation links to the references page (and the older numbering by the papers' order in DESIGN.md);
+  hand-written pages link directly.
 
 It also lays out `build/griffe/lceval`, a link to `src/core`, so that mkdocstrings (griffe)
 finds the import package `lceval`, whose folder is not named like it.
@@ -38,9 +39,14 @@ PAPERS = {
     "003": ("Gong et al., 2024", "gong-2024"),
 }
 #: a spec's `citation:` names its paper by first author; the extended ELITR-Bench paper is
-#: told apart by the description (the noise tasks say "paper 001")
+#: told apart by the description (the noise tasks say "Thonet et al., 2024b")
 FIRST_AUTHORS = {"Thonet": "000", "Laban": "002", "Gong": "003"}
 PAPER_RE = re.compile(r"\b[Pp]apers? (00[0-3])\b")
+#: a citation by authors and year not already the label of a link (markdown) or a link's text (HTML)
+_LABELS = "|".join(re.escape(label) for label, _ in PAPERS.values())
+CITED_MD = re.compile(rf"(?<!\[)\b({_LABELS})(?![a-z\]])")
+CITED_HTML = re.compile(rf"\b({_LABELS})(?![a-z]|</a>)")
+BY_LABEL = {label: number for number, (label, _) in PAPERS.items()}
 OPTIONS_RE = re.compile(r"^<!-- lceval-options: ([a-z-]+) ([A-Za-z0-9_.:-]+) -->$", re.M)
 #: task folders described on a page not named after them (the others: docs/tasks/<folder>.md)
 BENCHMARK_PAGES = {"longbench_v2": "tasks/longbench.md", "infinitebench": "tasks/longbench.md"}
@@ -60,11 +66,13 @@ def _rel(from_page: str, target: str) -> str:
 
 
 def cite(text: str, page: str) -> str:
-    """'paper 000' -> '[Thonet et al., 2024a](../references.md#thonet-2024a)' (relative to `page`)."""
-    def link(m: re.Match) -> str:
-        label, anchor = PAPERS[m.group(1)]
+    """'Thonet et al., 2024a' (or the older numbering) -> '[Thonet et al., 2024a](../references.md#thonet-2024a)'
+    (relative to `page`)."""
+    def link(number: str) -> str:
+        label, anchor = PAPERS[number]
         return f"[{label}]({_rel(page, 'references.md')}#{anchor})"
-    return PAPER_RE.sub(link, text)
+    text = CITED_MD.sub(lambda m: link(BY_LABEL[m.group(1)]), text)
+    return PAPER_RE.sub(lambda m: link(m.group(1)), text)
 
 
 def _plugins():
@@ -125,16 +133,17 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
-    """The API reference renders docstrings, which may number the papers ("paper 000", as
-    code comments do): in the site they become citation links too."""
+    """The API reference renders docstrings, which cite the papers by authors and year (as code
+    comments do): in the site they become citation links too."""
     if not page.file.src_uri.startswith("api/"):
         return html
     target = posixpath.relpath("references/", page.url or ".")
 
-    def link(m: re.Match) -> str:
-        label, anchor = PAPERS[m.group(1)]
+    def link(number: str) -> str:
+        label, anchor = PAPERS[number]
         return f'<a href="{target}/#{anchor}">{label}</a>'
-    return PAPER_RE.sub(link, html)
+    html = CITED_HTML.sub(lambda m: link(BY_LABEL[m.group(1)]), html)
+    return PAPER_RE.sub(lambda m: link(m.group(1)), html)
 
 
 def contributing() -> str:

@@ -1,4 +1,4 @@
-"""CREAM plugin: the `cream` task type (meeting summaries of ELITR transcripts, paper 003).
+"""CREAM plugin: the `cream` task type (meeting summaries of ELITR transcripts, Gong et al., 2024).
 
 The summaries it generates are ranked by `lceval rank` with a pairwise judge (the `cream`
 judge) and checked against the human minutes with a reference judge (`keyfacts`,

@@ -1,19 +1,19 @@
 """`cream` task type: one summary per meeting and prompt, for comparison-based ranking.
 
-CREAM (paper 003) ranks *systems*, where a system is a model plus a summarization prompt
+CREAM (Gong et al., 2024) ranks *systems*, where a system is a model plus a summarization prompt
 (Sec. 4.1.1: "fine-grained comparisons across different summary generation prompts"; Table 4
 compares a short and a long summary prompt). So a spec lists its prompts as options and one
 run generates, for every meeting, one summary per prompt; `lceval rank` then splits the run
 into one system per prompt (the spec's `rank.variant`) and compares the systems meeting by
 meeting (`rank.unit`).
 
-The meetings are ELITR-Bench's (paper 000): the transcripts the QA tasks use, and the human
+The meetings are ELITR-Bench's (Thonet et al., 2024a): the transcripts the QA tasks use, and the human
 minutes of each meeting, which become the sample's reference. Several people wrote minutes of
 some meetings; all of them are kept, joined by a `---` line, so a reference judge sees every
 annotator's account rather than an arbitrary one.
 
 The paper prints no summarization prompt. The two built in here are ours and say so: both
-open with ELITR-Bench's description of a transcript (paper 000, Fig. 4) so that they share the
+open with ELITR-Bench's description of a transcript (Thonet et al., 2024a, Fig. 4) so that they share the
 transcript as a prefix (a backend with a KV cache prefills each transcript once for both), then
 ask for a short summary or detailed minutes (the short/long contrast of Table 4).
 """
@@ -31,7 +31,7 @@ from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
 from ..elitr.task import read_transcript
 
-#: Paper 000, Fig. 4's description of a transcript, then the transcript (shared prefix).
+#: Thonet et al., 2024a, Fig. 4's description of a transcript, then the transcript (shared prefix).
 TRANSCRIPT_INTRO = (
     "The following is the transcript of a meeting with multiple participants, where utterances "
     "start with the speaker's anonymized name (for instance (PERSON4)) and may span over several "

@@ -26,6 +26,12 @@ from lceval.io import quote, read_text, unknown_name
 COMMIT = 40
 
 
+#: seconds to wait for the Hub's (or the proxy's) TCP port before calling it unreachable
+CONNECT_TIMEOUT_S = 5.0
+#: the answer of the one connectivity check a process makes: None = not checked yet
+_UNREACHABLE: dict[str, str | None] = {}
+
+
 def offline() -> bool:
     """The Hub is off limits: HF_HUB_OFFLINE or HF_DATASETS_OFFLINE set (read now, not when
     huggingface_hub was imported, so a command's environment decides)."""
@@ -33,9 +39,49 @@ def offline() -> bool:
                for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
+def unreachable() -> str | None:
+    """Why the Hub cannot be reached (no network, no name resolution), or None when it can:
+    one TCP connection to its endpoint (or to the HTTPS proxy, when one is set), tried once
+    per process. Without it huggingface_hub retries every request five times with back-off
+    (24 s of retry lines) before the same answer."""
+    import socket
+    from urllib.parse import urlsplit
+
+    constants = _hub().constants
+    proxy = next((os.environ[k] for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy") if os.environ.get(k)),
+                 None)
+    target = urlsplit(proxy if proxy else constants.ENDPOINT)
+    host, port = target.hostname or "", target.port or (443 if target.scheme == "https" else 80)
+    key = f"{host}:{port}"
+    if key not in _UNREACHABLE:
+        try:
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+            _UNREACHABLE[key] = None
+        except OSError as exc:
+            _UNREACHABLE[key] = f"{key}: {getattr(exc, 'strerror', None) or exc}"
+    if _UNREACHABLE[key] is not None:
+        # huggingface_hub read HF_HUB_OFFLINE when it was imported: told now, it asks the
+        # network for nothing more (not even the registry it builds its user agent from)
+        constants.HF_HUB_OFFLINE = True
+    return _UNREACHABLE[key]
+
+
+def _hub() -> Any:
+    """huggingface_hub (installed with `datasets`, the `documents` extra); missing, the error
+    says how to install it instead of a traceback."""
+    try:
+        import huggingface_hub
+        import huggingface_hub.errors  # noqa: F401 - the exceptions below
+    except ImportError:
+        raise UserError("the documents task type reads Hugging Face Hub datasets with huggingface_hub, which is "
+                        "not installed", field="options.source.path",
+                        hint="Run: pip install 'lceval[documents]'") from None
+    return huggingface_hub
+
+
 def _cached_revision(repo: str, revision: str) -> bool:
     """Whether the Hub cache holds anything of `revision` of the dataset repo `repo`."""
-    from huggingface_hub import constants
+    constants = _hub().constants
 
     root = Path(constants.HF_HUB_CACHE) / f"datasets--{repo.replace('/', '--')}"
     if len(revision) == COMMIT and (root / "snapshots" / revision).is_dir():
@@ -46,18 +92,20 @@ def _cached_revision(repo: str, revision: str) -> bool:
 def hub_file(repo: str, revision: str, filename: str) -> Path:
     """`filename` of the Hub dataset `repo` at `revision`, from the Hub cache (fetched first
     when online). Offline, a revision or file that is not cached is an error naming it."""
+    _hub()
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import (EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError,
                                         RepositoryNotFoundError, RevisionNotFoundError)
 
-    local_only = offline()
+    cut_off = None if offline() else unreachable()
+    local_only = offline() or cut_off is not None
     try:
         return Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", revision=revision,
                                     local_files_only=local_only))
     except LocalEntryNotFoundError:
         if not _cached_revision(repo, revision):
-            why = ("the Hub is offline (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)" if local_only
-                   else "the Hub could not be reached")
+            why = ("the Hub is offline (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)" if offline()
+                   else f"the Hub could not be reached: {cut_off}" if cut_off else "the Hub could not be reached")
             raise UserError(f"revision {quote(revision)} of dataset {repo} is not in the local Hugging Face cache "
                             f"and {why}", field="options.source.revision",
                             hint="Fetch it once online (lceval validate SPEC downloads it), or pin a revision "
@@ -123,9 +171,8 @@ def _split_patterns(config: dict[str, Any]) -> dict[str, list[str]]:
 def repo_files(repo: str, revision: str) -> list[str]:
     """The files of the repository at `revision`: the Hub's listing, or offline the files of
     the cached snapshot."""
-    if offline():
-        from huggingface_hub import constants
-
+    if offline() or unreachable() is not None:
+        constants = _hub().constants
         root = Path(constants.HF_HUB_CACHE) / f"datasets--{repo.replace('/', '--')}"
         commit = revision if len(revision) == COMMIT else None
         ref = root / "refs" / revision
@@ -133,6 +180,7 @@ def repo_files(repo: str, revision: str) -> list[str]:
             commit = ref.read_text().strip()
         snapshot = root / "snapshots" / (commit or revision)
         return sorted(p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file())
+    _hub()
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 

@@ -81,6 +81,9 @@ class Document:
     questions: list[Question] = field(default_factory=list)
     #: `fields.messages`: the row's chat, sent as it is (its last message, the question, apart)
     messages: list[Message] | None = None
+    #: with `fields.documents`: each rendered element's [start, end) characters in `context`,
+    #: so the context policy cuts between elements (whole speaker turns), never inside one
+    elements: list[tuple[int, int]] | None = None
 
 
 #: the roles a message of a `fields.messages` chat may have
@@ -109,8 +112,10 @@ class RowReader:
 
     # -- one row ------------------------------------------------------------------------------
 
-    def context_of(self, row: dict[str, Any], where: str) -> str:
+    def context_of(self, row: dict[str, Any], where: str) -> tuple[str, list[tuple[int, int]] | None]:
+        """The row's context, and with `fields.documents` the span of each rendered element in it."""
         f = self.fields
+        spans: list[tuple[int, int]] | None = None
         if f["documents"]:
             items = row.get(f["documents"])
             if not isinstance(items, list):
@@ -124,6 +129,10 @@ class RowReader:
                                                           f"{where}, document {i}")
                             for i, (d, extra) in enumerate(elements, start=1)]
             text = f["document_separator"].join(rendered)
+            spans, at = [], 0
+            for part in rendered:
+                spans.append((at, at + len(part)))
+                at += len(part) + len(f["document_separator"])
             option = "documents"
         else:
             text = row.get(f["context"])
@@ -131,11 +140,16 @@ class RowReader:
             if not isinstance(text, str):
                 raise self.error(f"{where}: field {quote(f['context'])} must be text, got {quote(text)}", "context")
         if f["strip_context"]:
+            lead = len(text) - len(text.lstrip())
             text = text.strip()
+            if spans is not None:
+                spans = [(max(0, a - lead), min(len(text), b - lead)) for a, b in spans]
         if not text.strip():
             raise self.error(f"{where}: the context is empty ({len(text)} characters): a question about nothing "
                              "would score guesses", option, hint="Remove the row, or fix the field.")
-        return text
+        if spans is not None:
+            spans = [(a, b) for a, b in spans if b > a]
+        return text, spans or None
 
     def messages_of(self, row: dict[str, Any], where: str) -> list[Message]:
         """`fields.messages`: the row's chat as messages, checked: a list of {role, content}
@@ -285,17 +299,19 @@ class RowReader:
                          f"of the choices {quote(choices)}", "answer")
 
     def read(self, index: int, row: dict[str, Any], split: str,
-             needed: set[str]) -> tuple[str, str, list[Message] | None, list[Question]]:
-        """(document key, context, the chat of `fields.messages` or None, questions) of one row."""
+             needed: set[str]) -> tuple[str, str, list[Message] | None, list[tuple[int, int]] | None, list[Question]]:
+        """(document key, context, the chat of `fields.messages` or None, the context's elements'
+        spans or None, questions) of one row."""
         f = self.fields
         where = f"{self.label} row {index}"
         messages = None
+        elements = None
         if f["messages"]:
             messages = self.messages_of(row, where)
             context = ""  # the chat is sent as it is: nothing for a context policy to cut
             key = self.key_of(row, json.dumps([[m.role, m.content] for m in messages], ensure_ascii=False), where)
         else:
-            context = self.context_of(row, where)
+            context, elements = self.context_of(row, where)
             key = self.key_of(row, context, where)
         long_fields = {f["context"], f["documents"], *question_fields(f), f["answer"], f["messages"]}
         questions = []
@@ -349,7 +365,7 @@ class RowReader:
             values.update(question=question, choices=choices or [], split=split, answer_words=answer_words(answers))
             questions.append(Question(qid=qid, question=question, answers=answers, values=values,
                                       metadata=metadata, where=qwhere, answer_value=look(f["answer"])))
-        return key, context, messages, questions
+        return key, context, messages, elements, questions
 
 
 def matches(row: dict[str, Any], where: dict[str, Any]) -> bool:

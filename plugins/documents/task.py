@@ -258,7 +258,7 @@ class Builder:
             if where and not matches(row, where):
                 continue
             read += 1
-            key, context, messages, questions = reader.read(index, row, self.split, set(columns))
+            key, context, messages, elements, questions = reader.read(index, row, self.split, set(columns))
             if not self.annotate(row, messages, questions):
                 continue
             if key not in chosen:
@@ -267,7 +267,7 @@ class Builder:
                 continue
             doc = docs.get(key)
             if doc is None:  # the text is kept once per document
-                doc = docs[key] = Document(key=key, context=context, messages=messages)
+                doc = docs[key] = Document(key=key, context=context, messages=messages, elements=elements)
             elif self.fields["document_key"] and (context != doc.context or messages != doc.messages):
                 what = "chat" if messages is not None else "context"
                 raise UserError(f"{questions[0].where}: document {quote(key)} has a different {what} than in an "
@@ -390,7 +390,8 @@ class Builder:
                     preamble, user = self._first(q, values)
                     turns = self._turns(q, user, values, first_prefix)
                     out.append(Conversation(conv_id=turns[0].item_id, context=doc.context, context_id=cid,
-                                            turns=turns, preamble=preamble, history=history, metadata=meta))
+                                            turns=turns, preamble=preamble, history=history, metadata=meta,
+                                            context_elements=doc.elements))
                 continue
             values = {**doc.questions[0].values, "document_questions": asked}
             preamble, user = self._first(doc.questions[0], values)
@@ -399,7 +400,7 @@ class Builder:
                 values = {**q.values, "document_questions": asked}
                 turns += self._turns(q, self.prompts.next.render(values, q.where), values, next_prefix)
             out.append(Conversation(conv_id=cid, context=doc.context, context_id=cid, turns=turns,
-                                    preamble=preamble, history=history, metadata=meta))
+                                    preamble=preamble, history=history, metadata=meta, context_elements=doc.elements))
         return out
 
 

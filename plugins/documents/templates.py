@@ -169,10 +169,10 @@ class Template:
 
 def compile_template(text: str, field: str, max_chars: int) -> Template:
     """Compile a spec's template; a syntax error names the option and the template's line."""
+    env = _environment()  # first: without Jinja2 installed it says how to install it
     from jinja2 import meta
     from jinja2.exceptions import TemplateSyntaxError
 
-    env = _environment()
     try:
         ast = env.parse(text)
         compiled = env.from_string(text)

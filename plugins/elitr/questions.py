@@ -1,5 +1,5 @@
 """What ELITR-Bench's question files say beyond each question: the questions its QA and Conv
-sets word differently (paper 000, App. C.3). Read by the `elitr` task type, which flags them
+sets word differently (Thonet et al., 2024a, App. C.3). Read by the `elitr` task type, which flags them
 on each sample, and by the `replay:` backend's score reader, which flags recorded answers."""
 
 from __future__ import annotations

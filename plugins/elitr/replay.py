@@ -7,7 +7,7 @@ Prometheus and human scores (kept in `Generation.extras["recorded_scores"]`).
 
 Model string: `FILE#MODEL_NAME`. FILE may hold `{split}`, filled from each request's
 `hints["split"]`, so one spec covers dev and test2, and `{seed}`, filled from the request's
-seed, so `--seed 1,2,3` replays one recorded run per seed (paper 000 ran test2 with three
+seed, so `--seed 1,2,3` replays one recorded run per seed (Thonet et al., 2024a ran test2 with three
 seeds, App. C.1). A file without `{seed}` holds one run: several `--seed` values are refused
 rather than served as identical copies with a spread of zero.
 
@@ -233,7 +233,7 @@ def register_models(register: Callable[[str, Any], None]) -> None:
     register(SCHEME, make_replay, options_schema=NO_OPTIONS)
 
 
-#: What each recorded score field is (paper 000, Section 5 and App. D).
+#: What each recorded score field is (Thonet et al., 2024a, Section 5 and App. D).
 SOURCE_NOTES = {
     "gpt-4-eval": "GPT-4 judge, 10-point rubric (Figs. 5-6)",
     "prometheus-eval": "Prometheus judge, 5-point rubric recorded x2 (Figs. 7-8)",

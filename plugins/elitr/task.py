@@ -1,6 +1,6 @@
 """ELITR-Bench task type: questions about hour-long meeting transcripts.
 
-Follows paper 000 (ELITR-Bench, workshop version) and, where the paper leaves details open,
+Follows Thonet et al., 2024a (ELITR-Bench, workshop version) and, where the paper leaves details open,
 the authors' own code (utter-project/ELITR-Bench, `utils/common.py` and `inference/`):
 
 - answer prompt of Fig. 4, byte for byte as `format_inference_prompt` builds it (it ends
@@ -12,7 +12,7 @@ the authors' own code (utter-project/ELITR-Bench, `utils/common.py` and `inferen
 - questions are stripped; with `qa_markers` (App. B.2) a user message reads
   "QUESTION: <question> ANSWER:";
 - every question carries `qa_conv_differs`: whether its QA and Conv wordings differ (16 dev
-  and 17 test2 questions; paper 000 App. C.3, Fig. 1 / paper 001 Fig. 3 report on them), so
+  and 17 test2 questions; Thonet et al., 2024a, App. C.3, Fig. 1 / Thonet et al., 2024b, Fig. 3 report on them), so
   `lceval report RUNS --where qa_conv_differs=True` gives those results in one command;
 - single-turn: one conversation per question; multi-turn: one conversation per meeting,
   questions in the dataset's order. In multi-turn the history holds the model's own
@@ -34,7 +34,7 @@ from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
 
 from .questions import differing_questions
 
-#: Paper 000, Figure 4 (answer prompt), exactly as the authors' `format_inference_prompt`
+#: Thonet et al., 2024a, Figure 4 (answer prompt), exactly as the authors' `format_inference_prompt`
 #: renders it; {transcript} is the meeting-specific span.
 FIG4_PROMPT = (
     "The following is the transcript of a meeting with multiple participants, where utterances "
@@ -57,12 +57,12 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "history": {"enum": ["model", "gold"], "default": "model",
                     "description": "Multi-turn: earlier answers are the model's own, or the reference answers."},
         "qa_markers": {"type": "boolean", "default": False,
-                       "description": "Ask as `QUESTION: ... ANSWER:` (paper 000, App. B.2)."},
+                       "description": "Ask as `QUESTION: ... ANSWER:` (Thonet et al., 2024a, App. B.2)."},
         "prompt_role": {"enum": ["user", "system"], "default": "user",
                         "description": "Message that carries the prompt and transcript."},
         "prompt": {"type": "string", "pattern": "\\{transcript\\}", "default": FIG4_PROMPT,
-                   "description": "Answer prompt holding {transcript} (default: paper 000, Fig. 4)."},
-        "noise": NOISE_OPTION_SCHEMA,  # ASR-like noise at a target WER (paper 001, App. A)
+                   "description": "Answer prompt holding {transcript} (default: Thonet et al., 2024a, Fig. 4)."},
+        "noise": NOISE_OPTION_SCHEMA,  # ASR-like noise at a target WER (Thonet et al., 2024b, App. A)
     },
 }
 
@@ -161,7 +161,7 @@ def per_meeting(turns: list[Turn], k: int | None, mode: str) -> list[Turn]:
     """`--limit-per-context k`: single-turn takes k questions spread evenly over the meeting's
     list, which runs roughly in transcript order, so beginning, middle and end answers are all
     asked and the lost-in-the-middle test has both sides; multi-turn takes the first k, since
-    later questions may refer to earlier ones (Conv, paper 000 footnote 7)."""
+    later questions may refer to earlier ones (Conv, Thonet et al., 2024a, footnote 7)."""
     if k is None:
         return turns
     if mode == "multi-turn":
@@ -192,7 +192,7 @@ class ElitrTaskType(TaskType):
         opts = ctx.options
         if opts["question_set"] == "conv" and opts["mode"] == "single-turn":
             raise UserError("Conv questions refer to earlier ones and cannot be asked single-turn "
-                            "(paper 000, footnote 7)", file=ctx.spec_path, field="options.mode")
+                            "(Thonet et al., 2024a, footnote 7)", file=ctx.spec_path, field="options.mode")
         root = ctx.dataset_dir(self.dataset)
         splits = ctx.splits or list(SPLITS)
         for split in splits:

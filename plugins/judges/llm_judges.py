@@ -1,4 +1,4 @@
-"""`rubric` and `prometheus`: the two LLM judges of ELITR-Bench (paper 000, Sec. 4 and App. D).
+"""`rubric` and `prometheus`: the two LLM judges of ELITR-Bench (Thonet et al., 2024a, Sec. 4 and App. D).
 
 `rubric` is the paper's main evaluator: GPT-4 reads the question, the response and the
 reference answer, writes feedback, then an integer 1-10 in `\\boxed{}` (prompt Fig. 5, rubric
@@ -41,7 +41,7 @@ from lceval.interfaces import Judge, JudgeContext
 from lceval.options import check_options
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
 
-# -- prompts (paper 000 Figs. 5-8, bytes as built by the authors' utils/common.py) ----------
+# -- prompts (Thonet et al., 2024a, Figs. 5-8, bytes as built by the authors' utils/common.py) ----------
 
 _TASK_HEAD = (
     "### Task description:\n"
@@ -170,7 +170,7 @@ class JudgeDef:
 
     @property
     def options(self) -> dict[str, Any]:
-        """Typed options; defaults are the authors' eval scripts' (paper 000, App. B.2 / C.1)."""
+        """Typed options; defaults are the authors' eval scripts' (Thonet et al., 2024a, App. B.2 / C.1)."""
         rubric = {"rubric": {"type": ["string", "null"], "default": None,
                              "description": "The score rubric (criterion and what each score means) in place of "
                                             "the paper's, for another benchmark's answers; the task description, "

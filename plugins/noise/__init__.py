@@ -1,5 +1,5 @@
 """Transcript noise plugin: `lceval noise ...` (ASR corpus, substitution rules, noisy
-transcripts at a target WER, robustness report; paper 001, Sec. 3 and App. A).
+transcripts at a target WER, robustness report; Thonet et al., 2024b, Sec. 3 and App. A).
 
 The task types that read ELITR transcripts take `options.noise` through
 `lceval_plugins.noise.transcripts`; this entry point adds the sub-commands and the

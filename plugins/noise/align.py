@@ -5,7 +5,7 @@ so rules learnt from it describe the errors a WER measures. Many alignments shar
 minimum; among them we take the one whose substituted words are spelled most alike
 (character edit distance), so that "earlier"/"early" is paired rather than "earlier"/"the"
 when both paths cost the same (the role of the similarity-weighted alignment in the ASR error
-simulator paper 001's App. A adapted). The edit count is never traded for similarity.
+simulator App. A of Thonet et al., 2024b adapted). The edit count is never traded for similarity.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`lceval noise ...`: transcript noise at a target WER (paper 001, Sec. 3 and App. A).
+"""`lceval noise ...`: transcript noise at a target WER (Thonet et al., 2024b, Sec. 3 and App. A).
 
 - `corpus [TEXT...] [--elitr] -o CORPUS.jsonl`: a real aligned ASR corpus made here
   (espeak-ng speaks, pocketsphinx recognises; speech.py).
@@ -154,7 +154,7 @@ class NoiseCommand(Command):
         c.add_argument("--data-home")
         c.add_argument("--quiet", action="store_true")
         c.add_argument("-o", "--output", required=True, help="the corpus (JSONL)")
-        r = sub.add_parser("rules", help="substitution rules from an aligned corpus (paper 001, App. A)")
+        r = sub.add_parser("rules", help="substitution rules from an aligned corpus (Thonet et al., 2024b, App. A)")
         r.add_argument("corpus", help="JSONL or TSV of reference/hypothesis pairs, or hf:DATASET[:SPLITS]")
         r.add_argument("-o", "--output", required=True, help="the rules file (JSON)")
         a = sub.add_parser("apply", help="make one noisy text and print its effective WER")

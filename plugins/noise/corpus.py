@@ -3,7 +3,7 @@
 Read from a JSONL file (`{"reference": ..., "hypothesis": ...}` per line, or RED-ACE's own
 `truth` / `asr_hypothesis` fields), a TSV file (`reference<TAB>hypothesis`), or, online, a
 Hugging Face dataset (`hf:google/red_ace_asr_error_detection_and_correction`, the corpus of
-paper 001's App. A: all its splits together, as the authors combined train, dev and test).
+App. A of Thonet et al., 2024b: all its splits together, as the authors combined train, dev and test).
 The corpus's sha256 goes into the rules: the file's bytes, or for a hub dataset the bytes of
 the canonical JSONL of the pairs read (so a re-published dataset shows up as a new hash).
 """

@@ -1,4 +1,4 @@
-"""Noisy transcripts at a target word error rate (paper 001, Sec. 3 and App. A).
+"""Noisy transcripts at a target word error rate (Thonet et al., 2024b, Sec. 3 and App. A).
 
 The paper made its noisy transcripts with an adaptation of the ASR error simulator
 pe-trik/asr-errors-simulator (`rewrite2.py`); it prints no formula. Two calibrations of the

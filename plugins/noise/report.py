@@ -1,7 +1,7 @@
 """Robustness to transcript noise, from finished runs: the score curve over WER levels.
 
 Per model and task family (the same task with only `options.noise` varying), one row per
-level: the target WER, the effective WER averaged over the meetings (paper 001, Table 5),
+level: the target WER, the effective WER averaged over the meetings (Thonet et al., 2024b, Table 5),
 the score with a meeting-level cluster-bootstrap interval, and the drop from the clean score
 (clean minus noisy, paired by question and seed) with the paired interval and permutation
 p-value of `lceval compare` (`lceval.compare` / `lceval.stats`, not re-implemented here).
@@ -63,7 +63,7 @@ class LevelRow:
 
 @dataclass
 class Table5Row:
-    """Paper 001, Table 5: target vs effective WER, averaged over meetings."""
+    """Thonet et al., 2024b, Table 5: target vs effective WER, averaged over meetings."""
 
     rules: str  # sha256 prefix of the rules file
     seed: int
@@ -233,7 +233,7 @@ def format_report(report: NoiseReport, fmt: str = "text") -> str:
              _f(r.drop), f"[{_f(r.drop_ci_low)}, {_f(r.drop_ci_high)}]" if r.drop_ci_low is not None else "",
              _f(r.drop_p, 3), str(r.pairs)] for r in report.rows]
     parts = ["Score against transcript noise (intervals resample meetings)", "",
-             *_table(head, body, md), "", "Target vs effective WER, mean over meetings (paper 001, Table 5)", "",
+             *_table(head, body, md), "", "Target vs effective WER, mean over meetings (Thonet et al., 2024b, Table 5)", "",
              *table5_lines(report.table5, md)]
     if report.notes:
         parts += ["", *[f"note: {n}" for n in report.notes]]

@@ -4,7 +4,7 @@ The engine plots each noise level as a task of its own; what it cannot know is t
 tasks are one curve along the word error rate, measured per meeting. This panel draws that
 curve from the same numbers as `lceval noise report` (`noise_report_of_runs`): the score at
 each target WER with its meeting-level interval, the drop from the clean score with its
-paired interval, every meeting's score against its effective WER, and paper 001's Table 5
+paired interval, every meeting's score against its effective WER, and Table 5 of Thonet et al., 2024b
 (target vs effective WER).
 """
 
@@ -16,7 +16,7 @@ from lceval.report import Point, Series, charts, figure
 
 from .report import LevelRow, NoiseReport, noise_report_of_runs
 
-SECTION = "Transcript noise (paper 001, App. A)"
+SECTION = "Transcript noise (Thonet et al., 2024b, App. A)"
 
 
 def _level(target: float) -> str:

@@ -1,4 +1,4 @@
-"""Substitution rules learnt from an aligned ASR corpus (paper 001, App. A).
+"""Substitution rules learnt from an aligned ASR corpus (Thonet et al., 2024b, App. A).
 
 The paper's rules map a token to "a probability distribution over similar tokens (or an empty
 character) that can plausibly replace it", e.g. `"earlier": {"early": 0.4651, ...}`, learnt

@@ -2,7 +2,7 @@
 (Debian's `espeak-ng`) and heard by an offline recogniser (`pocketsphinx`, whose PyPI wheel
 ships the CMU US English acoustic model, language model and dictionary). No network.
 
-The pairs are what the rules need (paper 001, App. A learns them from RED-ACE: LibriSpeech
+The pairs are what the rules need (Thonet et al., 2024b, App. A learns them from RED-ACE: LibriSpeech
 read by people, decoded by Google's recogniser); this corpus is smaller and its errors are
 those of a formant synthesiser heard by a 2010s HMM recogniser, so it is much noisier than
 RED-ACE (see README, "Noisy transcripts"). The voices rotate over the sentences so that the

@@ -36,13 +36,13 @@ NOISE_OPTION_SCHEMA: dict[str, Any] = {
                   "description": "rules file (lceval noise rules); a relative name is looked up in the "
                                  "current folder, then in the data home's noise/ folder"},
         "wer": {"type": "number", "minimum": 0, "maximum": 1,
-                "description": "target word error rate, 0.2 = 20% (paper 001: 0.2 ... 1.0)"},
+                "description": "target word error rate, 0.2 = 20% (Thonet et al., 2024b: 0.2 ... 1.0)"},
         "seed": {"type": "integer", "minimum": 0, "description": "noise seed (default 0)"},
         "protect": {"type": "boolean",
                     "description": "keep speaker tags, placeholders and annotations intact (default true)"},
         "calibration": {"enum": ["simulator", "exact"],
                         "description": "how the target sets the error rates: the ASR error simulator's formula "
-                                       "as paper 001 used it (default), or exactly target x words edits"},
+                                       "as Thonet et al., 2024b used it (default), or exactly target x words edits"},
     },
 }
 

@@ -1,4 +1,4 @@
-"""`embedding` retriever (Vect, paper 002 §5.1): cosine similarity between the query's and
+"""`embedding` retriever (Vect, Laban et al., 2024, §5.1): cosine similarity between the query's and
 each document's sentence-transformers embedding (populate_retriever_scores.retrieve_from_vector).
 
 Option `model`: a sentence-transformers model name or folder. Default: the

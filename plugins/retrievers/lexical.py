@@ -2,7 +2,7 @@
 
 Every retriever ranks *all* documents (most relevant first, ties kept in document order,
 as Python's stable sort in the authors' code); a task type then keeps the top ones up to its
-token budget. Paper 002 §5.1 and the authors' populate_retriever_scores.py:
+token budget. Laban et al., 2024, §5.1 and the authors' populate_retriever_scores.py:
 
 - `random` (Rand): a seeded uniform score per document (option `seed`, default 0).
 - `keywords` (KWs): the share of the query's keywords (lower-cased word tokens minus English

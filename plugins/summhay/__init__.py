@@ -1,4 +1,4 @@
-"""SummHay plugin (paper 002, Summary of a Haystack): the `summhay` task type, its spec
+"""SummHay plugin (Laban et al., 2024, Summary of a Haystack): the `summhay` task type, its spec
 folder and the `summhay` dataset (schema-checked files, no pinned checksums)."""
 
 from __future__ import annotations

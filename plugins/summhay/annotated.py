@@ -1,4 +1,4 @@
-"""Re-judging the authors' human-annotated summaries (paper 002 §4.2, Table 1).
+"""Re-judging the authors' human-annotated summaries (Laban et al., 2024, §4.2, Table 1).
 
 The SummHay authors published 200 summaries (40 systems: summarizer x retriever) with a
 professional annotator's verdict for each reference insight and the verdicts of six automatic

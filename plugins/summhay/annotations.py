@@ -9,7 +9,7 @@ coverage 100/50/0, label =
 the bullet the insight was linked to, as a 1-based summary line. The human `candidate_id` is
 the 0-based line and the evaluators' `bullet_id` the 1-based one (the authors' notebook
 compares `bullet_id - 1 == candidate_id`); "no_selection" / "NA" give no label. With these,
-`lceval judge-agreement FILE` reproduces Table 1 of paper 002 (GPT-4o: Pearson 0.716 on the
+`lceval judge-agreement FILE` reproduces Table 1 of Laban et al., 2024 (GPT-4o: Pearson 0.716 on the
 1,419 insights, same bullet 88.9%).
 
 The system is the model of a run that replays these summaries (annotated.py): judge-agreement
@@ -32,7 +32,7 @@ from .annotated import SYSTEM
 from .scoring import COVERAGE_POINTS, normalize_label
 
 NOTES = {
-    "human": "professional annotators (paper 002 §4.2)",
+    "human": "professional annotators (Laban et al., 2024, §4.2)",
     "prompted_gpt-4o": "GPT-4o, the paper's evaluator (Appendix A.2 prompt)",
     "9fs_gpt-4o": "GPT-4o with 9 few-shot examples",
 }

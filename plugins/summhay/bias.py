@@ -1,4 +1,4 @@
-"""Paper 002, Appendix A.3, Table 6: is an automatic coverage evaluator biased by who wrote
+"""Laban et al., 2024, Appendix A.3, Table 6: is an automatic coverage evaluator biased by who wrote
 the summary, or by how long its bullets are? From the authors' annotated summaries
 (eval_benchmark_data.json: 200 summaries, a human verdict and six evaluators' per insight).
 
@@ -100,7 +100,7 @@ def format_bias(rep: dict[str, Any], fmt: str = "md") -> str:
         return " | ".join("-" if values[e] is None else f"{values[e]:.3f}" for e in evaluators)
 
     rows = sorted(rep["summarizer_bias"].items(), key=lambda kv: _mean(list(kv[1].values())) or 0.0)
-    out = [f"Evaluator bias on {rep['summaries']} annotated summaries (paper 002, Table 6): "
+    out = [f"Evaluator bias on {rep['summaries']} annotated summaries (Laban et al., 2024, Table 6): "
            "evaluator's Coverage Score minus the annotators', 0-1 scale\n",
            "| summarizer | n | " + " | ".join(evaluators) + " |", "|---|---:|" + "---:|" * len(evaluators)]
     for name, values in rows:

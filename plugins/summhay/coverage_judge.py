@@ -1,4 +1,4 @@
-"""SummHay coverage judges (paper 002 §4): one Judgment per summary (one per subtopic).
+"""SummHay coverage judges (Laban et al., 2024, §4): one Judgment per summary (one per subtopic).
 
 For every reference insight of the subtopic, a verdict {"coverage": NO|PARTIAL|FULL,
 "bullet_id": n} maps it to one bullet of the summary; the scores follow (scoring.py):

@@ -2,7 +2,7 @@
 `prompts/summarization_conv.txt`, `prompts/summarization_news.txt`, `prompts/eval_summhay.txt`)
 and filled as `populate_summaries.summarize` / `populate_eval.evaluate_insights` fill them.
 
-Paper 002 §3.3: the system gets the query, is told the number of bullets (= the subtopic's
+Laban et al., 2024, §3.3: the system gets the query, is told the number of bullets (= the subtopic's
 number of insights) and must cite documents as [i]; the authors' prompts add the 300-word
 limit. The coverage prompt is Appendix A.2 with the three few-shot examples of the repo file.
 """

@@ -2,7 +2,7 @@
 
 The engine plots each task on its own; what it cannot know is that SummHay's tasks are one
 experiment along two axes that live in the spec options: the retriever and its token
-budget (paper 002, Table 2: Full vs the RAG columns) and the order of the documents
+budget (Laban et al., 2024, Table 2: Full vs the RAG columns) and the order of the documents
 (§5.4, Table 3: Random / Top / Bottom and the Position Sensitivity). These panels put the
 runs' tasks of this type side by side along those axes, with the results' intervals.
 """
@@ -20,7 +20,7 @@ from .scoring import position_sensitivity
 from .task import DEFAULT_OPTIONS
 
 TASK_TYPE = "summhay"
-SECTION = "SummHay (paper 002)"
+SECTION = "SummHay (Laban et al., 2024)"
 METRICS = (("coverage", "Coverage"), ("citation_f1", "Citation F1"), ("score", "Joint"))
 POSITION_ORDERS = ("random", "top", "bottom")
 
@@ -98,7 +98,7 @@ def summhay_panels(ctx: ReportContext) -> list[ReportFigure]:
         for metric, name in METRICS:
             out.append(figure(_chart(cats, retrieval, metric, name, colors, "retriever @ budget (tokens)"),
                               f"{name} by retriever and budget",
-                              "Full context and each retriever at its token budget (paper 002, Table 2); "
+                              "Full context and each retriever at its token budget (Laban et al., 2024, Table 2); "
                               "whiskers: 95% intervals resampling topics.", SECTION))
     position = found["position"]
     if position:

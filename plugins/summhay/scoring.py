@@ -1,4 +1,4 @@
-"""SummHay metrics (paper 002 §4.1, Fig. 2), computed exactly as the authors' utils_eval.py.
+"""SummHay metrics (Laban et al., 2024, §4.1, Fig. 2), computed exactly as the authors' utils_eval.py.
 
 Per reference insight, a coverage verdict maps it to one bullet: coverage 100 (FULL),
 50 (PARTIAL) or 0 (NO). For a covered insight, the citations of that bullet (regex

@@ -1,4 +1,4 @@
-"""Haystack synthesis with a generator model (paper 002 §3.2, Appendix A.1):
+"""Haystack synthesis with a generator model (Laban et al., 2024, §3.2, Appendix A.1):
 `lceval summhay synth OUT.json --model SPEC --topic "..."`.
 
 Steps, each an LLM call that must answer JSON (our prompts: the authors published none of

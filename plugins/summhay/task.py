@@ -1,5 +1,5 @@
 """SummHay task type: summarize a haystack of documents for one subtopic's query, citing
-documents as [i] (paper 002, "Summary of a Haystack", §3.3 and §5).
+documents as [i] (Laban et al., 2024, "Summary of a Haystack", §3.3 and §5).
 
 One conversation per subtopic. The prompt is the authors' domain prompt (conversations /
 news, prompts.py) with the document list where the authors put it ("Conversation 3:\\n...").
@@ -63,7 +63,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
                       "x-lceval-plugin": {"kind": "retriever", "values": ["full"], "prefixes": ["stored:"]}},
         "retriever_options": {"type": "object", "default": {}, "description": "Options of the retriever plugin."},
         "budget_tokens": {"type": "integer", "minimum": 1, "default": 15000,
-                          "description": "Document tokens kept after retrieval (paper 002 §5.1: 15k)."},
+                          "description": "Document tokens kept after retrieval (Laban et al., 2024, §5.1: 15k)."},
         "budget_tokenizer": {"enum": list(budgets.TOKENIZERS), "default": "auto",
                              "description": "How the budget counts tokens (lceval.tokens)."},
         "order": {"enum": list(ORDERS), "default": "auto", "description": "Document order, §5.4: haystack, random, top, bottom, rank (auto: rank with a retriever, else haystack)."},

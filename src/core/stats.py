@@ -52,7 +52,7 @@ def cluster_bootstrap(values: Sequence[float], clusters: Sequence[str], *, n_boo
 
 def welch_one_tailed(a: Sequence[float], b: Sequence[float], alternative: str = "less") -> dict[str, Any]:
     """Welch's t-test of H1: mean(a) < mean(b) (or > with alternative='greater'),
-    as in ELITR-Bench paper 000, App. C.2, Table 9 (a = middle-position answers).
+    as in ELITR-Bench Thonet et al., 2024a, App. C.2, Table 9 (a = middle-position answers).
     scipy's `ttest_ind(equal_var=False, alternative=...)` computes it; we only decide what
     a group too small or without variance gives (no p-value, said why, never nan)."""
     from scipy import stats as sps
@@ -78,7 +78,7 @@ def welch_one_tailed(a: Sequence[float], b: Sequence[float], alternative: str = 
 
 
 def across_seeds(values: Sequence[float]) -> dict[str, Any]:
-    """Mean and sample standard deviation over seeded runs (paper 000, App. C.1, Table 7)."""
+    """Mean and sample standard deviation over seeded runs (Thonet et al., 2024a, App. C.1, Table 7)."""
     arr = np.asarray([v for v in values if v is not None], float)
     return {
         "values": [float(v) for v in arr],
@@ -93,7 +93,7 @@ def icc(ratings: Sequence[Sequence[float]]) -> dict[str, Any]:
     Psychol. Bull. 86(2), Table 1): ICC(1,*) one-way (each target rated by its own raters),
     ICC(2,*) two-way random (the same raters for every target, raters a random sample),
     ICC(3,*) two-way mixed (these raters only); `*1` is one rater's reliability, `*k` the
-    mean of the k raters'. Paper 001 (Table 11) reports ICC(2,k) per meeting and ICC(1,k)
+    mean of the k raters'. Thonet et al., 2024b (Table 11) reports ICC(2,k) per meeting and ICC(1,k)
     over all meetings (whose annotators differ). None where a coefficient is undefined."""
     x = np.asarray(ratings, dtype=float)
     out: dict[str, Any] = {"n": int(x.shape[0]) if x.ndim == 2 else 0,

@@ -3,7 +3,7 @@ tokenizer keeps the promises the context policy relies on, and a Hugging Face mo
 for backends (`HFTokens`).
 
 Budgets (used by retrieval-augmented task types, e.g. SummHay's "the first 15k worth of
-document tokens", paper 002 §5.1): a *task type* ranks documents with a retriever, then
+document tokens", Laban et al., 2024, §5.1): a *task type* ranks documents with a retriever, then
 `fill_budget` keeps them in rank order until the budget and cuts the document that crosses
 it to the tokens still free (the SummHay authors' populate_summaries.get_docs_token_limit);
 a retriever only ranks. The budget counts with a `Counter` named in each sample:

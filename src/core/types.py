@@ -64,6 +64,10 @@ class Conversation:
     preamble: list[Message] = field(default_factory=list)  # e.g. a system message
     history: Literal["model", "gold"] = "model"
     metadata: dict[str, Any] = field(default_factory=dict)  # e.g. split, meeting id
+    #: the context's elements (documents, speaker turns) as [start, end) character spans of
+    #: `context`, when it is made of them: a context policy that cuts then removes whole
+    #: elements, never part of one (None: plain text, cut at any token)
+    context_elements: list[tuple[int, int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,10 @@ class ContextCut:
     #: of the kept tokens, those at the context's start, when the cut was not in the context's
     #: middle (the authors' rule cuts the whole prompt's middle: LongBench's pred.py); None: half
     head_tokens: int | None = None
+    #: a context made of elements (`Conversation.context_elements`) cut at their boundaries:
+    #: how many of them were kept, of how many (None: not cut there, or not made of elements)
+    elements_kept: int | None = None
+    elements_total: int | None = None
 
 
 @dataclass

@@ -2,10 +2,13 @@
 
 Each page's ```bash blocks run in order, in a scratch folder of the page's own, offline, with
 `LCEVAL_DATA` a copy of a data home holding `elitr-bench` (fetched from the published
-archives in the shared datasets folder) and SummHay's annotated summaries, a fresh
-`LCEVAL_CACHE`, `LCEVAL_REPO` (the repository root) and `LCEVAL_SHARED_DATASETS`. A command
-that does not end as its page says fails the test with the page, the line, the command and
-its output. Pages whose commands run the real SmolLM2 model are marked slow (each such
+archives in the shared datasets folder) and SummHay's annotated summaries, and a fresh
+`LCEVAL_CACHE`. The scratch folder is what a reader has who followed the pages: the clone's
+folders the pages name (`tests/`, `examples/`, `benchmarks/`, `tasks/`), ELITR-Bench's
+archives downloaded into `elitr-bench-archives/` and SummHay's annotated summaries
+(`eval_benchmark_data.json`). No variable a reader does not have is set: a page that uses
+`$LCEVAL_REPO` or `$LCEVAL_SHARED_DATASETS` fails. A command that does not end as its page
+says fails the test with the page, the line, the command and its output. Pages whose commands run the real SmolLM2 model are marked slow (each such
 command is kept to a few questions and a small window). Without the shared datasets the
 command tests are skipped; the marking checks always run.
 """
@@ -67,6 +70,19 @@ def test_docs_cite_papers_instead_of_numbering_them():
     assert not found, "cite the paper (see docs/references.md) instead of:\n" + "\n".join(found)
 
 
+def test_no_paper_is_numbered_anywhere_a_user_reads():
+    """`lceval tasks`, the report's task descriptions, messages and the docstrings the API
+    reference renders cite the papers by authors and year too (issue 30): `grep -rn "paper 00"
+    src plugins tasks docs` finds nothing."""
+    found = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+             for folder in ("src", "plugins", "tasks", "docs") for path in sorted((REPO / folder).rglob("*"))
+             if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts
+             and path.suffix in (".py", ".yaml", ".yml", ".md", ".json", ".js", ".css", ".txt")
+             for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             if re.search(r"\b[Pp]apers? 00[0-9]", line)]
+    assert not found, "cite the paper by authors and year (docs/references.md) instead of:\n" + "\n".join(found)
+
+
 def test_readme_is_a_front_door():
     """README.md stays short (the manual is the docs site): at most 250 lines."""
     lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")
@@ -91,18 +107,44 @@ def docs_data_home(tmp_path_factory) -> Path:
     return home
 
 
+#: the clone's folders the pages name by relative path (commands run from the clone's root)
+CLONE_FOLDERS = ("tests", "examples", "benchmarks", "tasks")
+#: variables only this test had once; the pages must not use them (a reader has neither)
+NOT_THE_READERS = ("LCEVAL_REPO", "LCEVAL_SHARED_DATASETS")
+
+
+def _reader_folder(scratch: Path) -> None:
+    """What a reader of the pages has in the folder they work in: the clone's folders, the
+    archives the offline instructions download, SummHay's annotated summaries."""
+    for name in CLONE_FOLDERS:
+        (scratch / name).symlink_to(REPO / name, target_is_directory=True)
+    (scratch / "elitr-bench-archives").symlink_to(SHARED / "elitr-bench" / "archives", target_is_directory=True)
+    (scratch / "eval_benchmark_data.json").symlink_to(SHARED / "summhay" / "eval_benchmark_data.json")
+
+
 def _env(scratch: Path, data: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LCEVAL_")}
-    env.update(LCEVAL_DATA=str(data), LCEVAL_CACHE=str(scratch.parent / "cache.sqlite"), LCEVAL_REPO=str(REPO),
-               LCEVAL_SHARED_DATASETS=str(SHARED), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
+    env.update(LCEVAL_DATA=str(data), LCEVAL_CACHE=str(scratch.parent / "cache.sqlite"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
                NO_COLOR="1", LCEVAL_AUTO_FETCH="0")  # offline: a dataset missing is an error, never a download
     return env
+
+
+def test_no_page_uses_a_variable_the_reader_does_not_have():
+    """A command is pasted as written: `$LCEVAL_REPO` and `$LCEVAL_SHARED_DATASETS` were this
+    test's, not a reader's (pasted, they give "path does not exist"); pages name the clone's
+    files by relative path and say which files to download where (issue 30)."""
+    found = [f"{block.where}: {line.strip()}" for page in PAGES if page.name != "CONTRIBUTING.md"
+             for block in page_blocks(REPO, page) if block.lang in (RUN, "sh")
+             for line in block.lines if any(f"${name}" in line or f"${{{name}}}" in line for name in NOT_THE_READERS)]
+    assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize("page", _params())
 def test_page_commands_run_as_written(page: Path, docs_data_home: Path, tmp_path: Path):
     scratch, data = tmp_path / "work", tmp_path / "data"
     scratch.mkdir()
+    _reader_folder(scratch)
     shutil.copytree(docs_data_home, data, symlinks=True)
     env = _env(scratch, data)
     for block in page_blocks(REPO, page):

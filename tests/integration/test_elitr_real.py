@@ -126,7 +126,7 @@ def _csv_tables(text: str) -> dict[str, tuple[list[str], dict[str, list[str]]]]:
 
 
 def _check_table2_and_table9(tables) -> None:
-    header, rows = tables["ELITR-Bench (paper 000, Table 2)"]
+    header, rows = tables["ELITR-Bench (Thonet et al., 2024a, Table 2)"]
     assert header[2:] == [f"{s}/{g}" for s in ("QA single-turn", "QA multi-turn", "Conv multi-turn")
                           for g in ("dev", "test2", "mean")]
     for setting, cells in TABLE2_DEV.items():
@@ -164,7 +164,7 @@ def test_report_of_replayed_runs_matches_the_recorded_files(real_home, tmp_path,
                       judge="gpt4-recorded", data_home=real_home, output=tmp_path / "runs", progress=False)
         dirs += [d for d, _ in reports]
     tables = _csv_tables(report(dirs, "csv"))
-    header, rows = tables["ELITR-Bench (paper 000, Table 2)"]
+    header, rows = tables["ELITR-Bench (Thonet et al., 2024a, Table 2)"]
     assert list(rows) == models  # three runs per model, one row each
     for setting, cells in TABLE2_DEV.items():
         for model in models:

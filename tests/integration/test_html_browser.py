@@ -194,7 +194,7 @@ def test_overview_charts_and_samples_in_chromium(browser, material, report, tmp_
                      "elitr_qa: score by answer_position (test2)", "Coverage by retriever and budget",
                      "Position sensitivity", "completeness: Elo", "completeness: pairwise scores",
                      "recorded:gpt-4-eval against gold-human-eval",
-                     "Scores within each gold-human-eval score bin (paper 000, Fig. 2a)"):
+                     "Scores within each gold-human-eval score bin (Thonet et al., 2024a, Fig. 2a)"):
         assert expected in titles, (expected, titles)
     # the overview: one row per model, best first, each headline the console's (results.json's)
     rows = pg.eval_on_selector_all("table.overview tbody tr", """rows => rows.map(r => [

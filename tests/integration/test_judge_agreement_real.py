@@ -74,4 +74,4 @@ def test_markdown_prints_the_papers_digits_and_the_sources_icc(shared_datasets):
     icc = rep["icc"]
     assert icc["overall"]["n"] == 390 and icc["overall"]["k"] == 4 and len(icc["by_cluster"]) == 8
     assert sum(b["n"] for b in icc["by_cluster"].values()) == 390
-    assert "(paper 001, Table 11)" in text and f"| all | 390 | {icc['overall']['icc1k']:.3f} |" in text
+    assert "(Thonet et al., 2024b, Table 11)" in text and f"| all | 390 | {icc['overall']['icc1k']:.3f} |" in text

@@ -1,4 +1,4 @@
-"""The judges of CREAM (paper 003: Comparison-based Reference-free Elo-ranked Automatic
+"""The judges of CREAM (Gong et al., 2024: Comparison-based Reference-free Elo-ranked Automatic
 evaluation for Meeting summarization), registered by the entry point
 `cream_judges = "lceval_plugins.cream.judges"`.
 

@@ -1,6 +1,6 @@
 """`cream-lexical`: CREAM's two steps with word overlap instead of a model (offline).
 
-It follows the `cream` judge's procedure (paper 003, Sec. 4.1.2) so that `lceval rank` can be
+It follows the `cream` judge's procedure (Gong et al., 2024, Sec. 4.1.2) so that `lceval rank` can be
 run, tested and compared without an API:
 
 1. Key facts from the two summaries together: every sentence of either summary with at least

@@ -26,7 +26,7 @@ from lceval.options import check_options
 OPTIONS = sampling_options(
     temperature=0.0, top_p=1.0, max_new_tokens=2048, max_attempts=3, system_prompt=None,
     extra={"max_key_facts": {"type": "integer", "minimum": 1, "default": 16,
-                             "description": "Most key facts extracted (paper 003: 16, or 30 in Table 2)."}})
+                             "description": "Most key facts extracted (Gong et al., 2024: 16, or 30 in Table 2)."}})
 
 
 class ModelJudgeSettings(SampledJudge):

@@ -1,4 +1,4 @@
-"""`cream`: the pairwise judge of CREAM (paper 003, Sec. 4 and 4.1.2).
+"""`cream`: the pairwise judge of CREAM (Gong et al., 2024, Sec. 4 and 4.1.2).
 
 One chain-of-thought prompt per ordered pair: the judge model reads both summaries (each with
 numbered sentences), extracts at most K non-redundant key facts from them together, and

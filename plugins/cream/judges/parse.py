@@ -7,7 +7,7 @@ or a verdict that is neither yes nor no is a failure (retried, then recorded as
 parse_failure); we never guess a score. Line numbers outside the summary are dropped and
 counted (`invalid_lines`), not a failure: the rest of the answer is still usable.
 
-Scores, as FineSurE (paper 003 ref. [10]; Sec. 3.1 "Metrics") defines them, per summary X:
+Scores, as FineSurE (Gong et al., 2024, ref. [10]; Sec. 3.1 "Metrics") defines them, per summary X:
     completeness_X = (# key facts X supports) / (# key facts)
     conciseness_X  = (# distinct sentences of X aligned to at least one key fact) / (# sentences of X)
 A summary with no sentence at all scores 0 on both: it supports no fact, and calling it

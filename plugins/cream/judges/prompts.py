@@ -1,4 +1,4 @@
-"""The prompts of the CREAM judges (paper 003, Sec. 4.1.2), in our own words.
+"""The prompts of the CREAM judges (Gong et al., 2024, Sec. 4.1.2), in our own words.
 
 The paper prints no prompt. What it fixes, and these follow:
 - Sec. 4 / Fig. 1: the key facts are extracted from the two summaries *concatenated*, and

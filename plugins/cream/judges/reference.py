@@ -1,4 +1,4 @@
-"""`keyfacts`: the reference-based check of CREAM's ranking (paper 003, Table 1 "Human Summary"
+"""`keyfacts`: the reference-based check of CREAM's ranking (Gong et al., 2024, Table 1 "Human Summary"
 column and the gold rankings of Table 5), in FineSurE's two steps (ref. [10]):
 
 (a) key fact extraction from the human minutes alone, at most K facts. The request depends on

@@ -1,6 +1,6 @@
 """Splitting a summary into the numbered sentences the CREAM judges align key facts to.
 
-Why a splitter of our own: FineSurE (paper 003's ref. [10], whose scoring CREAM reuses, Sec.
+Why a splitter of our own: FineSurE (ref. [10] of Gong et al., 2024, whose scoring CREAM reuses, Sec.
 3.1 "Metrics") shows the summary as numbered sentences split with nltk; we have no nltk, and
 meeting summaries are mostly bullet lists, which nltk's punkt would glue together anyway
 (it does not split on line breaks). So a summary is split into lines first, then each line

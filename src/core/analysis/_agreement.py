@@ -1,7 +1,7 @@
 """`lceval judge-agreement`: how far does a judge agree with people (or with another judge)?
 
 An LLM judge is only as useful as its agreement with the people whose judgment it replaces.
-ELITR-Bench (paper 000, App. D.2, Fig. 2) measures it three ways, all reproduced here for
+ELITR-Bench (Thonet et al., 2024a, App. D.2, Fig. 2) measures it three ways, all reproduced here for
 any two or more score sources over the same items:
 - item level: Pearson (Fig. 2b), Spearman and Kendall correlations, with bootstrap CIs that
   resample clusters (meetings) because items of one meeting are not independent;
@@ -208,7 +208,7 @@ def system_agreement(means: dict[str, dict[str, float]], a: str, b: str) -> dict
 
 
 def score_bins(ref: list[float], other: list[float], level: float = 0.95) -> list[dict[str, Any]]:
-    """Paper 000 Fig. 2a: per integer bin of the reference score, the other source's mean
+    """Thonet et al., 2024a, Fig. 2a: per integer bin of the reference score, the other source's mean
     with a t-interval, and its histogram (rounded scores)."""
     import numpy as np
     from scipy import stats
@@ -291,7 +291,7 @@ def agreement(sources: list[ScoreSource], *, bins_of: str | None = None, n_boot:
 
 def rater_icc(keyed_sources: dict[str, dict[Key, ScoredItem]], names: list[str], common: set[Key]) -> dict[str, Any]:
     """The sources as raters of the items all of them scored: intraclass correlations over
-    all items and per cluster, as paper 001 Table 11 reports its crowd annotators (ICC(2,k)
+    all items and per cluster, as Thonet et al., 2024b, Table 11 reports its crowd annotators (ICC(2,k)
     per meeting, whose raters are the same; ICC(1,k) over all meetings, whose are not)."""
     from lceval.stats import icc
 
@@ -315,12 +315,12 @@ def _f(v: Any, d: int = 2) -> str:
 
 
 def _r(v: Any) -> str:
-    """A correlation as the papers print it (three digits: paper 000 Fig. 2b, 002 Table 1)."""
+    """A correlation as the papers print it (three digits: Thonet et al., 2024a, Fig. 2b; Laban et al., 2024, Table 1)."""
     return _f(v, 3)
 
 
 def _pct(v: Any) -> str:
-    """A share as the papers print it (a percentage, one digit: paper 002 Table 1)."""
+    """A share as the papers print it (a percentage, one digit: Laban et al., 2024, Table 1)."""
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
@@ -352,7 +352,7 @@ def format_agreement(rep: dict[str, Any]) -> str:
         out.append(f"| {p['a']} | {p['b']} | {s['systems']} | {_r(s['kendall'])} | {_pct(s['pairs_same_order'])} |")
     out += _format_icc(rep.get("icc"))
     for other, rows in rep["bins"].items():
-        out += [f"\n### {other} scores within each {rep['bins_of']} score bin (paper 000, Fig. 2a)\n",
+        out += [f"\n### {other} scores within each {rep['bins_of']} score bin (Thonet et al., 2024a, Fig. 2a)\n",
                 f"| {rep['bins_of']} bin | n | mean {other} | 95% CI | histogram |", "|---|---|---|---|---|"]
         for r in rows:
             ci = f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]" if r["ci_low"] is not None else ""
@@ -364,7 +364,7 @@ def format_agreement(rep: dict[str, Any]) -> str:
 def _format_icc(icc: dict[str, Any] | None) -> list[str]:
     if not icc or icc["overall"]["n"] < 2:
         return []
-    out = [f"\n### Intraclass correlation, the {len(icc['raters'])} sources as raters (paper 001, Table 11)\n",
+    out = [f"\n### Intraclass correlation, the {len(icc['raters'])} sources as raters (Thonet et al., 2024b, Table 11)\n",
            "ICC(2,k): the same raters for every item (two-way random, k raters' mean); ICC(1,k): one-way, "
            "for items whose raters differ (Shrout & Fleiss 1979).\n",
            "| items | n | ICC(1,k) | ICC(2,k) | ICC(2,1) |", "|---|---|---|---|---|"]

@@ -2,10 +2,10 @@
 
 Why: a pairwise judge ("is summary X better than summary Y?") only says who won each match;
 turning those outcomes into a ranking of systems (model + prompt) is the same job whatever the
-benchmark, so it lives here, with no I/O and no knowledge of any benchmark. CREAM (paper 003,
+benchmark, so it lives here, with no I/O and no knowledge of any benchmark. CREAM (Gong et al., 2024,
 Section 4.1.1) is the first user; any other pairwise judge can feed the same functions.
 
-Elo, exactly as paper 003 eqs. (1)-(2):
+Elo, exactly as Gong et al., 2024, eqs. (1)-(2):
     R_new = R_old + K * (S - E)                       (1)  S = 1 win, 0.5 draw, 0 loss
     E     = 1 / (1 + 10 ** ((R_opp - R_old) / 400))   (2)
 Both players of a match are updated from their ratings *before* the match (simultaneous

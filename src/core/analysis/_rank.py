@@ -1,4 +1,4 @@
-"""`lceval rank`: rank systems by pairwise comparison of their outputs (CREAM, paper 003).
+"""`lceval rank`: rank systems by pairwise comparison of their outputs (CREAM, Gong et al., 2024).
 
 A *system* is a model, or a model plus a variant of one run (e.g. a summarization prompt:
 the spec's `rank.variant` names the metadata field). Items that answer the same thing (the
@@ -274,7 +274,7 @@ def criterion_ranking(results: list[PairResult], labels: list[str], criterion: s
 
 
 def score_matrix(results: list[PairResult], labels: list[str], criterion: str) -> dict[str, dict[str, Any]]:
-    """Paper 003 Table 3's layout: row system's mean score when compared with the column
+    """Gong et al., 2024, Table 3's layout: row system's mean score when compared with the column
     system (both orders averaged), over the units both answered."""
     triples = [t for r in results for t in ((r.a, r.b, r.scores[criterion][0]), (r.b, r.a, r.scores[criterion][1]))]
     m = pairwise.score_matrix(triples, labels)

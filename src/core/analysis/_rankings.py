@@ -75,7 +75,7 @@ def format_ranking(ranking: Ranking, markdown: bool = False) -> str:
            f"{acc['ordered_judgments']} ordered judgments: {acc['ok']} ok, {acc['parse_failures']} parse failures, "
            f"{acc['missing']} missing.",
            f"Elo: K={opts['k_factor']:g}, initial {opts['initial']:g}, mean over {opts['n_orders']} random match orders "
-           f"(paper 003 eqs. 1-2); Bradley-Terry: maximum likelihood"
+           f"(Gong et al., 2024, eqs. 1-2); Bradley-Terry: maximum likelihood"
            + (f" with {opts['bt_prior']:g} virtual draw(s) per pair" if opts["bt_prior"] else "")
            + f"; {level}% intervals from {opts['n_boot']} bootstrap resamples of units."]
     excluded = {s: v["excluded"] for s, v in rep["systems"].items() if v["excluded"]}
@@ -111,7 +111,7 @@ def format_ranking(ranking: Ranking, markdown: bool = False) -> str:
                        f"{_ci(bias, 3)} over {bias['pairs_both_orders']} pairs judged in both orders; "
                        f"the same winner in both orders for {100 * bias['same_winner_both_orders']:.0f}%.")
         out.append("")
-        out.append("Pairwise scores (row's mean score when compared with the column; paper 003 Table 3):")
+        out.append("Pairwise scores (row's mean score when compared with the column; Gong et al., 2024, Table 3):")
         out.append(_matrix_table(block, markdown))
     return "\n".join(out)
 

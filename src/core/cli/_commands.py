@@ -51,7 +51,15 @@ def _outputs() -> Any:
 
 def _wrote(table: str, run_dir: Path) -> None:
     print(table)
-    print(f"\nwrote {run_dir}")
+    try:
+        replaced = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("replaced")
+    except (OSError, ValueError, AttributeError):
+        replaced = None
+    if replaced:  # results.write_run: the same run again, served from the cache, takes its folder's place
+        print(f"\nrewrote {run_dir} (the same run as before, every answer from the cache: its folder was replaced, "
+              "not duplicated)")
+    else:
+        print(f"\nwrote {run_dir}")
 
 
 # -- runs ----------------------------------------------------------------------------------
@@ -269,25 +277,47 @@ def plugins(args: argparse.Namespace, inv: Invocation) -> int:
 
 
 def validate(args: argparse.Namespace, inv: Invocation) -> int:
-    """Check spec files (schema, their type's options, that every plugin they name exists, and
-    what the task type checks against its data) and plugin packages; never runs a model."""
+    """Check spec files, or tasks and suites by name (schema, their type's options, that every
+    plugin they name exists, and what the task type checks against its data), and plugin
+    packages; never runs a model."""
     from lceval.cli._plugin_check import check_plugin_package
 
     out, ok = [], True
+    catalog = None
     for raw in args.paths:
         path = Path(raw)
         try:
             if path.is_dir():
                 out.extend(check_plugin_package(path, list(inv.disabled)))
                 continue
-            spec = load_spec(path)
-            check_spec(spec, inv.plugins, data=True)
-            out.append(f"ok      {path} (task '{spec.name}', type '{spec.type}')")
+            if path.is_file() or raw.endswith((".yaml", ".yml")) or os.sep in raw:
+                specs = [load_spec(path)]
+            else:  # a task or suite name, as `--tasks` takes it: a wheel user has no spec file at hand
+                catalog = catalog or load_catalog(inv.plugins)
+                specs = _named_specs(catalog, raw)
         except UserError as exc:
             ok = False
             out.append(f"invalid {exc.render()}")
+            continue
+        for spec in specs:
+            try:
+                check_spec(spec, inv.plugins, data=True)
+                out.append(f"ok      {path if path.is_file() else spec.path} (task '{spec.name}', type '{spec.type}')")
+            except UserError as exc:
+                ok = False
+                out.append(f"invalid {exc.render()}")
     print("\n".join(out))
     return 0 if ok else 2
+
+
+def _named_specs(catalog: Any, name: str) -> list[Any]:
+    """The specs a task or suite name stands for; an unknown name says what `validate` takes."""
+    try:
+        return catalog.resolve_tasks(name)
+    except UserError as exc:
+        raise UserError(f"'{name}' is neither a spec file, a plugin folder nor a task or suite name"
+                        + (exc.message[exc.message.index("."):] if "Did you mean" in exc.message else ""),
+                        hint="`lceval tasks` lists the task names.") from None
 
 
 # -- data ----------------------------------------------------------------------------------

@@ -103,12 +103,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("lceval: interrupted. Finished answers are in the cache: run the same command again "
               "to resume.", file=sys.stderr)
         return 130
+    except ModuleNotFoundError as exc:
+        hint = install_hint(exc.name or "")
+        if hint is None:  # not a package an extra of lceval installs: a bug, with its traceback
+            raise_internal()
+            return 1
+        print(f"lceval: error: this needs the Python package '{exc.name}', which is not installed. {hint}",
+              file=sys.stderr)
+        return 2
     except Exception:  # a bug in lceval or a plugin: say so, with the traceback to report
-        import traceback
-
-        traceback.print_exc()
-        print("lceval: internal error (exit 1). Please report it with the traceback above.", file=sys.stderr)
+        raise_internal()
         return 1
+
+
+def raise_internal() -> None:
+    """The traceback of the exception being handled, and what to do with it."""
+    import traceback
+
+    traceback.print_exc()
+    print("lceval: internal error (exit 1). Please report it with the traceback above.", file=sys.stderr)
+
+
+def install_hint(module: str) -> str | None:
+    """`pip install 'lceval[EXTRA]'` for a module that one of lceval's extras installs (its
+    distribution named like the module, as jinja2, huggingface_hub, rouge_score are), read from
+    lceval's own metadata; None for any other module. A plugin's own check usually says it
+    first; this is the net under every plugin, so that a missing extra is never a traceback."""
+    import re
+    from importlib import metadata
+
+    top = re.sub(r"[-_.]+", "-", module.partition(".")[0]).lower()
+    try:
+        requirements = metadata.requires("lceval") or []
+    except metadata.PackageNotFoundError:
+        return None
+    extras = []
+    for text in requirements:
+        found = re.match(r"\s*([A-Za-z0-9._-]+).*extra\s*==\s*['\"]([^'\"]+)['\"]", text)
+        if found and re.sub(r"[-_.]+", "-", found.group(1)).lower() == top and found.group(2) not in extras:
+            extras.append(found.group(2))
+    if not top or not extras:
+        return None
+    return "Install it with: " + " or ".join(f"pip install 'lceval[{e}]'" for e in extras[:3])
 
 
 class _TqdmHandler(logging.Handler):

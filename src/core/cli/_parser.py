@@ -109,7 +109,8 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     pl.add_argument("name", nargs="?", help="a plugin, or a backend, judge, retriever, task type ... name")
 
     v = command("validate", commands.validate, help="check task specs or a plugin package without running")
-    v.add_argument("paths", nargs="+", help="spec YAML files, or folders of a plugin package (pyproject.toml)")
+    v.add_argument("paths", nargs="+", help="spec YAML files, task or suite names (as --tasks takes them), or "
+                   "folders of a plugin package (pyproject.toml)")
 
     d = command("data", None, help="manage datasets in the data home")
     dsub = d.add_subparsers(dest="data_command", required=True)

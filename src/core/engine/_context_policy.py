@@ -2,7 +2,9 @@
 
 The budget is measured with the model's own tokenizer on the chat-templated prompt, so what
 is computed is what is sent. Instructions and questions are never cut; room is left for
-every answer of the conversation. What was done is recorded per sample.
+every answer of the conversation. A context made of elements (documents, speaker turns: a
+task type hands their spans as `Conversation.context_elements`) is cut at element
+boundaries, whole elements removed, never half a turn. What was done is recorded per sample.
 
 How a cut is made (`CutStyle`, the spec's `context:` section): in the context's middle with a
 visible marker (lceval's default), or, as the authors of LongBench and InfiniteBench cut, in
@@ -10,7 +12,7 @@ the middle of the prompt's text with no marker (`cut: prompt`, `marker: ""`), to
 (`max_prompt_tokens`) even when the window holds more: the context then keeps `half - a`
 tokens at its start and `half - b` at its end, `a` and `b` the prompt's tokens before and after
 it, and `half` half the prompt's budget (LongBench's pred.py keeps `tokens[:half]` and
-`tokens[-half:]` of the prompt).
+`tokens[-half:]` of the prompt; the authors cut at tokens, so elements are not kept whole).
 """
 
 from __future__ import annotations
@@ -104,13 +106,16 @@ def prefix_in_user(messages: list[Message]) -> list[Message]:
 
 def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: int,
         answer_reserve: int, context_ids: list[int] | None = None,
-        max_tokens: int | None = None, style: CutStyle = CutStyle()) -> tuple[str | None, ContextCut]:
+        max_tokens: int | None = None, style: CutStyle = CutStyle(),
+        elements: "Elements | None" = None) -> tuple[str | None, ContextCut]:
     """Return the context to send (None = skip the conversation) and what was done.
     `context_ids` may pass the context's tokens when several conversations share it.
     `max_tokens` (the spec's `context.max_tokens`, one budget of `--context-lengths`) cuts the
     context to that many tokens even when the window holds more: the user asked for that
     cut, so it is made whatever the policy (from the middle, or the left with truncate-left)
-    and recorded as such; a window smaller than the budget is still the policy's business."""
+    and recorded as such; a window smaller than the budget is still the policy's business.
+    `elements` (the context's elements with their tokens, `element_tokens`) cuts at their
+    boundaries."""
     if policy not in POLICIES:
         raise UserError(f"unknown context policy '{policy}' (known: {', '.join(POLICIES)})",
                         field="context.policy")
@@ -160,8 +165,7 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
         policy = "truncate-left" if policy == "truncate-left" else "truncate-middle"
         budget = max_tokens
         if window is None:
-            return _cut(model, context_ids, budget, policy, style.marker), ContextCut(policy, original, budget,
-                                                                                     "truncated")
+            return _truncated(model, context_ids, budget, policy, conv.context, elements, original, style)
     if original <= budget:
         return conv.context, ContextCut(policy, original, original, "none")
     if policy == "error":
@@ -177,16 +181,16 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
 
     keep = budget
     for _ in range(6):  # re-tokenizing joined text can differ by a few tokens: shrink until it fits
-        head = _head(keep, around, policy, style)
-        text = _cut(model, context_ids, keep, policy, style.marker, head)
+        text, cut = _truncated(model, context_ids, keep, policy, conv.context, elements, original, style,
+                               _head(keep, around, policy, style))
         if window is None:
-            return text, ContextCut(policy, original, keep, "truncated", head)
+            return text, cut
         used = _count(model, fill_context(full_transcript(conv, earlier), text))
         excess = used + reserve - window
         if excess <= 0:
             # kept = tokens of the original context still there (the cut mark not counted),
             # so kept < original always holds for a truncated context
-            return text, ContextCut(policy, original, keep, "truncated", head)
+            return text, cut
         keep -= excess + SAFETY_MARGIN
         if keep <= 0:
             break
@@ -219,7 +223,8 @@ def _head(keep: int, around: tuple[int, int], policy: str, style: CutStyle) -> i
 
 def share_cuts(fitted: list[tuple[Conversation, str | None, ContextCut]], model: ModelBackend,
                context_ids: dict[str, list[int] | None],
-               style: CutStyle = CutStyle()) -> list[tuple[str | None, ContextCut]]:
+               style: CutStyle = CutStyle(),
+               elements: "dict[str, Elements | None] | None" = None) -> list[tuple[str | None, ContextCut]]:
     """Give every truncated conversation of one context the same cut: the smallest any of
     them needed. Each conversation's own budget differs by its question's length, so each
     would otherwise get a slightly different transcript, and a backend's KV cache could reuse
@@ -235,12 +240,14 @@ def share_cuts(fitted: list[tuple[Conversation, str | None, ContextCut]], model:
     for conv, text, cut in fitted:
         least = smallest.get(conv.context_id)
         ids = context_ids.get(conv.context_id)
-        if cut.action != "truncated" or least is None or ids is None or least == cut:
+        parts = (elements or {}).get(conv.context_id)
+        # an element cut chosen for a larger budget may keep other elements than one for
+        # `keep`: every conversation of the context is cut again, so all get the same text
+        if cut.action != "truncated" or least is None or ids is None or (least == cut and parts is None):
             out.append((text, cut))
             continue
-        keep, head = least.kept_tokens or 0, least.head_tokens
-        out.append((_cut(model, ids, keep, cut.policy, style.marker, head),
-                    ContextCut(cut.policy, cut.original_tokens, keep, "truncated", head)))
+        out.append(_truncated(model, ids, least.kept_tokens or 0, cut.policy, conv.context, parts,
+                              cut.original_tokens, style, least.head_tokens))
     return out
 
 
@@ -251,14 +258,16 @@ def fit_all(conversations: list[Conversation], model: ModelBackend, policy: str,
     what every conversation's context will be when it is asked (a run and `--dry-run` both
     fit through here)."""
     tokens: dict[str, list[int] | None] = {}  # a meeting's questions share one tokenization
+    parts: dict[str, Elements | None] = {}
     fitted = []
     for conv in conversations:
         if (model.context_window or max_tokens or style.max_prompt_tokens) and conv.context_id not in tokens:
             tokens[conv.context_id] = model.tokenize(conv.context)
+            parts[conv.context_id] = element_tokens(model, conv) if tokens[conv.context_id] is not None else None
         text, cut = fit(conv, model, policy, max_new_tokens, answer_reserve, context_ids=tokens.get(conv.context_id),
-                        max_tokens=max_tokens, style=style)
+                        max_tokens=max_tokens, style=style, elements=parts.get(conv.context_id))
         fitted.append((conv, text, cut))
-    shared = share_cuts(fitted, model, tokens, style)
+    shared = share_cuts(fitted, model, tokens, style, parts)
     return [(conv, text, cut) for (conv, _, _), (text, cut) in zip(fitted, shared)]
 
 
@@ -270,6 +279,70 @@ def removed_span(policy: str, original: int, keep: int, head: int | None = None)
         return 0, original - keep
     head = keep // 2 if head is None else head
     return head, original - (keep - head)
+
+
+#: [start, end) characters of each element of a context and its tokens
+Elements = list[tuple[int, int, int]]
+
+
+def element_tokens(model: ModelBackend, conv: Conversation) -> Elements | None:
+    """The context's elements (`Conversation.context_elements`) with their tokens, each
+    tokenized on its own (their sum is within a few tokens of the whole context's: the fit
+    loop measures the real prompt and shrinks until it fits); None: a plain-text context."""
+    spans = conv.context_elements
+    if not spans:
+        return None
+    out: Elements = []
+    for start, end in spans:
+        ids = model.tokenize(conv.context[start:end])
+        if ids is None:
+            return None
+        out.append((int(start), int(end), len(ids)))
+    return out
+
+
+def _element_cut(context: str, elements: Elements, keep: int, policy: str,
+                  marker: str = CUT_MARK) -> tuple[str, int, int] | None:
+    """The context cut at element boundaries to at most `keep` tokens: whole elements from
+    the start and the end (truncate-middle: up to half the budget from the start, the rest
+    from the end; truncate-left: from the end only) and the cut mark between. Returns (text,
+    tokens kept, elements kept), or None when the elements are too long for the budget to
+    keep half of it in whole elements (the caller then cuts at tokens)."""
+    n = len(elements)
+    head = 0
+    used = 0
+    if policy != "truncate-left":
+        while head < n and used + elements[head][2] <= keep // 2:
+            used += elements[head][2]
+            head += 1
+    tail = n
+    while tail > head and used + elements[tail - 1][2] <= keep:
+        used += elements[tail - 1][2]
+        tail -= 1
+    if used * 2 < keep or (head == 0 and tail == n):
+        return None
+    if tail == head:  # everything fits: nothing to remove
+        return context, used, n
+    if head == 0:
+        return marker.lstrip("\n") + context[elements[tail][0]:], used, n - tail
+    tail_text = context[elements[tail][0]:] if tail < n else ""
+    return context[:elements[head - 1][1]] + marker + tail_text, used, head + (n - tail)
+
+
+def _truncated(model: ModelBackend, ids: list[int], keep: int, policy: str, context: str,
+               elements: Elements | None, original: int | None, style: CutStyle = CutStyle(),
+               head: int | None = None) -> tuple[str, ContextCut]:
+    """The context cut to `keep` tokens and its record: at element boundaries when it has
+    elements that allow it and the cut is lceval's own (the authors' cut in the prompt's
+    middle, `style.prompt`, is made at tokens as theirs), else at token positions."""
+    if elements and not style.prompt and head is None:
+        done = _element_cut(context, elements, keep, policy, style.marker)
+        if done is not None:
+            text, kept, count = done
+            return text, ContextCut(policy, original, min(kept, keep), "truncated", elements_kept=count,
+                                    elements_total=len(elements))
+    return (_cut(model, ids, keep, policy, style.marker, head),
+            ContextCut(policy, original, keep, "truncated", head))
 
 
 def _cut(model: ModelBackend, ids: list[int], keep: int, policy: str, marker: str = CUT_MARK,

@@ -41,7 +41,9 @@ def _describe(cut: ContextCut, skipped: bool) -> str:
     if cut.original_tokens is None:
         return "context not measured (no tokenizer)"
     if cut.action == "truncated":
-        return f"context cut ({cut.policy}) from {cut.original_tokens:,} to {cut.kept_tokens:,} tokens"
+        where = (f", at element boundaries: {cut.elements_kept} of {cut.elements_total} elements kept"
+                 if cut.elements_total is not None else "")
+        return f"context cut ({cut.policy}) from {cut.original_tokens:,} to {cut.kept_tokens:,} tokens{where}"
     return f"context uncut ({cut.original_tokens:,} tokens)"
 
 

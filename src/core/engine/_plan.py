@@ -23,7 +23,7 @@ from lceval.engine._spec import (JudgeChoice, TaskSpec, check_options, check_ref
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
 from lceval.io import data_home as current_data_home
-from lceval.io import fetch, line_of, sha256_file
+from lceval.io import fetch, line_of, offline_recipe, sha256_file
 from lceval.options import check_options as check_option_values
 from lceval.options import parse_judge_flag
 from lceval.options import options_schema_of
@@ -305,21 +305,23 @@ def ensure_datasets(plan: RunPlan, plugins: Plugins, data_home: Path, say: Calla
     official source on first use and verified against its pinned checksums, as `datasets`
     and lm-evaluation-harness do; a folder already there (fetched, or laid out by hand) is
     left alone. Without network the error says how to fetch from a folder instead."""
-    if os.environ.get(AUTO_FETCH_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
-        return
+    auto = os.environ.get(AUTO_FETCH_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
     for name in dict.fromkeys(spec.dataset or plan.task_types[spec.name].dataset for spec in plan.specs):
         dataset = plugins.datasets.get(name) if name else None
         if dataset is None or not dataset.files or dataset.collect is not None or (data_home / name).exists():
             continue
+        if not auto:  # told, not fetched for: the commands that fetch it, online or not
+            raise UserError(f"dataset '{name}' is not in the data home ({data_home}) and {AUTO_FETCH_ENV}=0 "
+                            "turns fetching it on first use off",
+                            hint=f"Run: `lceval data fetch {name}`. {offline_recipe(dataset)}")
         say(f"fetching dataset {name} from its official source (first use; verified against its checksums)")
         try:
             fetch(dataset, None, data_home)
-        except UserError as exc:
+        except UserError as exc:  # no field: the data home is where it is whether a flag chose it or not
             raise UserError(f"dataset '{name}' is not in the data home ({data_home}) and could not be fetched: "
-                            f"{exc.message}", field="--data-home",
-                            hint=f"Without network, copy the published archives into a folder and run: lceval "
-                                 f"data fetch {name} --from FOLDER (or set {AUTO_FETCH_ENV}=0 to be told, not "
-                                 "fetched for).") from None
+                            f"{exc.message}",
+                            hint=f"{offline_recipe(dataset)} ({AUTO_FETCH_ENV}=0 turns fetching on first use "
+                                 "off.)") from None
 
 
 def load_work(plan: RunPlan, plugins: Plugins, data_home: Path, model: ModelHandle | None = None) -> Work:

@@ -132,8 +132,9 @@ class RunConfig:
                               help="at most N scored items per split (the first ones, in the dataset's order)")
     limit_per_context: int | None = _flag(
         "--limit-per-context", metavar="K", parse=_count("--limit-per-context"),
-        help="at most K items about each long context (meeting, haystack), spread over it; with --limit N, N/K "
-             "contexts per split, e.g. --limit 9 --limit-per-context 3")
+        help="at most K items about each long context (meeting, document, haystack): ELITR-Bench spreads them over "
+             "the meeting, other tasks take the first K; with --limit N, N/K contexts per split, e.g. --limit 9 "
+             "--limit-per-context 3")
     seeds: list[int] = _flag("--seed", metavar="SEED[,SEED...]", parse=parse_seeds, default_factory=lambda: [0],
                              help="seed or comma-separated seeds (mean ± std across them; default 0)")
     output: Path = _flag("--output", parse=Path, default=Path("runs"),

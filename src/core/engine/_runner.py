@@ -134,10 +134,17 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
                                     spec.context.reserve(params.max_new_tokens) + thinking,
                                     max_tokens=spec.context.max_tokens, style=spec.context.style)
     states = [ConversationState(conv=conv, context=text, cut=cut) for conv, text, cut in fitted]
+    # each context's tokens as the model gets it (after the cut) and its questions: what the
+    # progress line shows and its ETA counts
+    groups = scheduler.make_groups(list(states))
+    sizes = {g.key: g.tokens for g in groups}
+    turns = {g.key: sum(len(st.conv.turns) for st in g.states) for g in groups}
+    own_progress = None
     if not isinstance(progress, TaskProgress):
-        progress = RunProgress(bool(progress)).task(
-            spec.name, sum(len(c.turns) for c in conversations),
-            {g.key: g.tokens for g in scheduler.make_groups(list(states))}, params.max_new_tokens)
+        own_progress = RunProgress(bool(progress))
+        progress = own_progress.task(spec.name, sum(len(c.turns) for c in conversations), sizes,
+                                     params.max_new_tokens)
+    progress.plan(sizes, turns)
 
     def build(st: ConversationState) -> GenerationRequest | None:
         """The request of the state's next turn; None leaves the rest of it unasked."""
@@ -169,7 +176,7 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
             on_sample(sample)
 
     def skipped(st: ConversationState) -> None:
-        progress.skipped(len(st.conv.turns) - st.next_turn)
+        progress.skipped(len(st.conv.turns) - st.next_turn, st.conv.context_id)
 
     try:
         progress.resumed(_cached_answers(states, build, model))
@@ -177,6 +184,8 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
                       on_start=lambda st, request: progress.request_started(st.conv.context_id))
     finally:
         progress.close()
+        if own_progress is not None:
+            own_progress.close()
     return [samples.get((id(st), i)) or sample_of(spec, st.conv, i, None, replace(st.cut, action="skipped"), "", seed, continues)
             for st in states for i in range(len(st.conv.turns))]
 
@@ -228,7 +237,19 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
     limit, as the Session decides); a model whose requests go through batches answers every
     task and seed at once, so their batches go out together."""
     config = replace(plan.config, models=[model_spec.text])  # this run's model, as the user named it
+    own_progress = progress is None
     progress = progress or RunProgress(config.progress)
+    try:
+        return _execute(plan, config, model_spec, plugins, cache, data_home, handle, judge_model, progress,
+                        through_cache)
+    finally:
+        if own_progress:
+            progress.close()
+
+
+def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: Plugins, cache: Cache, data_home: Path,
+             handle: ModelHandle, judge_model: Callable[[], CachedModel | None], progress: RunProgress,
+             through_cache: Callable[[ModelBackend], CachedModel] | None) -> RunState:
     # data first: a missing dataset or a bad option is reported before any model is loaded
     # (unless a task type builds its contexts with the model's tokenizer)
     ensure_datasets(plan, plugins, data_home, progress.phase)

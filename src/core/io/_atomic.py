@@ -11,6 +11,7 @@ read-only or full output folder used to surface as a traceback after hours of ge
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
@@ -52,8 +53,20 @@ def check_writable(output: Path, flag: str = "--output") -> None:
             probe.flush()
             os.fsync(probe.fileno())
     except OSError as exc:
-        raise UserError(f"cannot write results here: {exc.strerror or exc}", file=base, field=flag,
-                        hint="Pass --output a folder you can write, or free some space.") from None
+        raise UserError(f"cannot create a file in this folder: {exc.strerror or exc}", file=base, field=flag,
+                        hint=_why_not_writable(exc.errno, flag)) from None
+
+
+def _why_not_writable(code: int | None, flag: str) -> str:
+    """The advice that fits the reason: space only when space ran out, permissions only when
+    they were refused; a folder that takes no files at all (/proc, /sys) is said to be one."""
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return f"The file system is full: free some space, or pass {flag} a folder on another disk."
+    if code == errno.EROFS:
+        return f"The file system is read-only: pass {flag} a folder on a writable one."
+    if code in (errno.EACCES, errno.EPERM):
+        return f"You may not write there: pass {flag} a folder you own (e.g. runs/ here)."
+    return f"This folder does not take files (a system folder such as /proc?): pass {flag} a folder of yours (e.g. runs/ here)."
 
 
 def _alive(pid: int) -> bool:
@@ -128,16 +141,22 @@ def replaced_directory(folder: Path) -> Iterator[Path]:
 
 
 @contextmanager
-def atomic_directory(output: Path, name: str) -> Iterator[tuple[Path, Path]]:
+def atomic_directory(output: Path, name: str, replace: Path | None = None) -> Iterator[tuple[Path, Path]]:
     """Yield (folder to write into, final path). The final path is `output/name`, or
-    `name-2`, `name-3` ... when taken: an earlier result is never written over. A write that
+    `name-2`, `name-3` ... when taken: an earlier result is never written over, unless the
+    caller names it as `replace` (a folder in `output`), which the new one then takes the place
+    of, whole, once it is written (the old one is removed only after the swap). A write that
     fails on the file system (full, read-only) is a UserError naming the folder."""
     try:
         output.mkdir(parents=True, exist_ok=True)
         clean_stale_partials(output)
         final = output / name
         n = 1
-        while final.exists():
+        if replace is not None and replace.parent.resolve() == output.resolve() and replace.is_dir():
+            final = output / replace.name
+        else:
+            replace = None
+        while final.exists() and replace is None:
             n += 1
             final = output / f"{name}-{n}"
         tmp = output / f".{final.name}.partial"
@@ -150,7 +169,15 @@ def atomic_directory(output: Path, name: str) -> Iterator[tuple[Path, Path]]:
     try:
         yield tmp, final
         (tmp / OWNER_FILE).unlink()
-        os.replace(tmp, final)
+        if replace is not None:  # the old folder set aside, the new one renamed in, the old one removed
+            parked = output / f".{final.name}.replaced.partial"
+            if parked.exists():
+                shutil.rmtree(parked)
+            os.replace(final, parked)
+            os.replace(tmp, final)
+            shutil.rmtree(parked, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise _write_error(output, exc) from None

@@ -137,34 +137,52 @@ def _files_intact(target: Path, record: dict) -> bool:
     return True
 
 
-def _download(url: str, dest: Path) -> None:
-    """Download `url` to `dest`; any failure is a user error that points at --from."""
+def offline_recipe(dataset: Dataset, name_them: bool = True) -> str:
+    """What to do without network, as commands a user can paste: every archive of `dataset`
+    by its URL (one `curl` line to run where there is network), then the `--from` fetch of the
+    folder they went into. A dataset without pinned archives says to pass its files' folder."""
+    if not dataset.files:
+        return f"Put its files in a folder and run: `lceval data fetch {dataset.name} --from FOLDER`"
+    folder = f"{dataset.name}-archives"
+    urls = " ".join(f.url for f in dataset.files)
+    n = len(dataset.files)
+    names = (f"Its {f'{n} archives' if n > 1 else 'archive'}: {', '.join(f.name for f in dataset.files)}. "
+             if name_them else "")
+    return (f"{names}On a machine with network: `mkdir {folder} && cd {folder} && curl -fL --remote-name-all "
+            f"{urls}`; copy the folder {folder} here, then: `lceval data fetch {dataset.name} --from {folder}`")
+
+
+def _download(url: str, dest: Path, dataset: Dataset) -> None:
+    """Download `url` to `dest`; any failure is a user error that says how to fetch offline."""
     try:
         with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as resp, open(dest, "wb") as out:
             shutil.copyfileobj(resp, out)
     except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
         raise UserError(f"cannot download {url}: {getattr(exc, 'reason', exc)}",
-                        hint="Without network, copy the published archives into a folder and pass "
-                        "--from FOLDER.") from None
+                        hint=offline_recipe(dataset)) from None
 
 
-def _local_archive(file: DatasetFile, dataset: Dataset, source: str) -> Path:
-    """The archive inside a --from folder, or the --from file for a one-archive dataset."""
+def _local_archives(dataset: Dataset, source: str) -> dict[str, Path]:
+    """The archives inside a --from folder (or the --from file of a one-archive dataset); every
+    one that is missing is named at once, not the first alone."""
     given = Path(source).expanduser()
     if given.is_file():
         if len(dataset.files) == 1:
-            return given
+            return {dataset.files[0].name: given}
         names = ", ".join(f.name for f in dataset.files)
         raise UserError(f"dataset '{dataset.name}' needs {len(dataset.files)} archives ({names}); "
                         "pass the folder holding them", file=given, field="--from")
     if not given.is_dir():
         raise UserError("--from must be a folder holding the published archives, an archive, or a "
-                        "URL prefix; this path does not exist", file=given, field="--from")
-    path = given / file.name
-    if not path.is_file():
-        raise UserError(f"archive '{file.name}' is missing from the --from folder", file=given,
-                        field="--from")
-    return path
+                        "URL prefix; this path does not exist", file=given, field="--from",
+                        hint=offline_recipe(dataset))
+    missing = [f.name for f in dataset.files if not (given / f.name).is_file()]
+    if missing:
+        raise UserError(f"{len(missing)} of the {len(dataset.files)} archives of '{dataset.name}' "
+                        f"{'is' if len(missing) == 1 else 'are'} missing from the --from folder: "
+                        f"{', '.join(missing)}", file=given, field="--from",
+                        hint=offline_recipe(dataset, name_them=False))
+    return {f.name: given / f.name for f in dataset.files}
 
 
 def _verify(file: DatasetFile, path: Path, actual: str | None = None) -> None:
@@ -218,9 +236,8 @@ def fetch(dataset: Dataset, source: str | None = None, home: Path | None = None,
         expected = dict(hashes)
     elif local:
         assert source is not None
-        for file in dataset.files:
-            archives[file.name] = _local_archive(file, dataset, source)
-            hashes[file.name] = sha256_file(archives[file.name])
+        archives = _local_archives(dataset, source)
+        hashes = {name: sha256_file(path) for name, path in archives.items()}
     record = read_record(target)
     if (record is not None and record.get("archives") == expected
             and (not local or hashes == expected) and _files_intact(target, record)):
@@ -240,7 +257,7 @@ def fetch(dataset: Dataset, source: str | None = None, home: Path | None = None,
             say(f"  downloading {url}")
             path = scratch / "download" / file.name
             path.parent.mkdir(exist_ok=True)
-            _download(url, path)
+            _download(url, path, dataset)
             _verify(file, path)
             archives[file.name] = path
         staging = scratch / "install"

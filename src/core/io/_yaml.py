@@ -79,6 +79,16 @@ def loads_yaml_with_lines(text: str, path: Path | str) -> tuple[Any, dict[PathKe
             raise
         node = yaml.compose(text, Loader=_LOADER)  # after _check_shape: libyaml's composer recurses in C
     except yaml.MarkedYAMLError as exc:
+        opened = exc.context_mark if "quoted scalar" in (exc.context or "") else None
+        if opened is not None and exc.problem_mark is not None:
+            # an unclosed quote is found at the end of the stream (or at a bad character far
+            # below): the line to fix is the one where the quote opened, which PyYAML marks too
+            where = f"{exc.problem} at line {exc.problem_mark.line + 1}"
+            text = (f"the quoted string that opens here (column {opened.column + 1}) is never closed ({where})"
+                    if "end of stream" in (exc.problem or "") or "document" in (exc.problem or "") else
+                    f"in the quoted string that opens here (column {opened.column + 1}): {where}, column "
+                    f"{exc.problem_mark.column + 1}")
+            raise UserError(f"invalid YAML: {text}", file=path, line=opened.line + 1) from None
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         raise UserError(f"invalid YAML: {exc.problem or exc}", file=path, line=line) from None

@@ -109,8 +109,16 @@ def index_html(subs: list[Submission], title: str) -> str:
         cls = "ok" if sub.status == "verified" else "warn"
         rows.append(f'<tr><td><a href="submissions/{escape(sub.slug)}.html">{escape(sub.name)}</a></td>'
                     f'<td class="{cls}">{sub.status}</td>{"".join(cells)}</tr>')
+    units: dict[str, list[str]] = {}  # what each task's intervals resample: its own cluster_by
+    for sub in ranked:
+        for results in sub.results:
+            for task, t in (results.get("tasks") or {}).items():
+                unit = f"{str(t.get('cluster_by') or 'item').removesuffix('_id').replace('_', ' ')}s"
+                if task not in units.setdefault(unit, []):
+                    units[unit].append(task)
+    resample = "; ".join(f"{unit} ({', '.join(tasks)})" for unit, tasks in units.items()) or "items"
     body = ('<section id="ranking"><h2>Submissions</h2><p>Click a column to sort; 95% intervals resample '
-            "clusters (meetings, topics). Each submission's page has its verification, plots and samples.</p>"
+            f"{escape(resample)}. Each submission's page has its verification, plots and samples.</p>"
             f'<table class="results sortable" id="leaderboard"><thead><tr><th>submission</th><th>status</th>{head}'
             f"</tr></thead><tbody>{''.join(rows)}</tbody></table></section>")
     rejected = [s for s in subs if s.status == "rejected"]

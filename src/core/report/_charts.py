@@ -12,9 +12,12 @@ imported only when a report is drawn.
 
 Every builder takes plain values (`Series` of `Point`s: a category, a value and its interval)
 and returns an altair chart; `figure` (in `_figures`) turns it into a `ReportFigure`. Missing
-values are left out of the data, so a figure's `points` is what it really plots. One colour
-per model across the whole page: `palette(labels)` maps each run label to the Okabe-Ito
-colour of its position, and builders take it as `colors`.
+values are left out of the data, so a figure's `points` is what it really plots. Colour means
+one thing on the whole page, the model: `palette(labels)` maps each run label to the
+Okabe-Ito colour of its position, and builders take it as `colors`. Series that are not
+models (a task's groups, judges against people) are told apart by shape, in greys
+(`colors=None`), never by a model's colour. Every interval that exists is drawn: a line's
+band needs two neighbours, so each point with an interval also gets its whisker.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ __all__ = ["Point", "Series", "forest", "heatmap", "intervals", "palette", "rank
 #: Tableau's for a ninth model and on; no black, which would hide the black whiskers.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#8C564B", "#7F7F7F",
            "#BCBD22", "#9467BD", "#17BECF")
+#: series that are not models: greys (never a model's colour) and a shape each
+NEUTRAL = ("#3A3A3A", "#7A7A7A", "#A8A8A8", "#555555", "#909090")
+SHAPES = ("circle", "square", "triangle-up", "diamond", "cross", "triangle-down", "wedge")
 #: the narrowest a chart is drawn (the page's figure grid), for fitting a legend's columns
 MIN_WIDTH = 480
 #: the name of a chart's plotted data (`count_points`)
@@ -141,14 +147,29 @@ def _points(alt: Any, rows: list[dict[str, Any]]) -> Any:
     return alt.InlineData(values=rows, name=POINTS)
 
 
-def _color(alt: Any, names: list[str], colors: dict[str, str] | None, title: str) -> Any:
-    known = dict(colors or {})
-    spare = [c for c in PALETTE if c not in known.values()] or list(PALETTE)
-    rng = [known.get(n) or spare[i % len(spare)] for i, n in enumerate(names)]
+def _legend(alt: Any, names: list[str]) -> Any:
     longest = max((len(n) for n in names), default=8)
     columns = max(1, min(len(names), MIN_WIDTH // (7 * min(longest, 30) + 30)))
-    return alt.Color("series:N", title=title, scale=alt.Scale(domain=names, range=rng),
-                     legend=alt.Legend(orient="bottom", direction="horizontal", columns=columns, labelLimit=210))
+    return alt.Legend(orient="bottom", direction="horizontal", columns=columns, labelLimit=210)
+
+
+def _color(alt: Any, names: list[str], colors: dict[str, str] | None, title: str, field: str = "series:N",
+           legend: bool = True) -> Any:
+    """The colour of each name: the page's model colours (`colors`); names that are not
+    models (`colors` None) in greys, told apart by `_shape` as well."""
+    if colors is None:
+        rng = [NEUTRAL[i % len(NEUTRAL)] for i in range(len(names))]
+    else:
+        known = dict(colors)
+        spare = [c for c in PALETTE if c not in known.values()] or list(PALETTE)
+        rng = [known.get(n) or spare[i % len(spare)] for i, n in enumerate(names)]
+    return alt.Color(field, title=title, scale=alt.Scale(domain=names, range=rng),
+                     legend=_legend(alt, names) if legend else None)
+
+
+def _shape(alt: Any, names: list[str], title: str) -> Any:
+    return alt.Shape("series:N", title=title, scale=alt.Scale(domain=names, range=list(SHAPES[:len(names)] or SHAPES)),
+                     legend=_legend(alt, names))
 
 
 def _pick(alt: Any) -> Any:
@@ -170,16 +191,20 @@ def intervals(categories: Sequence[str], series: Sequence[Series], *, y_title: s
     whiskers (`bars`), dots with whiskers (`dots`), or a line with a shaded interval band and
     dots (`line`, for an ordered axis such as context length). `threshold` draws a dashed rule
     (e.g. the effective-length threshold). Hover a mark for its value, interval and n; click a
-    legend entry to show that series alone."""
+    legend entry to show that series alone. `colors`: the page's model colours, for series
+    that are models; None: the series are something else (judges, groups), drawn in greys
+    with a shape each."""
     alt = altair()
     cats = list(categories)
     rows = _rows(cats, series)
     names = [s.name for s in series if any(r["series"] == s.name for r in rows)]
+    models = colors is not None
     pick = _pick(alt)
     x = alt.X("category:N", sort=cats, title=x_title or None, axis=alt.Axis(labelAngle=0, labelLimit=140))
     y = alt.Y("value:Q", title=y_title, scale=alt.Scale(domain=list(y_domain), zero=True) if y_domain
               else alt.Scale(zero=style == "bars"))
     color = _color(alt, names, colors, series_title)
+    shaped = {} if models else {"shape": _shape(alt, names, series_title)}
     fade = alt.condition(pick, alt.value(1.0), alt.value(0.12))
     tip = _tooltip(alt, y_title, x_title or "category", series_title, interval_title)
     base = alt.Chart(_points(alt, rows))
@@ -194,13 +219,19 @@ def intervals(categories: Sequence[str], series: Sequence[Series], *, y_title: s
     elif style == "dots":
         layers = [*([whisker.encode(color=color)] if spread else []),
                   base.mark_point(filled=True, size=70).encode(x=x, y=y, color=color, opacity=fade, tooltip=tip,
-                                                               **offset).add_params(pick)]
+                                                               **offset, **shaped).add_params(pick)]
     elif style == "line":
         band = base.mark_area(opacity=0.18).encode(x=x, y=alt.Y("low:Q", title=y_title), y2="high:Q", color=color,
                                                   opacity=alt.condition(pick, alt.value(0.2), alt.value(0.03)))
         line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=60)).encode(
-            x=x, y=y, color=color, opacity=fade, tooltip=tip).add_params(pick)
-        layers = [band, line] if spread else [line]
+            x=x, y=y, color=color, opacity=fade, tooltip=tip, **({"strokeDash": alt.StrokeDash(
+                "series:N", legend=None)} if not models else {})).add_params(pick)
+        if not models:
+            line = alt.layer(line, base.mark_point(filled=True, size=60).encode(x=x, y=y, color=color, opacity=fade,
+                                                                              tooltip=tip, **shaped))
+        # the band joins neighbouring intervals; a point whose neighbours have none would show
+        # nothing, so every interval also gets its whisker, in its series' colour
+        layers = [band, line, whisker.encode(color=color)] if spread else [line]
     else:
         raise ValueError(f"unknown chart style {style!r}")
     if threshold is not None:
@@ -224,7 +255,7 @@ def ranked_intervals(rows: Sequence[tuple[str, float | None, float | None, float
     y = alt.Y("system:N", sort=order, title=None, axis=alt.Axis(labelLimit=220))
     tip = [alt.Tooltip("system:N"), alt.Tooltip("shown:N", title=x_title), alt.Tooltip("interval:N", title="interval")]
     x = alt.X("value:Q", title=x_title, scale=alt.Scale(zero=False))
-    layers = [base.mark_point(filled=True, size=70, color=PALETTE[0]).encode(y=y, x=x, tooltip=tip)]
+    layers = [base.mark_point(filled=True, size=70, color=NEUTRAL[0]).encode(y=y, x=x, tooltip=tip)]
     if any(d["low"] is not None and d["high"] is not None for d in data):
         layers.insert(0, base.mark_rule(strokeWidth=1.6, color="#222").encode(
             y=y, x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False)), x2="high:Q", tooltip=tip))
@@ -236,24 +267,27 @@ def ranked_intervals(rows: Sequence[tuple[str, float | None, float | None, float
 
 
 def forest(systems: Sequence[str], series: Sequence[Series], *, x_title: str, series_title: str = "group",
-           description: str = "") -> Any:
+           colors: dict[str, str] | None = None, description: str = "") -> Any:
     """One row per system (in the order given), a dot with its interval for each series (e.g.
     each split), the series side by side within the row: who is ahead, and by how much more
-    than the intervals allow. A `Point`'s category is the system it belongs to."""
+    than the intervals allow. A `Point`'s category is the system it belongs to. The colour is
+    the row's model (the page's `colors`), the series (groups) are told apart by shape."""
     alt = altair()
     rows = _rows(list(systems), series)
     names = [s.name for s in series if any(r["series"] == s.name for r in rows)]
     pick = _pick(alt)
     y = alt.Y("category:N", sort=list(systems), title=None, axis=alt.Axis(labelLimit=220))
     offset = {"yOffset": alt.YOffset("series:N", sort=names)} if len(names) > 1 else {}
-    color = alt.Color("series:N", title=series_title, scale=alt.Scale(domain=names, range=list(PALETTE[:len(names)])),
-                      legend=alt.Legend(orient="bottom", direction="horizontal"))
+    shown = [s for s in systems if any(r["category"] == s for r in rows)]
+    color = _color(alt, shown, colors, "model", field="category:N", legend=False) if colors is not None else \
+        alt.value(NEUTRAL[0])
+    shape = _shape(alt, names, series_title)
     fade = alt.condition(pick, alt.value(1.0), alt.value(0.12))
     tip = _tooltip(alt, x_title, "model", series_title, "95% interval")
     base = alt.Chart(_points(alt, rows))
     layers = [base.mark_point(filled=True, size=60).encode(
-        y=y, x=alt.X("value:Q", title=x_title, scale=alt.Scale(zero=False)), color=color, opacity=fade, tooltip=tip,
-        **offset).add_params(pick)]
+        y=y, x=alt.X("value:Q", title=x_title, scale=alt.Scale(zero=False)), color=color, shape=shape, opacity=fade,
+        tooltip=tip, **offset).add_params(pick)]
     if any(r["low"] is not None and r["high"] is not None for r in rows):
         layers.insert(0, base.mark_rule(strokeWidth=1.6).encode(
             y=y, x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False)), x2="high:Q", color=color,
@@ -302,7 +336,7 @@ def scatter(points: Sequence[tuple[float, float]], *, x_title: str, y_title: str
              "y": y + (rng.uniform(-jitter, jitter) if jitter else 0.0), "true_x": fmt(x), "true_y": fmt(y)}
             for x, y in points]
     tip = [alt.Tooltip("true_x:N", title=x_title), alt.Tooltip("true_y:N", title=y_title)]
-    dots = alt.Chart(_points(alt, data)).mark_circle(size=36, opacity=0.45, color=PALETTE[0]).encode(
+    dots = alt.Chart(_points(alt, data)).mark_circle(size=36, opacity=0.45, color=NEUTRAL[0]).encode(
         x=alt.X("x:Q", title=x_title, scale=alt.Scale(zero=False)),
         y=alt.Y("y:Q", title=y_title, scale=alt.Scale(zero=False)), tooltip=tip).interactive()
     layers = [dots]

@@ -11,9 +11,9 @@ results.json, rankings.json and judge-agreement sources alone: no task name appe
 - per breakdown field (question type, answer position ...) and group: grouped bars with
   whiskers;
 - per `lceval rank` output: Elo and Bradley-Terry with intervals, and the pairwise score
-  matrix (paper 003, Table 3);
+  matrix (Gong et al., 2024, Table 3);
 - for two or more score sources (a judge and people): a scatter of each against the
-  reference and the per-bin means of paper 000, Fig. 2a.
+  reference and the per-bin means of Thonet et al., 2024a, Fig. 2a.
 
 Benchmark-specific figures come from plugins (`register_report_panels`).
 """
@@ -30,7 +30,33 @@ from lceval.report._charts import Point, Series, numeric_order
 CONTEXT_FIELDS = ("context_tokens", "context_kept_share")
 #: the breakdown of a needle-style task's variants that the depth x length heatmap reads
 DEPTH_FIELD = "depth"
-CI_NOTE = "whiskers and bands: 95% intervals resampling clusters (meetings, topics); hover for n."
+
+
+def ci_note(unit: str) -> str:
+    """What a figure's whiskers and bands are, in the task's own unit (its `cluster_by`)."""
+    return f"whiskers and bands: 95% intervals resampling {unit}s; hover for n."
+
+
+def metric_label(ctx: ReportContext, task: str, metric: str = "score") -> str:
+    """A metric as the task names it: `score` is its judge's score (`f1 score`, `lexical
+    score`, `rubric score`), so an axis or a column says which metric it shows; other metrics
+    keep their names."""
+    if metric != "score":
+        return metric
+    for run in ctx.runs:
+        judge = (_tasks(run).get(task) or {}).get("judge")
+        name = (judge.get("judge") or judge.get("name")) if isinstance(judge, dict) else judge
+        if isinstance(name, str) and name:
+            return f"{name} score"
+    return metric
+
+
+def absent(ctx: ReportContext, task: str, drawn: list[str], why: str) -> str:
+    """The caption's sentence naming the models that have the task but are not in a chart
+    (so none vanishes silently), with the reason."""
+    labels = [ctx.labels[i] for i in _runs_with(ctx, task)]
+    missing = [lab for lab in dict.fromkeys(labels) if lab not in drawn]
+    return f" Not drawn: {', '.join(missing)} ({why})." if missing else ""
 
 
 def why_no_interval(block: dict[str, Any], unit: str = "item") -> str:
@@ -138,10 +164,13 @@ def group_figure(ctx: ReportContext, task: str, metric: str, colors: dict[str, s
                else [metric_point(b, "all", unit=unit)])
         series.append(Series(ctx.labels[i], pts))
     by = next((b.get("group_by") for _, b in blocks if b.get("group_by")), None)
-    chart = charts.intervals(groups or ["all"], series, y_title=metric, x_title=by or "", colors=colors,
-                             description=f"{task}: {metric} per {by or 'task'} and model")
-    caption = (f"Mean {metric} per {by}; " if by else f"Mean {metric}; ") + CI_NOTE
-    return figure(chart, f"{task}: {metric}" + (f" by {by}" if by else ""), caption, section=task)
+    name = metric_label(ctx, task, metric)
+    chart = charts.intervals(groups or ["all"], series, y_title=name, x_title=by or "", colors=colors,
+                             description=f"{task}: {name} per {by or 'task'} and model")
+    caption = (f"Mean {name} per {by}; " if by else f"Mean {name}; ") + ci_note(unit)
+    caption += absent(ctx, task, [s.name for s in series if any(p.value is not None for p in s.points)],
+                      f"no {name} value")
+    return figure(chart, f"{task}: {name}" + (f" by {by}" if by else ""), caption, section=task)
 
 
 def breakdown_fields(ctx: ReportContext, task: str, metric: str = "score") -> list[str]:
@@ -181,9 +210,13 @@ def breakdown_figures(ctx: ReportContext, task: str, colors: dict[str, str]) -> 
             series = [Series(ctx.labels[i], [metric_point(part(b).get(v), v, unit=unit) for v in values])
                       for i, b in blocks]
             where = f" ({group})" if group is not None else ""
-            chart = charts.intervals(values, series, y_title="score", x_title=name, colors=colors,
-                                     description=f"{task}: score by {name}{where}, per model")
-            out.append(figure(chart, f"{task}: score by {name}{where}", CI_NOTE, section=task))
+            metric = metric_label(ctx, task)
+            chart = charts.intervals(values, series, y_title=metric, x_title=name, colors=colors,
+                                     description=f"{task}: {metric} by {name}{where}, per model")
+            drawn = [s.name for s in series if any(p.value is not None for p in s.points)]
+            out.append(figure(chart, f"{task}: {metric} by {name}{where}",
+                              ci_note(unit) + absent(ctx, task, drawn, f"its results have no {name} breakdown"),
+                              section=task))
     return out
 
 
@@ -207,11 +240,15 @@ def context_figures(ctx: ReportContext, task: str, colors: dict[str, str]) -> li
             continue
         series = [Series(ctx.labels[i], [metric_point(p.get(v), v, unit=unit) for v in values]) for i, p in parts]
         what = "context length" if name == "context_tokens" else "share of the context kept"
-        chart = charts.intervals(values, series, y_title="score", x_title=x_title, style="line", colors=colors,
-                                 description=f"{task}: score by {what}{pooled}, one line per model")
+        metric = metric_label(ctx, task)
+        chart = charts.intervals(values, series, y_title=metric, x_title=x_title, style="line", colors=colors,
+                                 description=f"{task}: {metric} by {what}{pooled}, one line per model")
         caption = ("Contexts bucketed by their length in the model's tokens (a-b holds a < tokens <= b); "
                    if name == "context_tokens" else "Share of each context's tokens the model was sent; ")
-        out.append(figure(chart, f"{task}: score by {what}{pooled}", caption + CI_NOTE, section=task))
+        drawn = [s.name for s in series if any(p.value is not None for p in s.points)]
+        caption += ci_note(unit) + absent(ctx, task, drawn, "no context measured in the model's tokens: its backend "
+                                                            "lent no tokenizer, e.g. an API model or a replay")
+        out.append(figure(chart, f"{task}: {metric} by {what}{pooled}", caption, section=task))
     return out
 
 
@@ -251,7 +288,12 @@ def curve_figures(ctx: ReportContext, colors: dict[str, str]) -> list[ReportFigu
             caption += f"dashed: the threshold {threshold:g}; effective length (longest length at or above it " \
                        f"with every shorter one): {'; '.join(eff)}. "
         section = entries[0][1].get("tasks", [name])[0] if name == "mean" else name
-        out.append(figure(chart, f"{title}: score by context length", caption + CI_NOTE, section=section))
+        unit = _unit(ctx, section) if any(section in _tasks(r) for r in ctx.runs) else "cluster"
+        drawn = [ctx.labels[i] for i, _ in entries]
+        missing = [lab for i, lab in enumerate(ctx.labels) if lab not in drawn and any(
+            is_variant(e) and base_task(t, e) == section for t, e in _tasks(ctx.runs[i]).items())]
+        note = f" Not drawn: {', '.join(dict.fromkeys(missing))} (no length curve in its results)." if missing else ""
+        out.append(figure(chart, f"{title}: score by context length", caption + ci_note(unit) + note, section=section))
     return out
 
 
@@ -283,9 +325,10 @@ def depth_figures(ctx: ReportContext) -> list[ReportFigure]:
     return out
 
 
-def overview_figures(ctx: ReportContext, order: list[str]) -> list[ReportFigure]:
+def overview_figures(ctx: ReportContext, order: list[str], colors: dict[str, str] | None = None) -> list[ReportFigure]:
     """Per task (not a length variant): every model's score per group with its interval, the
-    models best first, as the overview table orders them."""
+    models best first, as the overview table orders them; each model in its page colour, the
+    groups told apart by shape."""
     out: list[ReportFigure] = []
     for task in task_order(ctx):
         idx = _runs_with(ctx, task)
@@ -297,11 +340,15 @@ def overview_figures(ctx: ReportContext, order: list[str]) -> list[ReportFigure]
         series = [Series(g, [metric_point((b.get("groups") or {}).get(g), lab, unit=unit) for lab, b in blocks.items()])
                   for g in groups] or [Series("score", [metric_point(b, lab, unit=unit) for lab, b in blocks.items()])]
         by = next((b.get("group_by") for b in blocks.values() if b.get("group_by")), None) or "score"
-        chart = charts.forest([lab for lab in order if lab in blocks], series, x_title=f"{task} score",
-                              series_title=by, description=f"{task}: every model's score per {by}, best first")
-        out.append(figure(chart, f"{task}: score per model" + (f" and {by}" if groups else ""),
-                          "Dots: mean score; lines: 95% intervals resampling clusters. Click a legend entry to "
-                          "show one group alone.", section="overview"))
+        metric = metric_label(ctx, task)
+        chart = charts.forest([lab for lab in order if lab in blocks], series, x_title=f"{task} {metric}",
+                              series_title=by, colors=colors,
+                              description=f"{task}: every model's {metric} per {by}, best first")
+        out.append(figure(chart, f"{task}: {metric} per model" + (f" and {by}" if groups else ""),
+                          f"Dots: mean {metric}, in each model's colour" + (f", one shape per {by}" if groups else "")
+                          + f"; lines: 95% intervals resampling {unit}s."
+                          + (f" Click a legend entry to show one {by} alone." if groups else "")
+                          + absent(ctx, task, list(blocks), "no score"), section="overview"))
     return out
 
 
@@ -319,7 +366,7 @@ def task_figures(ctx: ReportContext, task: str, colors: dict[str, str]) -> list[
 
 def ranking_figures(ctx: ReportContext) -> list[ReportFigure]:
     """Per rankings directory and criterion: Elo and Bradley-Terry with intervals, the
-    reference check when there is one, and the pairwise score matrix (paper 003, Table 3)."""
+    reference check when there is one, and the pairwise score matrix (Gong et al., 2024, Table 3)."""
     out: list[ReportFigure] = []
     for rep in ctx.rankings:
         name = str(rep.get("ranking_id") or "ranking")
@@ -338,7 +385,7 @@ def ranking_figures(ctx: ReportContext) -> list[ReportFigure]:
 
             out.append(figure(charts.ranked_intervals(rows(block["elo"]), x_title="Elo rating",
                                                       reference=opts.get("initial"), description=f"Elo {criterion}"),
-                              f"{criterion}: Elo", f"Mean over {opts.get('n_orders', '?')} match orders (paper 003 "
+                              f"{criterion}: Elo", f"Mean over {opts.get('n_orders', '?')} match orders (Gong et al., 2024 "
                               f"eqs. 1-2); {level}% intervals from resampling units; dashed: the initial rating.",
                               section))
             bt = block.get("bradley_terry") or {}
@@ -352,7 +399,7 @@ def ranking_figures(ctx: ReportContext) -> list[ReportFigure]:
                 out.append(figure(charts.ranked_intervals(rows(ref, "mean"), x_title=f"reference {criterion}",
                                                           description=f"reference {criterion}"),
                                   f"{criterion}: reference check ({judges})",
-                                  "Mean against the references, with intervals (paper 003 Table 5).", section))
+                                  "Mean against the references, with intervals (Gong et al., 2024, Table 5).", section))
             matrix = block.get("matrix") or {}
             systems = list(matrix)
             if systems:
@@ -364,13 +411,13 @@ def ranking_figures(ctx: ReportContext) -> list[ReportFigure]:
                                        description=f"pairwise {criterion}")
                 out.append(figure(chart, f"{criterion}: pairwise scores",
                                   "The row system's mean score when compared with the column system "
-                                  "(paper 003, Table 3).", section))
+                                  "(Gong et al., 2024, Table 3).", section))
     return out
 
 
 def agreement_figures(report: dict[str, Any], points: dict[str, list[tuple[float, float]]]) -> list[ReportFigure]:
     """From `agreement(...)` and the matched (reference, other) score pairs: a scatter per
-    source against the reference, and Fig. 2a of paper 000: the other sources' mean score
+    source against the reference, and Fig. 2a of Thonet et al., 2024a: the other sources' mean score
     (95% t-interval) within each integer bin of the reference."""
     ref = report["bins_of"]
     out: list[ReportFigure] = []
@@ -393,7 +440,7 @@ def agreement_figures(report: dict[str, Any], points: dict[str, list[tuple[float
                                  for row in rows]) for other, rows in bins.items()]
         chart = charts.intervals(cats, series, y_title="mean score", x_title=f"{ref} score", style="dots",
                                  series_title="source", description=f"score distribution per {ref} bin")
-        out.append(figure(chart, f"Scores within each {ref} score bin (paper 000, Fig. 2a)",
+        out.append(figure(chart, f"Scores within each {ref} score bin (Thonet et al., 2024a, Fig. 2a)",
                           f"Per integer bin of {ref}: the other sources' mean score with its 95% interval; "
                           "hover for the items in the bin.", section="judges and people"))
     return out

@@ -27,7 +27,7 @@ from lceval.interfaces import ReportContext, ReportFigure
 from lceval.io import read_json_object, write_text_atomic
 from lceval.report._overview import table
 from lceval.report._samples import json_script, sample_data
-from lceval.results import FinishedRun, load_run, run_model_name
+from lceval.results import DIFFERS_MARK, FinishedRun, load_run, run_model_name
 
 
 @dataclass
@@ -53,11 +53,45 @@ def load_inputs(paths: list[Path]) -> ReportInputs:
     return out
 
 
+def resampling_note(runs: list[FinishedRun]) -> str:
+    """What the page's intervals resample, task by task, in each task's own unit (its
+    `cluster_by`): "95% intervals resample meetings (elitr_qa), documents (notes_qa)"."""
+    from lceval.report._figures import unit_of
+
+    units: dict[str, list[str]] = {}
+    for run in runs:
+        for task, entry in (run.results.get("tasks") or {}).items():
+            base = str(entry.get("spec_name", task)) if entry.get("context_max_tokens") else task
+            names = units.setdefault(f"{unit_of(entry.get('cluster_by'))}s", [])
+            if base not in names:
+                names.append(base)
+    if not units:
+        return "95% intervals"
+    return "95% intervals resample " + ", ".join(f"{unit} ({', '.join(tasks)})" for unit, tasks in units.items())
+
+
+def _setting_apart(runs: list[FinishedRun], i: int, clash: list[int]) -> str | None:
+    """The first setting (manifest `config`) in which run `i` differs from every run it
+    would share a label with, as `key=value`; None when they are the same run settings."""
+    mine = (runs[i].manifest.get("config") or {}) if isinstance(runs[i].manifest, dict) else {}
+    others = [(runs[j].manifest.get("config") or {}) if isinstance(runs[j].manifest, dict) else {} for j in clash]
+    for key in sorted(set(mine) | {k for o in others for k in o}):
+        if key in ("model", "models", "command", "output", "tasks"):
+            continue
+        if all(o.get(key) != mine.get(key) for o in others):
+            value = mine.get(key)
+            shown = "default" if value is None else value if isinstance(value, (str, int, float, bool)) else \
+                ",".join(map(str, value)) if isinstance(value, list) else str(value)
+            return f"{key.replace('_', '-')}={shown}"
+    return None
+
+
 def run_labels(runs: list[FinishedRun]) -> list[str]:
     """What rows and legends call each run: the model's short name (`GPT-4` for a replayed
-    file), so one model's runs of several tasks share it; where two runs of one task would
-    share it, the full model spec if their models differ, else the run id is added, and a
-    number where even that is the same (two runs started in the same second)."""
+    file, `smollm2` for the alias), so one model's runs of several tasks share it; where two
+    runs of one task would share it, the full model spec if their models differ, else the
+    setting they differ in (`smollm2 (limit=9)`), and a number where even that is the same
+    (`smollm2 #2`: the same run twice). Never a run id: a reader knows models, not folders."""
     short = [run_model_name(r) for r in runs]
     labels = list(short)
     for i, run in enumerate(runs):
@@ -65,7 +99,8 @@ def run_labels(runs: list[FinishedRun]) -> list[str]:
                  and set(r.results.get("tasks") or {}) & set(run.results.get("tasks") or {})]
         if clash:
             same_model = all(runs[j].model == run.model for j in clash)
-            labels[i] = f"{labels[i]} ({run.run_id})" if same_model else run.model
+            apart = _setting_apart(runs, i, clash) if same_model else None
+            labels[i] = (f"{labels[i]} ({apart})" if apart else labels[i]) if same_model else run.model
     seen: dict[str, set[str]] = {}
     for i, run in enumerate(runs):
         tasks = set(run.results.get("tasks") or {})
@@ -155,6 +190,9 @@ def task_section(ctx: ReportContext, task: str, figures: list[ReportFigure], spe
     entry = next(((r.results.get("tasks") or {}).get(t) for r in ctx.runs for t in [task, *variant_tasks(ctx, task)]
                   if t in (r.results.get("tasks") or {})), {}) or {}
     inner = f'<p class="desc">{escape(entry.get("description", ""))}</p>'
+    if entry.get("differs_from_paper"):
+        inner += (f'<p class="note warn">{DIFFERS_MARK} Not comparable with the paper\'s number: '
+                  f'{escape(str(entry["differs_from_paper"]))}</p>')
     if any(task in (r.results.get("tasks") or {}) for r in ctx.runs):
         inner += task_table(task, ctx)
     inner += curve_table(task, ctx)
@@ -191,7 +229,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
     tasks = task_order(ctx)
     anchors = {t: anchor("task", t) for t in tasks}
     if runs:
-        forest = figures_html(overview_figures(ctx, model_order(ctx)), specs)
+        forest = figures_html(overview_figures(ctx, model_order(ctx), colors), specs)
         sections.append(("overview", "Overview", f'<div class="overview-row">{overview(ctx, anchors)}{forest}</div>'))
     panels, failures = plugin_figures(ctx, plugins)
     extra = curve_figures(ctx, colors) + depth_figures(ctx)
@@ -225,7 +263,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
     body = "".join(_section(a, t, inner) for a, t, inner in sections)
     subtitle = (f"lceval {escape(__version__)} · {time.strftime('%Y-%m-%d %H:%M')} · {len(runs)} run(s), "
                 f"{len(inputs.rankings)} ranking(s) · scores with 2 decimals and p-values with 3, as the console "
-                "prints them · 95% intervals resample clusters (meetings, topics)")
+                f"prints them · {resampling_note(runs)}")
     return page(title, body, subtitle=subtitle, nav=nav, charts=specs)
 
 

@@ -8,7 +8,7 @@ are scored with that task's spec exactly as a run's are (`scoring.score_task`), 
 results and runs sit side by side in the papers' tables with the same groups, breakdowns,
 intervals and tests. Nothing here knows a benchmark.
 
-`--where FIELD=VALUE` (a subset, e.g. paper 000 App. C.3's QA/Conv differing questions) and
+`--where FIELD=VALUE` (a subset, e.g. Thonet et al., 2024a, App. C.3's QA/Conv differing questions) and
 `--by FIELD` (a further breakdown) re-score each run from its samples.
 """
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from lceval.report._charts import fmt, numeric_order
 from lceval.report._figures import (base_task, breakdown_fields, breakdown_values,
-                                    is_variant, unit_of, why_no_interval)
+                                    is_variant, metric_label, unit_of, why_no_interval)
 from lceval.interfaces import ReportContext
-from lceval.results import headline_block
+from lceval.results import DIFFERS_MARK, differs_from_paper, headline_block
 
 
 def p_text(p: float | None) -> str:
@@ -152,9 +152,14 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
     ranks = {t: r if len(r) >= 2 else {} for t, r in ranks.items()}
     mean_rank = {lab: sum(r) / len(r) for lab in labels if (r := [ranks[t][lab] for t in tasks if lab in ranks[t]])}
     order = model_order(ctx)
+    differs: dict[str, str] = {}
+    for run in ctx.runs:
+        differs.update({t: why for t, why in differs_from_paper(run.results.get("tasks") or {}).items()
+                        if t not in differs})
     head = ["model"]
     for t in tasks:
-        head += [f"{t} · {g}" for g in groups[t]] + [f"{t} · {'mean of groups' if groups[t] else 'score'}"]
+        mark = DIFFERS_MARK if t in differs else ""
+        head += [f"{t}{mark} · {g}" for g in groups[t]] + [f"{t}{mark} · {'mean of groups' if groups[t] else 'score'}"]
     head += [f"{s}: effective length" for s in swept]
     if len(tasks) >= 2:
         head.append("mean rank")
@@ -196,13 +201,16 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
             tds.append(f'<td class="num" data-sort="{"" if avg is None else avg}" title="over {n_ranked} task(s)">'
                        f'{"–" if avg is None else f"{avg:.1f}"}</td>')
         rows.append("<tr>" + "".join(tds) + "</tr>")
+    units = ", ".join(dict.fromkeys(f"{unit_of(entry.get('cluster_by'))}s for {t}" for (_, t), (entry, _) in cells.items()))
     explain = ("Models ordered by rank. Per task: each group's mean score with its 95% interval, then the headline "
-               "the console prints (the mean of the groups' means, its interval resampling meetings within each "
-               "group; without groups, the mean and its interval) with "
+               f"the console prints (the mean of the groups' means, its interval resampling the task's own units "
+               f"within each group: {units}; without groups, the mean and its interval) with "
                "the model's rank (1 = highest), the best marked. Hover a cell for n; click a score for the task's "
                "section, a header to sort.")
-    return f'<p class="desc">{escape(explain)}</p>' + table(head, rows, cls="results overview",
-                                                             caption="Score per model and task")
+    notes = "".join(f'<p class="note warn">{DIFFERS_MARK} {escape(t)}: not comparable with the paper\'s number: '
+                    f"{escape(why)}</p>" for t, why in differs.items() if t in tasks)
+    return (f'<p class="desc">{escape(explain)}</p>' + table(head, rows, cls="results overview",
+                                                              caption="Score per model and task") + notes)
 
 
 # -- a task's tables -------------------------------------------------------------------------
@@ -228,7 +236,8 @@ def task_table(task: str, ctx: ReportContext) -> str:
         per_group = [(g, x) for g, b in (score.get("groups") or {}).items() for x in (b.get("tests") or {})]
         for key in per_group or [(None, x) for x in (score.get("tests") or {})]:
             tests += [key] if key not in tests else []
-    head = ["model", *groups, "mean of groups" if groups else "score", "seeds", *metrics,
+    metric = metric_label(ctx, task)
+    head = ["model", *groups, "mean of groups" if groups else metric, "seeds", *metrics,
             *[f"{g} {x}" if g else x for g, x in tests], "trunc", "skip", "no-score"]
     rows = []
     for i, t in zip(idx, entries):
@@ -274,7 +283,8 @@ def task_table(task: str, ctx: ReportContext) -> str:
         said = "; ".join(f"{x}: {d}" for x, d in descs.items() if d)
         note = ("Tests per group, as the console prints them; n = inside/outside. " if any(g for g, _ in tests)
                 else "n = inside/outside. ") + said
-    caption = f"{task}: score per group with 95% intervals resampling {unit_of(entries[0].get('cluster_by'))}s"
+    caption = (f"{task}: {metric}" + (" per group" if groups else "")
+               + f" with 95% intervals resampling {unit_of(entries[0].get('cluster_by'))}s")
     return table(head, rows, caption=caption, titles=HEAD_TITLES) + (f'<p class="note">{escape(note)}</p>' if note else "")
 
 

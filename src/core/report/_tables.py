@@ -4,7 +4,7 @@ Laid out from results alone, driven by each task's spec, so any benchmark gets t
 - main tables: one row per model (its name, e.g. `GPT-4` for `replay:FILE#GPT-4`), the runs
   of one model joined across tasks; a task's columns are its groups (e.g. dev, test2) and
   their mean. Tasks whose spec declares `report.table: {name, column, order}` share the table
-  of that name, under their column label: ELITR's three settings give paper 000's Table 2
+  of that name, under their column label: ELITR's three settings give Table 2 of Thonet et al., 2024a
   (QA single-turn / QA multi-turn / Conv multi-turn x dev / test / mean). Other tasks go to
   one table with their own names as column labels.
 - breakdown tables: per task and group (split) by default, pooled over the groups on request:
@@ -28,6 +28,7 @@ from typing import Any
 from lceval.engine import tokens_label
 from lceval.errors import UserError
 from lceval.report._inputs import ReportRun
+from lceval.results import DIFFERS_MARK, differs_from_paper
 
 #: breakdowns the engine adds to every task with a measured context (scoring.breakdowns_for)
 CONTEXT_BREAKDOWNS = ("context_tokens", "context_kept_share")
@@ -95,11 +96,20 @@ def _score(run: ReportRun, task: str) -> dict[str, Any] | None:
     return (_tasks(run).get(task) or {}).get("metrics", {}).get("score")
 
 
+def _differs(runs: list[ReportRun]) -> dict[str, str]:
+    """Task -> why its number is not comparable with the paper's (its spec's
+    `report.differs_from_paper`), over every run that holds it."""
+    out: dict[str, str] = {}
+    for run in runs:
+        out.update({t: why for t, why in differs_from_paper(_tasks(run)).items() if t not in out})
+    return out
+
+
 def _is_variant(run: ReportRun, task: str) -> bool:
     return bool((_tasks(run).get(task) or {}).get("context_max_tokens"))
 
 
-# -- main tables (paper 000, Table 2) -----------------------------------------------------
+# -- main tables (Thonet et al., 2024a, Table 2) -----------------------------------------------------
 
 def _placement(run: ReportRun, task: str) -> tuple[str, str, float]:
     spec = run.specs.get(task)
@@ -134,12 +144,16 @@ def main_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
         title, column, _ = _placement(spec_of[task], task)
         placed[title].append((task, column))
     order, cell = _by_row(runs, labels)
+    differs = _differs(runs)
     tables = []
     for title, entries in placed.items():
         names = [c for _, c in entries]
-        layout = [(task, column if names.count(column) == 1 else f"{column} ({task})", _groups(runs, task))
+        layout = [(task, (column if names.count(column) == 1 else f"{column} ({task})")
+                   + (DIFFERS_MARK if task in differs else ""), _groups(runs, task))
                   for task, column in entries]
-        table = Table(title, [Column(col, g) for _, col, groups in layout for g in groups])
+        table = Table(title, [Column(col, g) for _, col, groups in layout for g in groups],
+                      notes=[f"{DIFFERS_MARK} {task}: not comparable with the paper's number: {differs[task]}"
+                             for task, _ in entries if task in differs])
         for label in order:
             values = [_main_value(_score(cell[(label, task)], task) if (label, task) in cell else None, g)
                       for task, _, groups in layout for g in groups]
@@ -149,7 +163,7 @@ def main_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
     return tables
 
 
-# -- breakdown tables (paper 000, Tables 3, 8 and 9) --------------------------------------
+# -- breakdown tables (Thonet et al., 2024a, Tables 3, 8 and 9) --------------------------------------
 
 def _block(metric: dict[str, Any], group: str | None) -> dict[str, Any]:
     return metric if group is None else ((metric.get("groups") or {}).get(group) or {})

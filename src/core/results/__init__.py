@@ -6,7 +6,9 @@ directory, and joining shards (public API).
 - `primary_score`, `detail_value`, `cluster_of`, `run_model_name`: what a sample scored, the
   unit its interval resamples, and how a table names a run's model.
 - `score_task`: samples -> the results block of one task (groups, breakdowns, intervals,
-  tests), driven by the spec's typed `report` section; `length_curves`: the variants of a
+  tests), driven by the spec's typed `report` section; `differs_from_paper(results["tasks"])`
+  and `DIFFERS_MARK`: the tasks whose spec says their number is not the paper's measurement,
+  which every table marks; `length_curves`: the variants of a
   `--context-lengths` sweep put back together as curves with the effective length.
 - `RUN_OUTPUTS`: scoring and writing for the engine's `Session` (`Session(config,
   outputs=RUN_OUTPUTS)`); `write_run`, `console_text`, `format_table`: the run directory and
@@ -23,12 +25,13 @@ from lceval.results._curves import effective_length, length_curves
 from lceval.results._merge import add_up, first_difference, merge_runs
 from lceval.results._outputs import RESULTS_SCHEMA_VERSION, RUN_OUTPUTS, console_text, format_table, write_run
 from lceval.results._run_dir import SAMPLES_MAX_BYTES, load_run, run_model_name, sample_from_record
-from lceval.results._scoring import cluster_of, detail_value, headline_block, primary_score, score_task
+from lceval.results._scoring import (DIFFERS_MARK, cluster_of, detail_value, differs_from_paper, headline_block,
+                                     primary_score, score_task)
 from lceval.types import FinishedRun
 
 __all__ = [
-    "RESULTS_SCHEMA_VERSION", "RUN_OUTPUTS", "SAMPLES_MAX_BYTES", "FinishedRun", "add_up", "cluster_of",
-    "console_text", "cost_summary", "detail_value", "effective_length", "first_difference", "format_cost",
+    "DIFFERS_MARK", "RESULTS_SCHEMA_VERSION", "RUN_OUTPUTS", "SAMPLES_MAX_BYTES", "FinishedRun", "add_up", "cluster_of",
+    "console_text", "cost_summary", "detail_value", "differs_from_paper", "effective_length", "first_difference", "format_cost",
     "format_table", "headline_block", "length_curves", "load_run", "merge_runs", "primary_score",
     "run_model_name", "sample_from_record", "score_task", "usd", "write_run",
 ]

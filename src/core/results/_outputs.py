@@ -24,7 +24,7 @@ from lceval.types import FinishedRun
 from lceval.engine import Plugins, RunState, model_label
 from lceval.results._cost import cost_summary, format_cost
 from lceval.results._curves import length_curves
-from lceval.results._scoring import headline_block, score_task
+from lceval.results._scoring import DIFFERS_MARK, differs_from_paper, headline_block, score_task
 from lceval.io import load_schema
 
 RESULTS_SCHEMA_VERSION = 1
@@ -78,14 +78,11 @@ def _git_commit() -> dict[str, Any] | None:
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, Any]:
+def same_run(state: RunState) -> dict[str, Any]:
+    """What makes two runs the same run, in manifest.json's form: their settings, model and
+    resolved tasks, seed and provenance (not when, where or by which command line)."""
     cfg = state.config
-    files: dict[str, str] = {}
-    for task in state.tasks:
-        files.update(task.files_read)
     return {
-        "run_id": run_id,
-        "command": cfg.command,
         "config": cfg.to_manifest(),
         "resolved": {
             "model_spec": state.model_spec.canonical,
@@ -93,14 +90,32 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
             "tasks": {t.spec.name: t.spec.to_manifest() for t in state.tasks},
         },
         "seed": cfg.seeds[0],
+        "source_run": state.source_run,
+        "shard": state.shard,
+        "merged_from": state.merged_from,
+    }
+
+
+def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, Any]:
+    cfg = state.config
+    files: dict[str, str] = {}
+    for task in state.tasks:
+        files.update(task.files_read)
+    same = same_run(state)
+    return {
+        "run_id": run_id,
+        "command": cfg.command,
+        "config": same["config"],
+        "resolved": same["resolved"],
+        "seed": same["seed"],
         "usage": state.usage,
         "judge_usage": state.judge_usage,
         "cost": cost_summary(state.usage, state.judge_usage),
         **({"partial": {"reason": "cost_limit", **state.stopped}} if state.stopped else {}),
         "backend_stats": {"model": state.model_backend_stats, "judge": state.judge_backend_stats},
-        "source_run": state.source_run,
-        "shard": state.shard,
-        "merged_from": state.merged_from,
+        "source_run": same["source_run"],
+        "shard": same["shard"],
+        "merged_from": same["merged_from"],
         "versions": {
             "lceval": __version__,
             "python": sys.version.split()[0],
@@ -159,11 +174,46 @@ def sample_record(sample: Any) -> dict[str, Any]:
     return rec
 
 
+
+
+def served_from_cache(state: RunState) -> bool:
+    """Nothing was generated or judged anew: every answer and verdict came from the cache."""
+    judged = (state.judge_usage or {}).get("generated", 0)
+    return (state.usage.get("generated") == 0 and not judged and state.source_run is None
+            and state.merged_from is None and any(t.samples for t in state.tasks))
+
+
+def repeated_run(output: Path, wanted: dict[str, Any]) -> Path | None:
+    """The newest finished run folder in `output` whose manifest says it is the run `wanted`
+    describes (`same_run`), or None."""
+    if not output.is_dir():
+        return None
+    found: list[tuple[str, Path]] = []
+    for folder in output.iterdir():
+        if folder.name.startswith(".") or not (folder / "results.json").is_file():
+            continue
+        try:
+            old = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(old, dict) and {key: old.get(key) for key in wanted} == wanted:
+            found.append((str(old.get("finished_at") or ""), folder))
+    return max(found)[1] if found else None
+
+
 def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
-    with atomic_directory(output, run_id_for(state)) as (tmp, final):
+    """The run folder of `state` in `output`. A rerun served wholly from the cache replaces
+    the folder of the run it repeats (same settings, model and tasks), under its name, so the
+    same command run twice leaves one folder (`lceval report runs/*/` shows the model once);
+    any other run gets a new folder."""
+    previous = repeated_run(Path(output), same_run(state)) if served_from_cache(state) else None
+    with atomic_directory(output, run_id_for(state), replace=previous) as (tmp, final):
         run_id = final.name
         results = build_results(state, run_id)
-        _write_files(tmp, state, results, build_manifest(state, plugins, run_id))
+        manifest = build_manifest(state, plugins, run_id)
+        if previous is not None:
+            manifest["replaced"] = {"run_id": previous.name, "why": "the same run again, every answer from the cache"}
+        _write_files(tmp, state, results, manifest)
     return final, results
 
 
@@ -265,10 +315,15 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 def format_table(results: dict[str, Any], markdown: bool = False) -> str:
     """One line per task and group: mean, 95% CI, n, and what was cut or failed; then, for a
-    `--context-lengths` sweep, the score at each length and the effective length."""
+    `--context-lengths` sweep, the score at each length and the effective length. A task whose
+    spec says its number is not comparable with the paper's is marked, and why said under it."""
     table = _render(table_rows(results), markdown)
     curves = results.get("length_curves")
-    return table + ("\n\n" + _render(curve_rows(curves), markdown) if curves else "")
+    differs = differs_from_paper(results["tasks"])
+    notes = "".join(f"\n{DIFFERS_MARK} {name}: not comparable with the paper's number: {why}"
+                    for name, why in differs.items())
+    return (table + ("\n\n" + _render(curve_rows(curves), markdown) if curves else "")
+            + ("\n" + notes if notes else ""))
 
 
 def curve_rows(curves: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -309,6 +364,7 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
     run's table is never silently blank."""
     rows = [("task", "group", "score", "95% CI", "n", "trunc", "skip", "no-score")]
     for name, task in results["tasks"].items():
+        name += DIFFERS_MARK if task.get("differs_from_paper") else ""
         metric = task["metrics"]["score"]
         acc = task["accounting"]
         unit = _unit(task.get("cluster_by"))
@@ -324,7 +380,7 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         if seeds and seeds.get("mean") is not None:
             rows.append((name, f"{seeds['n_seeds']} seeds", f"{_fmt(seeds['mean'])} ± {_fmt(seeds['std'])}",
                          "", "", "", "", ""))
-        # per group, as the papers test (paper 000 Table 9 is test2 alone); pooled only without groups
+        # per group, as the papers test (Thonet et al., 2024a, Table 9 is test2 alone); pooled only without groups
         tested = [(f"{gname} {tname}", t) for gname, g in groups.items() for tname, t in (g.get("tests") or {}).items()]
         for label, t in tested or list((metric.get("tests") or {}).items()):
             why = "" if t["p_value"] is not None else f"n/a: {t.get('note') or 'no test'}"

@@ -371,3 +371,14 @@ def token_totals(samples: list[Sample]) -> dict[str, Any]:
         out["reasoning"] = sum(s.reasoning_tokens or 0 for s in thought)
         out["reasoning_unknown"] = sum(1 for s in thought if s.reasoning_tokens is None)
     return out
+
+
+#: marks a task's number that its spec says is not comparable with the paper's (`report.differs_from_paper`)
+DIFFERS_MARK = "\u2020"
+
+
+def differs_from_paper(tasks: dict[str, Any]) -> dict[str, str]:
+    """Task -> why its number is not comparable with the paper's, for the tasks of a results
+    block whose spec says so: every table marks them with `DIFFERS_MARK` and says why under it."""
+    return {name: str(entry["differs_from_paper"]) for name, entry in tasks.items()
+            if isinstance(entry, dict) and entry.get("differs_from_paper")}

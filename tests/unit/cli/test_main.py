@@ -60,7 +60,8 @@ def test_missing_dataset_says_how_to_fetch(tmp_path):
     with pytest.raises(UserError) as err:
         run_engine(ScriptedModel(), "elitr_qa", tmp_path / "empty-home", tmp_path)
     assert "lceval data fetch elitr-bench" in err.value.render()
-    assert "elitr-bench-qa_dev.json" in err.value.render()
+    # the whole dataset is missing: named with its archives and the offline commands (issue 30)
+    assert "ELITR-English-dev.tar.zip" in err.value.render() and "--from elitr-bench-archives" in err.value.render()
 
 
 def test_report_reads_finished_runs(tiny_home, tmp_path, capsys):
@@ -72,7 +73,7 @@ def test_report_reads_finished_runs(tiny_home, tmp_path, capsys):
     assert "task" in out and "elitr_qa" in out and "dev" in out
     assert main(["report", str(run_dir), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
-    assert "### ELITR-Bench (paper 000, Table 2)" in out
+    assert "### ELITR-Bench (Thonet et al., 2024a, Table 2)" in out
     assert "| model | QA single-turn dev | QA single-turn test2 | QA single-turn mean |" in out
     assert "### elitr_qa, dev: breakdowns and tests" in out  # per split by default
     assert main(["report", str(run_dir), "--format", "json"]) == 0

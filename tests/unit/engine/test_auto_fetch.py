@@ -89,7 +89,7 @@ def test_a_wrong_checksum_or_no_network_says_how_to_fetch_from_a_folder(tmp_path
     with pytest.raises(UserError) as err:
         _run(tmp_path, _plugin(archive.as_uri(), "0" * 64, []), tmp_path / "home")
     assert "could not be fetched: checksum mismatch" in err.value.message
-    assert "lceval data fetch notes --from FOLDER" in err.value.hint
+    assert "lceval data fetch notes --from notes-archives" in err.value.hint
     assert not (tmp_path / "home" / "notes").exists()  # nothing half-installed
     with pytest.raises(UserError) as err:
         _run(tmp_path, _plugin("http://127.0.0.1:9/notes.zip", "0" * 64, []), tmp_path / "home")

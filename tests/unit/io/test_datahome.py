@@ -128,14 +128,17 @@ def test_missing_dataset_and_missing_source(tmp_path, source):
         dataset_path("toy", tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(UserError, match="missing from the --from folder"):
+    with pytest.raises(UserError, match="1 of the 1 archives of 'toy' is missing from the --from folder: a.zip"):
         fetch(dataset(source, Counting()), str(empty), tmp_path / "h")
 
 
 def test_unreachable_url_says_to_use_from(tmp_path, source):
-    with pytest.raises(UserError, match="--from FOLDER") as err:
+    with pytest.raises(UserError, match="cannot download http://127.0.0.1:9/a.zip") as err:
         fetch(dataset(source, Counting()), None, tmp_path / "home")
-    assert "http://127.0.0.1:9/a.zip" in err.value.render()
+    # the offline recipe names every archive and is pasteable as written (issue 30)
+    assert "Its archive: a.zip" in err.value.hint
+    assert "`mkdir toy-archives && cd toy-archives && curl -fL --remote-name-all http://127.0.0.1:9/a.zip`" in err.value.hint
+    assert err.value.hint.endswith("`lceval data fetch toy --from toy-archives`")
     assert not (tmp_path / "home").exists()  # created for the fetch, removed with it
 
 

@@ -109,12 +109,12 @@ def test_page_is_self_contained_overview_first_with_a_chart_per_group_and_breakd
     page = parse(html)
     assert page.external == []
     assert page.sections[:2] == ["overview", "task-elitr_qa"] and page.sections[-2:] == ["samples", "runs"]
-    for expected in ("elitr_qa: score per model and split", "elitr_qa: score by split",
-                     "elitr_qa: score by context length (pooled dev + test2)"):
+    for expected in ("elitr_qa: lexical score per model and split", "elitr_qa: lexical score by split",
+                     "elitr_qa: lexical score by context length (pooled dev + test2)"):
         assert expected in page.titles, page.titles
     for field in ("question_type", "answer_position"):
         for split in ("dev", "test2"):
-            assert f"elitr_qa: score by {field} ({split})" in page.titles
+            assert f"elitr_qa: lexical score by {field} ({split})" in page.titles
     specs = json.loads(page.scripts["lceval-charts"])
     assert len(specs) == len(page.figures) == len(page.titles)
     assert all(int(f["data-points"]) > 0 for f in page.figures)
@@ -185,7 +185,7 @@ def test_buckets_come_in_numeric_order_in_tables_and_charts(two_runs):
     assert html.index("<th scope=\"col\">4k-8k</th>") < html.index("<th scope=\"col\">8k-16k</th>") < \
         html.index("<th scope=\"col\">16k-32k</th>")
     page = parse(html)
-    spec = json.loads(page.scripts["lceval-charts"])[page.titles.index("elitr_qa: score by context length (pooled dev + test2)")]
+    spec = json.loads(page.scripts["lceval-charts"])[page.titles.index("elitr_qa: lexical score by context length (pooled dev + test2)")]
     assert spec["layer"][0]["encoding"]["x"]["sort"] == ["4k-8k", "8k-16k", "16k-32k"]
     assert [r["category"] for r in plotted(spec)] == ["4k-8k", "8k-16k", "16k-32k"]
 
@@ -288,9 +288,10 @@ def test_sample_text_cannot_close_the_data_script(two_runs):
 def test_labels_are_short_model_names_unless_two_runs_of_a_task_share_one(two_runs):
     inputs = html_inputs(list(two_runs))
     labels = run_labels(inputs.runs)
-    ids = [r.run_id for r in inputs.runs]
-    # same model, same task: run ids tell them apart, and a number when both started in the same second
-    assert labels == [f"x ({ids[0]})", f"x ({ids[1]})" + (" #2" if ids[0] == ids[1] else "")]
+    # same model, same task: the setting they differ in tells them apart, never a run id (issue 30)
+    assert labels == ["x (context-policy=default)", "x (context-policy=truncate-middle)"]
+    again = load_inputs([two_runs[0], two_runs[0]])
+    assert run_labels(again.runs) == ["x", "x #2"]  # the same run twice: a number
 
 
 def test_summhay_panels_put_retrievers_budgets_and_orders_side_by_side(tmp_path):

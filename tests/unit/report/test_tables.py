@@ -39,7 +39,7 @@ def test_one_row_per_model_across_the_three_settings(tiny_home, tmp_path):
     dirs = [run_engine(ScriptedModel(), task, tiny_home, tmp_path / task)[0]
             for task in ("elitr_qa", "elitr_qa_mt", "elitr_conv")]
     rows = _csv(commands.report(dirs, "csv"))
-    header, body = _table(rows, "ELITR-Bench (paper 000, Table 2)")
+    header, body = _table(rows, "ELITR-Bench (Thonet et al., 2024a, Table 2)")
     assert header[2:] == [f"{s}/{g}" for s in ("QA single-turn", "QA multi-turn", "Conv multi-turn")
                           for g in ("dev", "test2", "mean")]
     assert list(body) == ["x"]  # `scripted:x` is named x, and its three runs are one row
@@ -85,7 +85,7 @@ def test_where_keeps_a_subset_and_by_adds_a_breakdown(tiny_home, tmp_path):
     split = by["tasks"]["elitr_qa"]["metrics"]["score"]["groups"]["dev"]["breakdowns"]["qa_conv_differs"]
     assert {k: v["n"] for k, v in split.items()} == {"False": 4, "True": 1}
     text = commands.report([run_dir], "markdown", where=["qa_conv_differs=true"])
-    assert "### ELITR-Bench (paper 000, Table 2) (only samples with qa_conv_differs=true)" in text
+    assert "### ELITR-Bench (Thonet et al., 2024a, Table 2) (only samples with qa_conv_differs=true)" in text
     with pytest.raises(UserError, match="no sample"):
         commands.report([run_dir], "json", where=["question_type=nonesuch"])
     assert main(["report", str(run_dir), "--where", "novalue"]) == 2
@@ -100,7 +100,7 @@ def _published(tmp_path: Path, name: str = "elitr-bench-qa_dev_st_gpt-4-eval.jso
 
 def test_recorded_files_are_tabulated_like_runs(tmp_path):
     path = _published(tmp_path)
-    _, body = _table(_csv(commands.report([f"{path}#gpt-4-eval"], "csv")), "ELITR-Bench (paper 000, Table 2)")
+    _, body = _table(_csv(commands.report([f"{path}#gpt-4-eval"], "csv")), "ELITR-Bench (Thonet et al., 2024a, Table 2)")
     recorded = json.loads(FIXTURE.read_text())
     scores: dict[str, list[float]] = {}
     for m in recorded["meetings"]:
@@ -111,7 +111,7 @@ def test_recorded_files_are_tabulated_like_runs(tmp_path):
     for model, values in scores.items():
         assert float(body[model][2]) == pytest.approx(sum(values) / len(values), rel=1e-5)
     # every scorer of the file is a run: the same model's rows are told apart by scorer
-    _, all_scorers = _table(_csv(commands.report([path], "csv")), "ELITR-Bench (paper 000, Table 2)")
+    _, all_scorers = _table(_csv(commands.report([path], "csv")), "ELITR-Bench (Thonet et al., 2024a, Table 2)")
     assert "ModelA (recorded:gpt-4-eval)" in all_scorers and "ModelA (recorded:prometheus-eval)" in all_scorers
     per_run = json.loads(commands.report([f"{path}#gpt-4-eval"], "json").split("\n\n")[0])
     types = [q["question-type"] for m in recorded["meetings"] for q in m["questions"]]
