@@ -158,3 +158,13 @@ def test_the_quality_judge_needs_a_judge_model(tmp_path, monkeypatch, capsys):
     assert main(["run", "--tasks", "longwriter", "--model", "scripted:x", "--output", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err
     assert "--judge-model" in err and "longwriter" in err, err
+
+
+def test_a_length_field_the_items_lack_names_the_option():
+    from lceval.errors import UserError
+
+    judge = PLUGINS.judges["longwriter_length"](JudgeContext(options={"length_field": "words"}))
+    with pytest.raises(UserError) as err:
+        judge.judge([JudgeInput(item_id="test/0", question="Write.", response="Done.", reference="100",
+                                metadata={"length": 100})])
+    assert err.value.field == "judge.options.length_field" and "test/0" in str(err.value) and "None" in str(err.value)
