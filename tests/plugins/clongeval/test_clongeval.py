@@ -131,3 +131,15 @@ def test_a_bad_typo_reference_option_exits_2(tmp_path, capsys):
     assert main(["validate", str(spec)]) == 2
     out = capsys.readouterr().out
     assert str(spec) in out and "judge.options.typo_reference" in out and "fixed" in out, out
+
+
+def test_questions_over_one_excerpt_share_its_prefix(_isolated_hf, tmp_path):
+    """Rows that repeat a context (several questions about one excerpt) are one document: one
+    context id, the questions after it, so the engine prefills the excerpt once for all of them."""
+    rows = [{**row("long_story_qa", "small", i), "context": "同一段小说节选。" * 20} for i in range(3)]
+    rows.append(row("long_story_qa", "small", 3))
+    put_in_hub_cache(_isolated_hf / "hub", REPO, COMMIT, {"1-1_long_story_qa/small.jsonl": "".join(
+        json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()})
+    _, convs = load("clongeval_long_story_qa_small", tmp_path)
+    assert len(convs) == 4 and len({c.context_id for c in convs[:3]}) == 1 and convs[3].context_id != convs[0].context_id
+    assert [c.turns[0].user.split(CONTEXT_SLOT)[0] for c in convs[:3]] == [convs[0].turns[0].user.split(CONTEXT_SLOT)[0]] * 3
