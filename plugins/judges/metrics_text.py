@@ -15,6 +15,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.types import JudgeInput
 
+from .chinese_words import jieba_cut, zh_word_tokens
 from .metric_base import MetricJudge, metric_options
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -87,19 +88,26 @@ class F1Judge(MetricJudge):
     normalisation and word tokens, THUDM/LongBench LongBench/metrics.py `qa_f1_score` with the
     max over ground truths of LongBench/eval.py `scorer`; OpenBMB/InfiniteBench
     src/compute_scores.py `qa_f1_score` is the same. `normalize: infinitebench_zh`: one token per
-    character after `normalize_zh_answer` (InfiniteBench's `qa_f1_score_zh`, longbook_qa_chn)."""
+    character after `normalize_zh_answer` (InfiniteBench's `qa_f1_score_zh`, longbook_qa_chn).
+    `normalize: longbench_zh`: jieba's words, each normalised so, empty ones dropped
+    (THUDM/LongBench LongBench/metrics.py `qa_f1_zh_score`, multifieldqa_zh)."""
 
     name = "f1"
     OPTIONS = metric_options({
-        "normalize": {"enum": ["squad", "infinitebench_zh"], "default": "squad",
+        "normalize": {"enum": ["squad", "infinitebench_zh", "longbench_zh"], "default": "squad",
                       "description": "squad: lower case, no punctuation or articles, word tokens; infinitebench_zh: "
-                                     "InfiniteBench's Chinese rule, no punctuation or white space, character tokens."},
+                                     "InfiniteBench's Chinese rule, no punctuation or white space, character tokens; "
+                                     "longbench_zh: LongBench's qa_f1_zh_score, jieba's words so normalised "
+                                     "(pip install 'lceval[chinese]')."},
     })
 
     def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
         if self.options["normalize"] == "infinitebench_zh":
             pred = list(normalize_zh_answer(prediction))
             scores = [token_f1(pred, list(normalize_zh_answer(r))) for r in references]
+        elif self.options["normalize"] == "longbench_zh":
+            pred = zh_word_tokens(prediction, "judge.options.normalize")
+            scores = [token_f1(pred, zh_word_tokens(r, "judge.options.normalize")) for r in references]
         else:
             scores = [qa_f1_score(prediction, r) for r in references]
         best = max(range(len(scores)), key=lambda i: scores[i])
@@ -113,14 +121,20 @@ class _RougeThread(threading.Thread):
     RecursionError, and the authors' bare `except:` scores it 0.0. Under `python eval.py` the
     call runs 3 frames deep (<module>, scorer, rouge_score); here too (the thread's _bootstrap,
     _bootstrap_inner, run), whatever the depth of the judge's caller: identical 990-word texts
-    without a full stop score 1, 991 words 0, in both."""
+    without a full stop score 1, 991 words 0, in both. `extra_frames` deepens the call by the
+    frames the authors' caller has more (`rouge_zh_score` calls `rouge_score`: one more).
+    """
 
-    def __init__(self, rouge: Any, prediction: str, ground_truth: str) -> None:
+    def __init__(self, rouge: Any, prediction: str, ground_truth: str, extra_frames: int = 0) -> None:
         super().__init__(name="lceval-rouge", daemon=True)
         self.rouge, self.prediction, self.ground_truth = rouge, prediction, ground_truth
+        self.extra_frames = extra_frames
         self.value = 0.0
 
     def run(self) -> None:
+        if self.extra_frames > 0:  # one frame deeper per call, as the authors' wrapper is
+            self.extra_frames -= 1
+            return self.run()
         try:
             scores = self.rouge.get_scores([self.prediction], [self.ground_truth], avg=True)
         except Exception:  # LongBench/metrics.py `rouge_score`: any exception scores 0.0
@@ -129,12 +143,12 @@ class _RougeThread(threading.Thread):
         self.value = scores["rouge-l"]["f"]
 
 
-def longbench_rouge_score(rouge: Any, prediction: str, ground_truth: str) -> float:
+def longbench_rouge_score(rouge: Any, prediction: str, ground_truth: str, extra_frames: int = 0) -> float:
     """THUDM/LongBench LongBench/metrics.py `rouge_score`: `Rouge().get_scores([prediction],
     [ground_truth], avg=True)["rouge-l"]["f"]` with the `rouge` package (1.0.1), 0.0 on any
     exception. Its rouge-l splits sentences at "." only, keeps punctuation and case on words,
     and counts DISTINCT words (sets) in a union LCS shared across the reference's sentences."""
-    worker = _RougeThread(rouge, prediction, ground_truth)
+    worker = _RougeThread(rouge, prediction, ground_truth, extra_frames)
     worker.start()
     worker.join()
     return worker.value
@@ -151,7 +165,8 @@ class RougeLJudge(MetricJudge):
     OpenBMB/InfiniteBench src/compute_scores.py `get_score_one_longbook_sum_eng` (HF
     `evaluate`'s rouge, which calls rouge-score with these defaults). The two differ a lot on
     the same texts (sentence order, punctuation, case, repeated words): docs/tasks/longbench.md
-    gives the numbers."""
+    gives the numbers. `tokenize: jieba` first cuts both texts into jieba's words joined by
+    spaces: LongBench/metrics.py `rouge_zh_score` (dureader, vcsum)."""
 
     name = "rouge_l"
     OPTIONS = metric_options({
@@ -163,6 +178,9 @@ class RougeLJudge(MetricJudge):
                                    "sentences split at newlines (InfiniteBench's summaries)."},
         "use_stemmer": {"type": "boolean", "default": False,
                         "description": "rouge-score only: Porter-stem words before matching."},
+        "tokenize": {"enum": ["none", "jieba"], "default": "none",
+                     "description": "rouge only. jieba: both texts cut into jieba's words joined by spaces first "
+                                    "(LongBench's rouge_zh_score; pip install 'lceval[chinese]'); none: as written."},
     })
 
     def __init__(self, options: Any) -> None:
@@ -179,6 +197,10 @@ class RougeLJudge(MetricJudge):
                                 field="judge.options.implementation", hint="pip install 'lceval[documents]'") from None
             self._rouge = Rouge()
             return
+        if self.options["tokenize"] != "none":
+            raise UserError(f"tokenize: {self.options['tokenize']} is an option of the rouge implementation "
+                            "(LongBench's rouge_zh_score), not of rouge-score",
+                            field="judge.options.tokenize", hint="Add implementation: rouge.")
         try:
             from rouge_score import rouge_scorer
         except ImportError:
@@ -190,7 +212,12 @@ class RougeLJudge(MetricJudge):
         return self.options["implementation"] == "rouge"
 
     def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:
-        if self.options["implementation"] == "rouge":
+        if self.options["implementation"] == "rouge" and self.options["tokenize"] == "jieba":
+            # rouge_zh_score: " ".join(jieba.cut(...)) of both, then rouge_score, one frame deeper
+            words = " ".join(jieba_cut(prediction, "judge.options.tokenize"))
+            scores = [longbench_rouge_score(self._rouge, words, " ".join(jieba_cut(r, "judge.options.tokenize")),
+                                            extra_frames=1) for r in references]
+        elif self.options["implementation"] == "rouge":
             scores = [longbench_rouge_score(self._rouge, prediction, r) for r in references]
         else:
             variant = self.options["variant"]

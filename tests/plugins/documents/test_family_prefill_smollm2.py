@@ -1,5 +1,5 @@
-"""The real SmolLM2 model (llama.cpp, 2k window) on the shipped L-Eval and LooGLE specs, their
-Hub source swapped for rows we wrote in the authors' schema (tests/data/leval, tests/data/loogle):
+"""The real SmolLM2 model (llama.cpp, 2k window) on the shipped L-Eval, LooGLE and LIBRA specs, their
+Hub source swapped for rows we wrote in the authors' schema (tests/data/leval, loogle, libra):
 each document carries several questions and is prefilled once, so the tokens prefilled stay
 within 1.1 x the floor (each document once, plus each question's own tokens), as
 tests/plugins/documents/test_smollm2.py checks for the worked example."""
@@ -47,6 +47,7 @@ def prefill_check(run_dir: Path, task: str, questions: int) -> tuple[int, int]:
 @pytest.mark.parametrize("name, data, questions", [
     ("leval_tpo", TEST_DATA / "leval" / "tpo_sample.jsonl", 6),
     ("loogle_shortdep_qa", TEST_DATA / "loogle" / "shortdep_qa_sample.jsonl", 6),
+    ("libra_matreshka_yes_no", TEST_DATA / "libra" / "matreshka_yes_no_sample.jsonl", 6),
 ])
 def test_a_documents_questions_prefill_it_once(name, data, questions, tmp_path):
     pytest.importorskip("llama_cpp")
