@@ -253,8 +253,10 @@ def _families(catalog: Any) -> str:
                 spec = catalog.spec(name)
             except UserError:
                 continue
-            languages += [x for x in spec.languages if x not in languages]
-            metrics += [m for m in [spec.judge.name, *(m.name for m in spec.metrics)] if m not in metrics]
+            for value, seen in [(x, languages) for x in spec.languages] + [
+                    (m, metrics) for m in [spec.judge.name, *(m.name for m in spec.metrics)]]:
+                if value not in seen:  # once each, also when one spec names a metric twice
+                    seen.append(value)
         family = catalog.family(key)
         rows.append((family.name, str(len(names)), ", ".join(languages), ", ".join(metrics), family.citation))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

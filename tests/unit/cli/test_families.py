@@ -3,6 +3,8 @@ the families with their task counts, languages, metrics and paper (issues 26 and
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,9 @@ def test_families_say_their_tasks_languages_metrics_and_paper() -> None:
     rows = {line.split("  ")[0].strip(): line for line in lceval("tasks", "--families").splitlines()[2:]}
     assert "21" in rows["LongBench"] and "f1" in rows["LongBench"] and "rouge_l" in rows["LongBench"]
     assert "cs" in rows["ELITR-Bench"] and "Thonet et al., 2024a" in rows["ELITR-Bench"]
+    for row in rows.values():  # each metric named once, also where a spec names one twice (HELMET's ALCE)
+        metrics = [m.strip() for m in re.split(r"\s{2,}", row)[3].split(",")]
+        assert len(metrics) == len(set(metrics)), row
     catalog = load_catalog(load_plugins())
     assert sum(len(v) for v in catalog.by_family().values()) == len(catalog.specs)  # every task once
 
