@@ -37,6 +37,7 @@ and applies no cache-aware routing, so it is not what is measured here.
     python benchmarks/fleet_router.py --data-home DIR --router-bin /tmp/sgr-venv/bin/sglang-router
 
 Counts are stable across machines; seconds are not (2 shared cores here).
+Measured numbers and the exact command: docs/performance.md.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ Hugging Face folder of SmolLM2 (`lceval convert-gguf`):
     python benchmarks/small_kv_cache.py --data-home DIR --model /tmp/smollm2-hf
 
 Counts are the stable result; seconds on a shared CPU are not.
+Measured numbers and the exact command: docs/performance.md.
 """
 
 from __future__ import annotations
