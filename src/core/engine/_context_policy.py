@@ -25,7 +25,7 @@ from lceval.interfaces import ModelBackend
 from lceval.tokens import SAFETY_MARGIN
 from lceval.types import CONTEXT_SLOT, ContextCut, Conversation, Message
 
-POLICIES = ("error", "skip", "truncate-middle", "truncate-left")
+POLICIES = ("error", "skip", "truncate-middle", "truncate-left", "truncate-right")
 #: Marks the place where text was removed, so the model (and a reader) can tell.
 CUT_MARK = "\n[...]\n"
 
@@ -112,7 +112,8 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
     `context_ids` may pass the context's tokens when several conversations share it.
     `max_tokens` (the spec's `context.max_tokens`, one budget of `--context-lengths`) cuts the
     context to that many tokens even when the window holds more: the user asked for that
-    cut, so it is made whatever the policy (from the middle, or the left with truncate-left)
+    cut, so it is made whatever the policy (from the middle; the left with truncate-left, the
+    right with truncate-right)
     and recorded as such; a window smaller than the budget is still the policy's business.
     `elements` (the context's elements with their tokens, `element_tokens`) cuts at their
     boundaries."""
@@ -162,7 +163,7 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
         if original <= max_tokens:
             return conv.context, ContextCut(policy, original, original, "none")
         # the requested cut, not the window's: made under every policy
-        policy = "truncate-left" if policy == "truncate-left" else "truncate-middle"
+        policy = policy if policy in ("truncate-left", "truncate-right") else "truncate-middle"
         budget = max_tokens
         if window is None:
             return _truncated(model, context_ids, budget, policy, conv.context, elements, original, style)
@@ -174,7 +175,7 @@ def fit(conv: Conversation, model: ModelBackend, policy: str, max_new_tokens: in
             f"(context {original}, instructions and questions {overhead}, answers {reserve}) "
             f"but the model's window is {window}",
             field="context.policy",
-            hint="Use --context-policy truncate-middle|truncate-left|skip, or a larger n_ctx.",
+            hint="Use --context-policy truncate-middle|truncate-left|truncate-right|skip, or a larger n_ctx.",
         )
     if policy == "skip" or budget <= 0:
         return None, ContextCut(policy, original, 0, "skipped")
@@ -277,6 +278,8 @@ def removed_span(policy: str, original: int, keep: int, head: int | None = None)
     a transcript was cut."""
     if policy == "truncate-left":
         return 0, original - keep
+    if policy == "truncate-right":
+        return keep, original
     head = keep // 2 if head is None else head
     return head, original - (keep - head)
 
@@ -305,18 +308,20 @@ def _element_cut(context: str, elements: Elements, keep: int, policy: str,
                   marker: str = CUT_MARK) -> tuple[str, int, int] | None:
     """The context cut at element boundaries to at most `keep` tokens: whole elements from
     the start and the end (truncate-middle: up to half the budget from the start, the rest
-    from the end; truncate-left: from the end only) and the cut mark between. Returns (text,
+    from the end; truncate-left: from the end only; truncate-right: from the start only) and
+    the cut mark between. Returns (text,
     tokens kept, elements kept), or None when the elements are too long for the budget to
     keep half of it in whole elements (the caller then cuts at tokens)."""
     n = len(elements)
     head = 0
     used = 0
     if policy != "truncate-left":
-        while head < n and used + elements[head][2] <= keep // 2:
+        share = keep if policy == "truncate-right" else keep // 2
+        while head < n and used + elements[head][2] <= share:
             used += elements[head][2]
             head += 1
     tail = n
-    while tail > head and used + elements[tail - 1][2] <= keep:
+    while policy != "truncate-right" and tail > head and used + elements[tail - 1][2] <= keep:
         used += elements[tail - 1][2]
         tail -= 1
     if used * 2 < keep or (head == 0 and tail == n):
@@ -325,6 +330,8 @@ def _element_cut(context: str, elements: Elements, keep: int, policy: str,
         return context, used, n
     if head == 0:
         return marker.lstrip("\n") + context[elements[tail][0]:], used, n - tail
+    if tail == n:  # truncate-right: the start kept, the end removed
+        return context[:elements[head - 1][1]] + marker.rstrip("\n"), used, head
     tail_text = context[elements[tail][0]:] if tail < n else ""
     return context[:elements[head - 1][1]] + marker + tail_text, used, head + (n - tail)
 
@@ -350,6 +357,8 @@ def _cut(model: ModelBackend, ids: list[int], keep: int, policy: str, marker: st
     start, end = removed_span(policy, len(ids), keep, head)
     if policy == "truncate-left":
         return marker.lstrip("\n") + model.detokenize(ids[end:])
+    if policy == "truncate-right":
+        return model.detokenize(ids[:start]) + marker.rstrip("\n")
     return model.detokenize(ids[:start]) + marker + model.detokenize(ids[end:])
 
 

@@ -27,10 +27,10 @@ def _spec(tmp_path, documents: bool):
                       name="turns_task", generation={"max_new_tokens": 8})
 
 
-def _run(tmp_path, documents: bool):
+def _run(tmp_path, documents: bool, policy: str = "truncate-middle"):
     model = ScriptedModel(window=300)
     config = RunConfig(tasks=str(_spec(tmp_path, documents)), models=["scripted:x"], progress=False,
-                       context_policy="truncate-middle")
+                       context_policy=policy)
     state = execute_config(config, plugins_with_model(model), tmp_path / "home")
     (sample,) = state.tasks[0].samples
     (request,) = model.calls
@@ -54,6 +54,18 @@ def test_a_list_of_turns_is_cut_between_turns_and_the_record_says_so(tmp_path):
 
     record = json.loads(json.dumps(asdict(cut)))
     assert record["elements_kept"] == cut.elements_kept and record["elements_total"] == 60
+
+
+def test_truncate_right_keeps_the_first_whole_turns(tmp_path):
+    """`truncate-right` (LongMemEval's and L-Eval's authors keep the start): whole turns from the
+    start, in order, and the mark at the end where the rest was."""
+    sample, prompt = _run(tmp_path, documents=True, policy="truncate-right")
+    cut = sample.context_cut
+    assert cut.action == "truncated" and cut.policy == "truncate-right" and 0 < cut.elements_kept < 60
+    context = prompt.split("\n\nQuestion:")[0]
+    assert context.endswith("\n[...]")
+    kept = context.removesuffix("\n[...]").split("\n")
+    assert kept == TURNS[:cut.elements_kept]
 
 
 def test_a_plain_text_context_is_still_cut_at_tokens(tmp_path):

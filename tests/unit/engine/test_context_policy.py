@@ -70,7 +70,7 @@ def test_skip_policy(tmp_path):
     assert sample.context_cut.action == "skipped" and sample.response is None and model.calls == []
 
 
-@pytest.mark.parametrize("policy", ["truncate-middle", "truncate-left"])
+@pytest.mark.parametrize("policy", ["truncate-middle", "truncate-left", "truncate-right"])
 def test_truncation_keeps_instructions_and_question(policy, tmp_path):
     model = ScriptedModel(window=200)
     cut = cuts(model, [conv()], tmp_path, policy)["c"]
@@ -78,10 +78,14 @@ def test_truncation_keeps_instructions_and_question(policy, tmp_path):
     (request,) = model.calls
     assert model.count_tokens(request.messages) + 50 <= 200
     words = sent_context(model, "c/q0").split()
+    kept = [w for w in words if w != MARK]
+    assert len(kept) == cut.kept_tokens  # kept tokens are the context's own, the mark not counted
     if policy == "truncate-middle":
         assert words[0] == "w0" and words[-1] == "w299" and MARK in words
-    else:
-        assert words[-1] == "w299" and "w0" not in words
+    elif policy == "truncate-left":
+        assert words[-1] == "w299" and "w0" not in words and words[0] == MARK
+    else:  # the start kept in order, the end removed, the mark where it was
+        assert kept == [f"w{i}" for i in range(len(kept))] and words[-1] == MARK
 
 
 def test_multi_turn_reserves_room_for_every_answer(tmp_path):
