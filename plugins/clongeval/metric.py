@@ -75,12 +75,17 @@ def rouge_zh_score(prediction: str, ground_truth: str) -> float:
         _ROUGE = Rouge()
     prediction = " ".join(jieba_cut(prediction, _FIELD))
     ground_truth = " ".join(jieba_cut(ground_truth, _FIELD))
-    if sys.getrecursionlimit() < RECURSION_LIMIT:
-        sys.setrecursionlimit(RECURSION_LIMIT)  # eval.py's own setting, process-wide there too
+    # eval.py's own setting (process-wide in its process); here for this call only, so that
+    # LongBench's ROUGE, in the same process, keeps Python's default as its authors' script has it
+    before = sys.getrecursionlimit()
+    if before < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
     try:
         return float(_ROUGE.get_scores(prediction, ground_truth)[0]["rouge-l"]["f"])
     except (ValueError, RecursionError):
         return 0.0
+    finally:
+        sys.setrecursionlimit(before)
 
 
 def news_labeling_zh_score(prediction: str, ground_truth: str) -> float:

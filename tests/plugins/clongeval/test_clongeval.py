@@ -110,6 +110,21 @@ def test_the_judge_gives_the_authors_scores(case):
     assert j.score == pytest.approx(100 * case["authors_score"], abs=1e-9), j.details
 
 
+def test_its_recursion_limit_is_its_own_not_the_processes():
+    """eval.py raises Python's recursion limit for its ROUGE; lceval raises it for CLongEval's
+    call only, so LongBench's ROUGE scored later in the same process still stops where its
+    authors' script (Python's default limit) stops."""
+    import sys
+
+    before = sys.getrecursionlimit()
+    judge = PLUGINS.judges["clongeval"](JudgeContext(options={"metric": "rouge_zh_score"}))
+    text = "今天天气很好，我们去公园散步。" * 40
+    (j,) = judge.judge([JudgeInput(item_id="q", question="?", response=text, reference=text,
+                                   metadata={"references": [text]})])
+    assert j.score == pytest.approx(100.0)
+    assert sys.getrecursionlimit() == before
+
+
 def test_typo_references_every_line_scores_each_typo():
     judge = PLUGINS.judges["clongeval"](JudgeContext(options={"metric": "typo_detection_zh_score",
                                                              "typo_reference": "every_line"}))

@@ -100,7 +100,7 @@ def test_fetching_can_be_turned_off_and_a_folder_there_is_left_alone(tmp_path, m
     archive, sha = _archive(tmp_path)
     installs: list[Path] = []
     monkeypatch.setenv("LCEVAL_AUTO_FETCH", "0")
-    with pytest.raises(UserError, match="notes not found"):
+    with pytest.raises(UserError, match="dataset 'notes' is not in the data home .*LCEVAL_AUTO_FETCH=0"):
         _run(tmp_path, _plugin(archive.as_uri(), sha, installs), tmp_path / "home")
     monkeypatch.setenv("LCEVAL_AUTO_FETCH", "1")
     (tmp_path / "home2" / "notes").mkdir(parents=True)  # laid out by hand (a fixture, a mirror)

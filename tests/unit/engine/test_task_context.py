@@ -85,7 +85,7 @@ def test_a_task_type_that_never_asks_gets_no_model_before_its_data(tmp_path: Pat
 
     plugins = load_plugins(extra=[("scripted", Plugin())])
     config = RunConfig(tasks="elitr_qa", models=["scripted:x"], progress=False)
-    with pytest.raises(UserError, match="not found"):
+    with pytest.raises(UserError, match="is not in the data home"):
         session_answer(config, plugins, tmp_path / "cache.sqlite", tmp_path / "empty-home")
     assert built == []
 

@@ -290,7 +290,7 @@ def test_labels_are_short_model_names_unless_two_runs_of_a_task_share_one(two_ru
     labels = run_labels(inputs.runs)
     # same model, same task: the setting they differ in tells them apart, never a run id (issue 30)
     assert labels == ["x (context-policy=default)", "x (context-policy=truncate-middle)"]
-    again = load_inputs([two_runs[0], two_runs[0]])
+    again = html_inputs([two_runs[0], two_runs[0]])
     assert run_labels(again.runs) == ["x", "x #2"]  # the same run twice: a number
 
 
