@@ -190,8 +190,8 @@ def test_overview_charts_and_samples_in_chromium(browser, material, report, tmp_
     page = Opened(browser, report)
     pg = page.page
     titles = [f["title"] for f in page.check_charts()]
-    for expected in ("elitr_qa: score per model and split", "elitr_qa: score by split",
-                     "elitr_qa: score by answer_position (test2)", "Coverage by retriever and budget",
+    for expected in ("elitr_qa: recorded score per model and split", "elitr_qa: recorded score by split",
+                     "elitr_qa: recorded score by answer_position (test2)", "Coverage by retriever and budget",
                      "Position sensitivity", "completeness: Elo", "completeness: pairwise scores",
                      "recorded:gpt-4-eval against gold-human-eval",
                      "Scores within each gold-human-eval score bin (Thonet et al., 2024a, Fig. 2a)"):
