@@ -40,7 +40,7 @@ from lceval.types import JudgeInput
 
 from lceval_plugins.judges.chinese_words import jieba_cut, remove_zh_punctuation, zh_word_tokens
 from lceval_plugins.judges.metric_base import MetricJudge, metric_options
-from lceval_plugins.judges.metrics_text import token_f1
+from lceval_plugins.judges.metrics_text import levenshtein, token_f1
 
 from .parsers import news_labeling_pattern_match, typo_detection_pattern_match
 
@@ -112,20 +112,6 @@ def typo_detection_zh_score(prediction: str, ground_truth: str) -> float:
     return 0.0 if same == 0 else same / len(reference)
 
 
-def levenshtein_distance(s1: str, s2: str) -> int:
-    if len(s1) < len(s2):
-        s1, s2 = s2, s1
-    if not s2:
-        return len(s1)
-    previous = list(range(len(s2) + 1))
-    for i, c1 in enumerate(s1):
-        current = [i + 1]
-        for j, c2 in enumerate(s2):
-            current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (c1 != c2)))
-        previous = current
-    return previous[-1]
-
-
 def retrieval_zh_edit_score(prediction: str, ground_truth: str) -> float:
     """Two texts empty after punctuation removal divide by zero there; equal, they score 1 here."""
     if "键：" in prediction:
@@ -134,7 +120,7 @@ def retrieval_zh_edit_score(prediction: str, ground_truth: str) -> float:
     longest = max(len(prediction), len(ground_truth))
     if longest == 0:
         return 1.0
-    return 1.0 - float(levenshtein_distance(prediction, ground_truth)) / longest
+    return 1.0 - float(levenshtein(prediction, ground_truth)) / longest
 
 
 def table_querying_match_score(prediction: str, ground_truth: str) -> float:

@@ -226,6 +226,22 @@ class RougeLJudge(MetricJudge):
         return scores[best], {"best_reference": best}
 
 
+def levenshtein(s1: str, s2: str) -> int:
+    """The two-row edit distance NeedleBench's evaluators and CLongEval's metrics.py write out
+    (the same function in both)."""
+    if len(s1) < len(s2):
+        s1, s2 = s2, s1
+    if not s2:
+        return len(s1)
+    previous = list(range(len(s2) + 1))
+    for i, c1 in enumerate(s1):
+        current = [i + 1]
+        for j, c2 in enumerate(s2):
+            current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (c1 != c2)))
+        previous = current
+    return previous[-1]
+
+
 def fuzz_ratio(s1: str, s2: str) -> int:
     """`fuzzywuzzy.fuzz.ratio` as LongBench installs it (fuzzywuzzy without
     python-Levenshtein: difflib's SequenceMatcher): equal texts 100, an empty one 0, else

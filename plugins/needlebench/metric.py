@@ -21,23 +21,9 @@ from typing import Any
 from lceval.types import JudgeInput
 
 from lceval_plugins.judges.metric_base import MetricJudge, metric_options
+from lceval_plugins.judges.metrics_text import levenshtein
 
 __all__ = ["NeedlebenchJudge", "levenshtein", "multi_score", "origin_score", "parallel_found"]
-
-
-def levenshtein(s1: str, s2: str) -> int:
-    """The evaluators' two-row edit distance."""
-    if len(s1) < len(s2):
-        s1, s2 = s2, s1
-    if not s2:
-        return len(s1)
-    previous = list(range(len(s2) + 1))
-    for i, c1 in enumerate(s1):
-        current = [i + 1]
-        for j, c2 in enumerate(s2):
-            current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (c1 != c2)))
-        previous = current
-    return previous[-1]
 
 
 def origin_score(prediction: str, needle: str, keyword: str) -> tuple[float, int]:

@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from lceval.engine import check_spec, load_catalog, load_plugins
-from lceval.interfaces import JudgeContext, TaskContext
+from lceval.engine import load_catalog, load_plugins
+from lceval.interfaces import JudgeContext
 from lceval.types import CONTEXT_SLOT, JudgeInput
 from tests.paths import TEST_DATA
-from tests.plugins.documents.conftest import put_in_hub_cache, write_jsonl, write_spec
+from tests.plugins.documents.conftest import load_shipped, put_in_hub_cache, write_jsonl, write_spec
 
 pytest.importorskip("jieba")
 
@@ -65,11 +65,7 @@ def hub(_isolated_hf):
 
 
 def load(name: str, tmp_path):
-    spec = CATALOG.spec(name)
-    check_spec(spec, PLUGINS)
-    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=tmp_path, splits=spec.splits, limit=None,
-                      record_file=lambda p: None, record_source=lambda r: None)
-    return spec, PLUGINS.task_types[spec.type].load(ctx)
+    return load_shipped(CATALOG, PLUGINS, name, tmp_path)
 
 
 def test_seven_tasks_at_three_sizes_with_suites_and_a_family():

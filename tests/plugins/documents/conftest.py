@@ -54,3 +54,17 @@ def put_in_hub_cache(hub: Path, repo: str, revision: str, files: dict[str, bytes
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content.read_bytes() if isinstance(content, Path) else content)
     return snapshot
+
+
+def load_shipped(catalog: Any, plugins: Any, name: str, data_home: Path, sources: list | None = None):
+    """(spec, conversations) of a shipped spec as a run loads it: the type's option defaults
+    filled (`check_spec`), every split, no limit; `sources` collects what it records reading."""
+    from lceval.engine import check_spec
+    from lceval.interfaces import TaskContext
+
+    spec = catalog.spec(name)
+    check_spec(spec, plugins)
+    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home, splits=spec.splits, limit=None,
+                      record_file=lambda p: None,
+                      record_source=sources.append if sources is not None else (lambda r: None))
+    return spec, plugins.task_types[spec.type].load(ctx)

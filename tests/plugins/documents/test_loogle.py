@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from lceval.engine import check_spec, load_catalog, load_plugins
-from lceval.interfaces import JudgeContext, ModelBackend, TaskContext
+from lceval.engine import load_catalog, load_plugins
+from lceval.interfaces import JudgeContext, ModelBackend
 from lceval.types import CONTEXT_SLOT, Generation, GenerationRequest, JudgeInput
 from tests.paths import TEST_DATA
 
-from .conftest import put_in_hub_cache, write_jsonl, write_spec
+from .conftest import load_shipped, put_in_hub_cache, write_jsonl, write_spec
 
 PLUGINS = load_plugins()
 CATALOG = load_catalog(PLUGINS)
@@ -67,11 +67,7 @@ def hub(_isolated_hf):
 
 
 def load(name: str, tmp_path):
-    spec = CATALOG.spec(name)
-    check_spec(spec, PLUGINS)
-    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=tmp_path, splits=spec.splits, limit=None,
-                      record_file=lambda p: None, record_source=lambda r: None)
-    return spec, PLUGINS.task_types[spec.type].load(ctx)
+    return load_shipped(CATALOG, PLUGINS, name, tmp_path)
 
 
 def test_four_tasks_a_suite_and_a_family():

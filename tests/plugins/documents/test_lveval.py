@@ -13,12 +13,12 @@ import zipfile
 
 import pytest
 
-from lceval.engine import check_spec, load_catalog, load_plugins
-from lceval.interfaces import JudgeContext, TaskContext
+from lceval.engine import load_catalog, load_plugins
+from lceval.interfaces import JudgeContext
 from lceval.types import CONTEXT_SLOT, JudgeInput
 from tests.paths import TEST_DATA
 
-from .conftest import put_in_hub_cache, write_jsonl, write_spec
+from .conftest import load_shipped, put_in_hub_cache, write_jsonl, write_spec
 
 PLUGINS = load_plugins()
 CATALOG = load_catalog(PLUGINS)
@@ -93,12 +93,8 @@ def hub(_isolated_hf):
 
 
 def load(name: str, tmp_path):
-    spec = CATALOG.spec(name)
-    check_spec(spec, PLUGINS)
     sources: list = []
-    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=tmp_path, splits=spec.splits, limit=None,
-                      record_file=lambda p: None, record_source=sources.append)
-    return spec, PLUGINS.task_types[spec.type].load(ctx), sources
+    return (*load_shipped(CATALOG, PLUGINS, name, tmp_path, sources), sources)
 
 
 def test_eleven_datasets_at_five_lengths_with_suites_and_a_family():

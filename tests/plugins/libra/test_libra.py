@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lceval.engine import check_spec, load_catalog, load_plugins
-from lceval.interfaces import JudgeContext, TaskContext
+from lceval.engine import load_catalog, load_plugins
+from lceval.interfaces import JudgeContext
 from lceval.types import CONTEXT_SLOT, JudgeInput
 from tests.conftest import run_engine
 from tests.paths import TEST_DATA
-from tests.plugins.documents.conftest import put_in_hub_cache, write_jsonl, write_spec
+from tests.plugins.documents.conftest import load_shipped, put_in_hub_cache, write_jsonl, write_spec
 from tests.plugins.graphwalks.test_graphwalks import Answering
 
 PLUGINS = load_plugins()
@@ -81,11 +81,7 @@ def hub(_isolated_hf):
 
 
 def load(name: str, tmp_path):
-    spec = CATALOG.spec(name)
-    check_spec(spec, PLUGINS)
-    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=tmp_path, splits=spec.splits, limit=None,
-                      record_file=lambda p: None, record_source=lambda r: None)
-    return spec, PLUGINS.task_types[spec.type].load(ctx)
+    return load_shipped(CATALOG, PLUGINS, name, tmp_path)
 
 
 def test_twenty_one_tasks_in_four_groups_and_a_family():

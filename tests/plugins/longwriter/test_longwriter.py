@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from lceval.engine import check_spec, load_catalog, load_plugins
-from lceval.interfaces import JudgeContext, TaskContext
+from lceval.engine import load_catalog, load_plugins
+from lceval.interfaces import JudgeContext
 from lceval.types import CONTEXT_SLOT, Generation, GenerationRequest, JudgeInput
 from lceval_plugins.longwriter.metric import count_words, length_score
 from tests.plugins.graphwalks.test_graphwalks import Answering
 from tests.plugins.judges.test_llm_judges import ScriptedJudgeModel, plugins_with_models
+from tests.plugins.documents.conftest import load_shipped
 from tests.paths import TEST_DATA
 
 PLUGINS = load_plugins()
@@ -47,11 +48,7 @@ ROWS = [{k: it[k] for k in ("prompt", "type", "length")} for it in ITEMS]
 
 
 def load(name: str, home: Path):
-    spec = CATALOG.spec(name)
-    check_spec(spec, PLUGINS)
-    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=home, splits=spec.splits, limit=None,
-                      record_file=lambda p: None, record_source=lambda r: None)
-    return spec, PLUGINS.task_types[spec.type].load(ctx)
+    return load_shipped(CATALOG, PLUGINS, name, home)
 
 
 def test_three_specs_a_suite_and_a_family():
