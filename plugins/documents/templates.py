@@ -105,7 +105,7 @@ def _without(value: Any, drop: frozenset[str]) -> Any:
 
 def _json_dumps(value: Any, drop: Any = ()) -> str:
     """`{{ document | json_dumps(drop=["has_answer"]) }}`: the value as Python's `json.dumps`
-    writes it with its defaults (non-ASCII as \\uXXXX, `", "` and `": "` separators, keys in
+    writes it with its defaults (non-ASCII as \\u escapes of four hex digits, `", "` and `": "` separators, keys in
     the data's order), the keys named in `drop` left out of every mapping first. Jinja's own
     `tojson` sorts keys and escapes HTML characters; LongMemEval's run_generation.py prints
     each session with `json.dumps`."""
