@@ -45,7 +45,7 @@ import yaml
 from lceval.errors import UserError
 
 __all__ = ["NO_OPTIONS", "CheckedFactory", "OptionRow", "OptionsSchema", "check_options", "check_schema",
-           "defaults", "describe", "did_you_mean", "options_schema_of", "parse_judge_flag", "unwrap"]
+           "defaults", "describe", "did_you_mean", "options_schema_of", "parse_judge_flag", "unwrap", "whole_number"]
 
 OptionsSchema = dict[str, Any]
 
@@ -344,3 +344,17 @@ def parse_judge_flag(text: str) -> tuple[str, dict[str, Any]]:
     if not name:
         raise UserError("--judge needs a judge name", field="--judge")
     return name, options
+
+
+def whole_number(flag: str, minimum: int = 1) -> Callable[[Any], int]:
+    """The parser of a flag that takes a whole number of at least `minimum` (`--limit`,
+    `--shards` ...): one wording for every such flag of `run` and `launch`."""
+    def parse(text: Any) -> int:
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise UserError(f"{flag} takes a whole number, got '{text}'", field=flag) from None
+        if value < minimum:
+            raise UserError(f"{flag} must be at least {minimum}, got {value}", field=flag)
+        return value
+    return parse

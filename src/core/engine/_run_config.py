@@ -19,6 +19,7 @@ from lceval.engine._selection import parse_contexts, parse_shard
 from lceval.engine._spending import parse_usd
 from lceval.errors import UserError
 from lceval.io import loads_yaml_with_lines
+from lceval.options import whole_number
 
 
 @dataclass(frozen=True)
@@ -50,18 +51,6 @@ def _flag(*names: str, help: str, default: Any = None, default_factory: Callable
     if default_factory is not None:
         return field(default_factory=default_factory, metadata=meta)
     return field(default=default, metadata=meta)
-
-
-def _count(flag: str, minimum: int = 1) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(str(text).strip())
-        except ValueError:
-            raise UserError(f"{flag} takes a whole number, got '{text}'", field=flag) from None
-        if value < minimum:
-            raise UserError(f"{flag} must be at least {minimum}, got {value}", field=flag)
-        return value
-    return parse
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -128,10 +117,10 @@ class RunConfig:
     judge: str | None = _flag("--judge", help="judge name or preset (default: the spec's)")
     judge_model: str | None = _flag("--judge-model", help="model spec the judge calls, if it needs one")
     splits: list[str] | None = _flag("--split", repeat=True, help="dataset split (repeatable; default: the spec's)")
-    limit: int | None = _flag("--limit", metavar="N", parse=_count("--limit"),
+    limit: int | None = _flag("--limit", metavar="N", parse=whole_number("--limit"),
                               help="at most N scored items per split (the first ones, in the dataset's order)")
     limit_per_context: int | None = _flag(
-        "--limit-per-context", metavar="K", parse=_count("--limit-per-context"),
+        "--limit-per-context", metavar="K", parse=whole_number("--limit-per-context"),
         help="at most K items about each long context (meeting, document, haystack): ELITR-Bench spreads them over "
              "the meeting, other tasks take the first K; with --limit N, N/K contexts per split, e.g. --limit 9 "
              "--limit-per-context 3")
@@ -151,7 +140,7 @@ class RunConfig:
         help="a reasoning model's thinking on or off, where its chat template or API has a switch (Qwen3's "
              "enable_thinking, Anthropic's extended thinking; default: the model's own)")
     reasoning_budget: int | None = _flag(
-        "--reasoning-budget", metavar="TOKENS", parse=_count("--reasoning-budget"),
+        "--reasoning-budget", metavar="TOKENS", parse=whole_number("--reasoning-budget"),
         help="tokens a reasoning model may think before it must answer, apart from the answer's max_new_tokens "
              "(default: the model family's guidance, printed); an API gets it as its thinking budget")
     reasoning_effort: str | None = _flag(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping
 
 from lceval.errors import UserError
+from lceval.options import whole_number
 
 #: the schedulers `--on` names: a real cluster's (Slurm, Ray) or this machine's processes
 SCHEDULERS = ("slurm", "ray", "local")
@@ -35,18 +36,6 @@ def _flag(name: str, help: str, default: Any = None, **kind: Any) -> Any:
     if isinstance(default, list):
         return field(default_factory=list, metadata=meta)
     return field(default=default, metadata=meta)
-
-
-def _whole(flag: str, minimum: int) -> Callable[[Any], int]:
-    def parse(text: Any) -> int:
-        try:
-            value = int(str(text).strip())
-        except ValueError:
-            raise UserError(f"{flag} takes a whole number, got '{text}'", field=flag) from None
-        if value < minimum:
-            raise UserError(f"{flag} must be at least {minimum}, got {value}", field=flag)
-        return value
-    return parse
 
 
 def _seconds(text: Any) -> float:
@@ -77,14 +66,14 @@ class LaunchSettings:
     on: str = _flag("--on", "the scheduler: slurm (sbatch arrays), ray (Ray tasks) or local (processes on "
                     "this machine)", required=True, choices=SCHEDULERS)
     shards: int = _flag("--shards", "how many shards (at most the run's contexts: meetings, haystacks)",
-                        default=1, metavar="N", required=True, parse=_whole("--shards", 1))
+                        default=1, metavar="N", required=True, parse=whole_number("--shards", 1))
     retries: int = _flag("--retries", "times a failed shard is submitted again (default 2); a preempted Slurm "
-                         "job is requeued by Slurm itself", default=2, metavar="K", parse=_whole("--retries", 0))
+                         "job is requeued by Slurm itself", default=2, metavar="K", parse=whole_number("--retries", 0))
     cpus_per_shard: int = _flag("--cpus-per-shard", "CPUs each shard asks for (default 1)", default=1,
-                                metavar="C", parse=_whole("--cpus-per-shard", 1))
+                                metavar="C", parse=whole_number("--cpus-per-shard", 1))
     gpus_per_shard: int = _flag("--gpus-per-shard", "GPUs each shard asks for (default 0); a vLLM model uses them "
                                 "with its own tensor/data parallelism", default=0, metavar="G",
-                                parse=_whole("--gpus-per-shard", 0))
+                                parse=whole_number("--gpus-per-shard", 0))
     partition: str | None = _flag("--partition", "slurm: the partition (default: the cluster's default)")
     time_limit: str | None = _flag("--time", "slurm: each shard's time limit, e.g. 04:00:00", metavar="TIME",
                                    parse=_time)
@@ -93,7 +82,7 @@ class LaunchSettings:
     ray_address: str | None = _flag("--ray-address", "ray: the cluster's address, e.g. 10.0.0.1:6379 or auto "
                                     "(default: $RAY_ADDRESS, else a Ray started on this machine)", metavar="ADDRESS")
     parallel: int | None = _flag("--parallel", "local: shards run at once (default: CPUs / --cpus-per-shard, or "
-                                 "GPUs / --gpus-per-shard)", metavar="P", parse=_whole("--parallel", 1))
+                                 "GPUs / --gpus-per-shard)", metavar="P", parse=whole_number("--parallel", 1))
     poll_s: float = _flag("--poll", "seconds between looks at the shards (default 2)", default=2.0,
                           metavar="SECONDS", parse=_seconds)
     #: the Python that runs each shard (this one: a cluster shares the environment's path)
