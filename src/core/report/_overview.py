@@ -152,10 +152,7 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
     ranks = {t: r if len(r) >= 2 else {} for t, r in ranks.items()}
     mean_rank = {lab: sum(r) / len(r) for lab in labels if (r := [ranks[t][lab] for t in tasks if lab in ranks[t]])}
     order = model_order(ctx)
-    differs: dict[str, str] = {}
-    for run in ctx.runs:
-        differs.update({t: why for t, why in differs_from_paper(run.results.get("tasks") or {}).items()
-                        if t not in differs})
+    differs = differs_from_paper(*((run.results.get("tasks") or {}) for run in ctx.runs))
     head = ["model"]
     for t in tasks:
         mark = DIFFERS_MARK if t in differs else ""

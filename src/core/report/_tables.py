@@ -96,15 +96,6 @@ def _score(run: ReportRun, task: str) -> dict[str, Any] | None:
     return (_tasks(run).get(task) or {}).get("metrics", {}).get("score")
 
 
-def _differs(runs: list[ReportRun]) -> dict[str, str]:
-    """Task -> why its number is not comparable with the paper's (its spec's
-    `report.differs_from_paper`), over every run that holds it."""
-    out: dict[str, str] = {}
-    for run in runs:
-        out.update({t: why for t, why in differs_from_paper(_tasks(run)).items() if t not in out})
-    return out
-
-
 def _is_variant(run: ReportRun, task: str) -> bool:
     return bool((_tasks(run).get(task) or {}).get("context_max_tokens"))
 
@@ -144,7 +135,7 @@ def main_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
         title, column, _ = _placement(spec_of[task], task)
         placed[title].append((task, column))
     order, cell = _by_row(runs, labels)
-    differs = _differs(runs)
+    differs = differs_from_paper(*(_tasks(run) for run in runs))
     tables = []
     for title, entries in placed.items():
         names = [c for _, c in entries]

@@ -6,7 +6,7 @@ directory, and joining shards (public API).
 - `primary_score`, `detail_value`, `cluster_of`, `run_model_name`: what a sample scored, the
   unit its interval resamples, and how a table names a run's model.
 - `score_task`: samples -> the results block of one task (groups, breakdowns, intervals,
-  tests), driven by the spec's typed `report` section; `differs_from_paper(results["tasks"])`
+  tests), driven by the spec's typed `report` section; `differs_from_paper(*tasks_blocks)`
   and `DIFFERS_MARK`: the tasks whose spec says their number is not the paper's measurement,
   which every table marks; `length_curves`: the variants of a
   `--context-lengths` sweep put back together as curves with the effective length.

@@ -377,8 +377,13 @@ def token_totals(samples: list[Sample]) -> dict[str, Any]:
 DIFFERS_MARK = "\u2020"
 
 
-def differs_from_paper(tasks: dict[str, Any]) -> dict[str, str]:
-    """Task -> why its number is not comparable with the paper's, for the tasks of a results
-    block whose spec says so: every table marks them with `DIFFERS_MARK` and says why under it."""
-    return {name: str(entry["differs_from_paper"]) for name, entry in tasks.items()
-            if isinstance(entry, dict) and entry.get("differs_from_paper")}
+def differs_from_paper(*tasks: dict[str, Any]) -> dict[str, str]:
+    """Task -> why its number is not comparable with the paper's, over the `tasks` blocks of
+    one or more results (the first that says so for a task): every table marks these tasks
+    with `DIFFERS_MARK` and says why under it."""
+    out: dict[str, str] = {}
+    for block in tasks:
+        for name, entry in block.items():
+            if name not in out and isinstance(entry, dict) and entry.get("differs_from_paper"):
+                out[name] = str(entry["differs_from_paper"])
+    return out
