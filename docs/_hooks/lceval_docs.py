@@ -421,7 +421,7 @@ def fidelity_ledger(plugins: Any, pages: set[str]) -> str:
         marked = {n: catalog.spec(n).report.differs_from_paper for n in names}
         flagged = sorted(n for n, why in marked.items() if why)
         rows = _published_rows(key)
-        commit = f"`{record.repository}` @ `{record.commit[:7]}`"
+        commit = _source_cell(record)
         cells = ["same" if a in record.identical else "—" for a in ASPECTS]
         published = f"{rows} rows, all equal" if rows else "none"
         out.append(f"| [{family.name}](#{key}) | {commit} | " + " | ".join(cells)
@@ -429,6 +429,12 @@ def fidelity_ledger(plugins: Any, pages: set[str]) -> str:
         sections += _ledger_section(key, family, record, names, marked, rows, pages, page)
     return "\n".join(out + ["", "*same*: identical to the authors' code, as said below; *—*: not identical "
                              "(a departure below) or not checked (said below).", ""] + sections) + "\n"
+
+
+def _source_cell(record: Any) -> str:
+    if not record.repository:
+        return "the paper (no code)"
+    return f"`{record.repository}`" + (f" @ `{record.commit[:7]}`" if record.commit else " (commit not recorded)")
 
 
 def _which(tasks: list[str], names: list[str]) -> str:
@@ -441,14 +447,18 @@ def _ledger_section(key: str, family: Any, record: Any, names: list[str], marked
                     rows: int | None, pages: set[str], page: str) -> list[str]:
     bench_page = family.page or BENCHMARK_PAGES.get(key, f"tasks/{key}.md")
     out = [f"## {family.name} {{#{key}}}", ""]
-    head = f"Checked against `{record.repository}` at commit `{record.commit}`"
+    if record.repository:
+        head = f"Checked against `{record.repository}`" + (f" at commit `{record.commit}`" if record.commit
+                                                            else " (the commit compared was not recorded)")
+    else:
+        head = f"Checked against the paper ({_cell(record.paper or '')}; no code was published)"
     if record.files:
         head += " (" + ", ".join(f"`{f}`" for f in record.files) + ")"
     if bench_page in pages:
         head += f"; how to run it: [{family.name}]({_rel(page, bench_page)})"
     out += [head + ".", "", "**Identical**", ""]
-    out += [f"- *{a}*: {_cell(record.identical[a])}" for a in ASPECTS if a in record.identical]
-    out += [f"- *{a}*: not identical or not checked (below)" for a in ASPECTS if a not in record.identical]
+    out += [f"- *{a}*: {_cell(record.identical[a])}" if a in record.identical
+            else f"- *{a}*: not identical or not checked (below, and the family's page)" for a in ASPECTS]
     published = _cell(record.published)
     if rows:
         published += (f" In the test suite: {rows} of them re-scored item for item, every one equal to the authors' "
@@ -468,11 +478,12 @@ def _ledger_section(key: str, family: Any, record: Any, names: list[str], marked
         out += ["**Departures** (each marks the tasks it concerns †)", ""]
         for d in departures:
             tasks = [n for n in names if d.concerns(n)]
-            out.append(f"- {_cell(d.what)} *Effect*: {_cell(d.effect)} ({_which(tasks, names)})")
+            out.append(f"- {_cell(d.what.rstrip('.'))}. *Effect*: {_cell(d.effect.rstrip('.'))} ({_which(tasks, names)}).")
         for why, tasks in own.items():
             out.append(f"- {_cell(why)} ({_which(tasks, names)}; the spec's own `report.differs_from_paper`)")
     else:
-        out.append("**Departures**: none; every task's number is comparable with the paper's.")
+        out.append("**Departures declared in the specs**: none. The family's page says where lceval's other "
+                   "choices (chat template, prompts that do not fit) may still matter for a model.")
     return out + [""]
 
 

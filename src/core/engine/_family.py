@@ -33,15 +33,17 @@ class Departure:
         return not self.tasks or any(fnmatch.fnmatchcase(task, pattern) for pattern in self.tasks)
 
     def sentence(self) -> str:
-        return f"{self.what.rstrip('.')} ({self.effect.rstrip('.')})."
+        return f"{self.what.rstrip('.')}; effect: {self.effect.rstrip('.')}."
 
 
 @dataclass(frozen=True)
 class Fidelity:
     """A family's record against its authors' code (`fidelity:` of the family file)."""
 
-    repository: str
-    commit: str
+    #: the authors' repository and the commit compared (None: not recorded), or the paper alone
+    repository: str | None
+    commit: str | None
+    paper: str | None
     files: tuple[str, ...]
     #: aspect (prompts, caps, cut, metric) -> what is identical and how it is known
     identical: dict[str, str]
@@ -83,7 +85,8 @@ def _read(path: Path, _mtime: int) -> FamilyFile:
 
 def _fidelity(data: dict[str, Any]) -> Fidelity:
     source = data["checked_against"]
-    return Fidelity(repository=source["repository"], commit=source["commit"], files=tuple(source.get("files") or ()),
+    return Fidelity(repository=source.get("repository"), commit=source.get("commit"), paper=source.get("paper"),
+                    files=tuple(source.get("files") or ()),
                     identical=dict(data["identical"]), published=data["published"], unverified=data.get("unverified"),
                     departures=tuple(Departure(what=d["what"], effect=d["effect"], tasks=tuple(d.get("tasks") or ()))
                                      for d in data.get("differs") or ()))
