@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lceval.engine._context_policy import CUT_MARK, CutStyle, tokens_label
+from lceval.engine._family import with_family_departures
 from lceval.errors import UserError
 from lceval.io import load_schema, unknown_name, validate
 from lceval.io import PathKey, line_of, load_yaml_with_lines
@@ -290,6 +291,7 @@ def load_spec(path: Path) -> TaskSpec:
     if not isinstance(raw, dict):
         raise UserError("a task spec must be a mapping of fields", file=path, line=1)
     validate(raw, load_schema("task_spec.schema.json"), path, lines)
+    raw = with_family_departures(raw, path)
     raw = _headline(raw, path, lines)
     data = _merge(DEFAULTS, raw)
     return TaskSpec(name=data["name"], path=path, data=data, lines=lines)
