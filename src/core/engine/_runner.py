@@ -22,12 +22,12 @@ from lceval.engine._plugin_host import Plugins
 from lceval.engine._progress import RunProgress, TaskProgress
 from lceval.engine._run_config import RunConfig
 from lceval.engine._scheduler import ConversationState
-from lceval.engine._spec import TaskSpec, with_overrides
+from lceval.engine._spec import TaskSpec
 from lceval.engine._spending import usage_scope
+from lceval.engine._thinking import controls_of, expects_thinking, thinking_settings
 from lceval.errors import UserError
 from lceval.interfaces import Judge, ModelBackend
 from lceval.io import canonical_hash
-from lceval.reasoning import default_budget
 from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Sample,
                           is_scored)
 
@@ -129,7 +129,7 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     window = model.backend.context_window
     continues = model.backend.continues_assistant
     # the window holds the context, the thinking and the answer
-    thinking = params.reasoning_budget or 0
+    thinking = params.thinking_allowance
     fitted = context_policy.fit_all(conversations, model.backend, spec.context.policy, params.max_new_tokens + thinking,
                                     spec.context.reserve(params.max_new_tokens) + thinking,
                                     max_tokens=spec.context.max_tokens, style=spec.context.style)
@@ -263,10 +263,12 @@ def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: P
     if not handle.built:
         progress.phase(f"loading model {model_spec.text}")
     backend = handle.backend()
-    work.loaded = [(thinking_settings(spec, backend, model_spec, progress.phase), conversations)
-                   for spec, conversations in work.loaded]
+    controls = controls_of(backend)
+    work.loaded = [(thinking_settings(spec, controls, backend.context_window, model_spec, progress.phase),
+                    conversations) for spec, conversations in work.loaded]
     model = (through_cache(backend) if through_cache is not None
              else CachedModel(backend, cache, model_spec.canonical, model_spec.reasoning))
+    model.expects_thinking = expects_thinking(controls, model_spec)
     if config.batch and not model.batching and not (judging is not None and judging.batching):
         raise UserError(f"--batch: neither model '{model_spec.text}' nor "
                         + (f"judge model '{judging.spec}'" if judging is not None else "a judge model")
@@ -367,40 +369,6 @@ def _run_jobs(jobs: list[Callable[[], None]], together: bool) -> None:
             t.join(0.2)
     if errors:
         raise errors[0]
-
-
-def thinking_settings(spec: TaskSpec, backend: ModelBackend, model: ModelSpec, say: Callable[[str], None]) -> TaskSpec:
-    """The spec's reasoning settings checked against the model, and a thinking model's budget
-    filled from its family's guidance when the run sets none (`lceval.reasoning.default_budget`,
-    said on the console and recorded with the spec). A budget, `--thinking on` or an effort for
-    a model that does not think is refused, as is a budget nobody can enforce."""
-    g = spec.data["generation"]
-    thinking, budget, effort = g.get("thinking"), g.get("reasoning_budget"), g.get("reasoning_effort")
-    asked = thinking is True or budget is not None or effort is not None
-    thinks = backend.thinks() if (asked or thinking is None) and model.reasoning.split else None
-    if asked and thinks is False:
-        flag = "--thinking" if thinking is True else "--reasoning-budget" if budget is not None else "--reasoning-effort"
-        raise UserError(f"model '{model.text}' does not think (no thinking markers or switch in its chat template, "
-                        f"or its API says it does not reason): {flag} has nothing to act on", field=flag,
-                        hint="Drop the flag, or name the model's markers with think_markers=OPEN|CLOSE.")
-    if thinking is False or not (thinks or asked):
-        return spec
-    if budget is None and not backend.handles_reasoning_budget and thinks:
-        budget = default_budget(model.model)
-        window = backend.context_window
-        if budget is not None:
-            why = "its family's guidance"
-            if window and budget > window // 2:  # the window holds the context, the thinking and the answer
-                budget, why = window // 2, f"half its {window}-token window; its family's guidance is {budget}"
-            spec = with_overrides(spec, {"generation": {"reasoning_budget": budget}})
-            say(f"{spec.name}: {model.text} thinks: reasoning budget {budget} tokens ({why}; --reasoning-budget "
-                f"to change), answer {spec.max_new_tokens} tokens")
-    if budget is not None and not backend.handles_reasoning_budget and not backend.continues_assistant:
-        raise UserError(f"backend '{model.scheme}' can neither pass a thinking budget to the model nor end the "
-                        "model's thinking itself (it does not continue an assistant message)", field="--reasoning-budget",
-                        hint="Drop --reasoning-budget (the model thinks as long as its answer's max_new_tokens "
-                             "allows), or run the model with hf:, vllm: or llamacpp:.")
-    return spec
 
 
 def stats_since(before: Any, after: Any) -> Any:
