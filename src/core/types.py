@@ -178,8 +178,12 @@ class JudgeInput:
 class Judgment:
     item_id: str
     judge: str
-    score: float | None  # None only with parse_status != "ok": never a placeholder score
-    parse_status: Literal["ok", "parse_failure", "missing"] = "ok"
+    #: None only with parse_status "parse_failure" or "missing": never a placeholder score.
+    #: "censored": the model's thinking was cut (by its budget or the window) before any answer;
+    #: `score` is then the bottom of the judge's scale, what the score over all items counts it
+    #: as, while the score over the uncensored items leaves it out
+    score: float | None
+    parse_status: Literal["ok", "parse_failure", "missing", "censored"] = "ok"
     raw: str = ""
     attempts: int = 1
     details: dict[str, Any] = field(default_factory=dict)

@@ -208,14 +208,34 @@ def _cached_answers(states: list[ConversationState], build: Callable[[Conversati
     return found
 
 
+CENSORED = ("censored: the model's thinking was cut (by its budget or the window) before any answer; counted at "
+            "the bottom of the judge's scale in the score over all items, left out of the uncensored one")
+
+
+def censored_judgments(sample: Sample, judges: list[Judge]) -> list[Judgment]:
+    """A censored sample's judgment by each judge (the headline's, then the further metrics'),
+    never asked of the judge: the bottom of its scale, marked "censored"."""
+    return [Judgment(sample.item_id, getattr(j, "name", ""), float(j.scale[0]), "censored", raw=CENSORED)
+            for j in judges]
+
+
+def is_censored(sample: Sample) -> bool:
+    """The model thought until its budget or the window ran out and never answered."""
+    return sample.response is None and bool(sample.generation_extras.get("unclosed_thinking"))
+
+
 def judged(samples: list[Sample], verdicts: dict[str, Judgment],
-           further: list[tuple[str, dict[str, Judgment]]] = ()) -> list[Sample]:  # type: ignore[assignment]
+           further: list[tuple[str, dict[str, Judgment]]] = (),  # type: ignore[assignment]
+           judges: list[Judge] | None = None) -> list[Sample]:
     """The samples with their verdicts (by item id): the headline metric's first, then each
     further metric's (`further`: label, verdicts), in the spec's order; an unanswered sample
-    keeps none. A further metric without a verdict for an item is recorded as missing, so
-    each metric keeps its place."""
+    keeps none, a censored one (`judges` given) the bottom of each judge's scale. A further
+    metric without a verdict for an item is recorded as missing, so each metric keeps its place."""
     out = []
     for s in samples:
+        if judges and is_censored(s) and is_scored(s.metadata):
+            out.append(replace(s, judgments=censored_judgments(s, judges)))
+            continue
         if s.response is None or (s.item_id not in verdicts and not further):
             out.append(s)
             continue
@@ -319,9 +339,10 @@ def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: P
         pool.wait()
         for spec, _ in work.loaded:
             mine = [entry for entry in asked if entry[0] is spec]
-            runs.append(TaskRun(spec=spec, samples=[s for _, _, samples, verdicts, further in mine
+            runs.append(TaskRun(spec=spec, samples=[s for _, judge, samples, verdicts, further in mine
                                                     for s in judged(samples, verdicts,
-                                                                    [(lab, v) for lab, _, v in further])],
+                                                                    [(lab, v) for lab, _, v in further],
+                                                                    [judge, *(j for _, j, _ in further)])],
                                 judge_identity=mine[-1][1].identity(),
                                 files_read=dict(work.recorder.files), context_facts=work.facts[spec.name],
                                 sources=work.sources.get(spec.name, []),
