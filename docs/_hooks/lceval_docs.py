@@ -24,6 +24,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,11 @@ def options_table(plugins: Any, kind: str, name: str) -> str:
     value = table[name]
     schema = value.options_schema if kind == "task-type" else options_schema_of(value)
     rows = describe(schema)
+    if kind == "model":  # as `lceval plugins NAME`: the options lceval reads itself, whichever the backend
+        from lceval.engine import ENGINE_OPTIONS
+
+        rows += [replace(r, description=f"(every backend) {r.description}")
+                 for r in describe({"type": "object", "properties": ENGINE_OPTIONS})]
     if not rows:
         return f"*The {kind} `{name}` takes no options.*"
     out = ["| option | type | default | what |", "| --- | --- | --- | --- |"]

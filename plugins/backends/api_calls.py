@@ -226,9 +226,10 @@ class SamplingRecord:
         self._sent: dict[str, set[Any]] = {}
         self._left: dict[str, set[Any]] = {}
 
-    def note(self, params: Any, body: dict[str, Any]) -> None:
-        """`body` as sent for `params`: a value the provider's rules left out (temperature for a
-        reasoning model, stop strings for GPT-5) is recorded as left to the provider's default."""
+    def note(self, params: Any, body: dict[str, Any], penalty_field: str | None = None) -> None:
+        """`body` as sent for `params` (`penalty_field`: the extra body field that carries the
+        repeat penalty): a value the provider's rules left out (temperature for a reasoning
+        model, stop strings for GPT-5) is recorded as left to the provider's default."""
         extra = body.get("extra_body") or {}
         sent: dict[str, Any] = {"max_new_tokens": params.max_new_tokens}
         if body.get("max_tokens") not in (None, params.max_new_tokens):  # the thinking's room or budget on top
@@ -236,9 +237,8 @@ class SamplingRecord:
         for name in ("temperature", "seed", "top_p"):
             if name in body:
                 sent[name] = body[name]
-        name = next((k for k in extra if k != "chat_template_kwargs"), None)
-        if name is not None:
-            sent["repeat_penalty"] = extra[name]
+        if penalty_field is not None and penalty_field in extra:
+            sent["repeat_penalty"] = extra[penalty_field]
         left = [n for n in ("temperature", "top_p", "repeat_penalty") if n not in sent]
         with self._lock:
             for name, value in sent.items():

@@ -29,7 +29,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import ReasoningControls
-from lceval.reasoning import default_budget
+from lceval.reasoning import FALLBACK_BUDGET, default_budget
 from lceval.types import GenerationParams
 
 EFFORTS = ("low", "medium", "high")
@@ -64,8 +64,8 @@ class Shape:
 
     def controls(self) -> ReasoningControls:
         thinks = self.thinks()
-        room = default_budget(self.model) if thinks else None
-        return ReasoningControls(thinks=thinks, room=room, room_source="its family's guidance", api=self.api)
+        return ReasoningControls(thinks=thinks, room=_room(self.model) if thinks else None,
+                                 room_source="its family's guidance", api=self.api)
 
     def check(self) -> None:
         """Raise UserError for what makes every request to this model fail (before any is sent)."""
@@ -158,6 +158,8 @@ class DeepSeek(Shape):
 
     def shape(self, params: GenerationParams, body: dict[str, Any]) -> None:
         super().shape(params, body)
+        if "reasoning_effort" in body:  # litellm would turn it into `thinking`; DeepSeek takes it as it is
+            body.setdefault("extra_body", {})["reasoning_effort"] = body.pop("reasoning_effort")
         if params.thinking is not None:
             body["thinking"] = {"type": "enabled" if params.thinking else "disabled"}
         if params.thinking is not False and (params.thinking or self.controls().thinks):
@@ -271,7 +273,7 @@ class OwnServer(Shape):
         declared = self.declared in ("separate", "inline")
         efforts = EFFORTS if self.options.get("takes_effort") else (() if declared or thinks is False else None)
         switch = (self.switch_key is not None) if declared else (False if thinks is False else None)
-        room = default_budget(self.model) if thinks else None
+        room = _room(self.model) if thinks else None
         return ReasoningControls(thinks=thinks, switch=switch, budget=None, efforts=efforts, room=room,
                                  room_source="its family's guidance", declared=declared, api=self.api)
 
@@ -298,6 +300,12 @@ def shape_of(model: str, options: dict[str, Any], self_hosted: bool, litellm: An
     if provider in ("gemini", "vertex_ai") and "gemini" in name:
         return Gemini(model, options, litellm)
     return Shape(model, options, litellm)
+
+
+def _room(model: str) -> int:
+    """Tokens to leave for a thinking the API cannot cap: the family's budget (lceval.reasoning),
+    the fallback for a family steered by its effort (gpt-oss), whose thinking still counts."""
+    return default_budget(model) or FALLBACK_BUDGET
 
 
 def _in_map(litellm: Any, model: str) -> bool:

@@ -315,7 +315,7 @@ class LiteLLMBackend(ModelBackend):
                 field="generation.repeat_penalty",
                 hint="Set it to 1.0, or name the server's body field with "
                      "repeat_penalty_field=repetition_penalty (vLLM) or repeat_penalty (llama.cpp).")
-        self._sampling.note(params, body)
+        self._sampling.note(params, body, penalty_field=name)
         return body
 
     def _secrets(self, base: dict[str, Any]) -> list[str]:

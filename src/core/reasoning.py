@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from lceval.errors import UserError
 
-__all__ = ["DEFAULT_BUDGETS", "EARLY_STOP", "KNOWN_MARKERS", "MODEL_OPTIONS", "ReasoningOptions", "ReasoningSplit",
+__all__ = ["DEFAULT_BUDGETS", "EARLY_STOP", "FALLBACK_BUDGET", "KNOWN_MARKERS", "MODEL_OPTIONS", "ReasoningOptions", "ReasoningSplit",
            "ThinkingMarkers", "default_budget", "parse_markers", "reasoning_options", "split_reasoning"]
 
 
@@ -81,15 +81,16 @@ class ReasoningSplit:
     markers: ThinkingMarkers | None = None
 
 
-def parse_markers(text: str, field: str = "think_markers") -> ThinkingMarkers:
+def parse_markers(text: str, field: str = "think_markers", model: str = "") -> ThinkingMarkers:
     """`OPEN|CLOSE` or `OPEN|CLOSE|ANSWER` (a model option) -> markers."""
     parts = str(text).split("|")
+    of = f" of model '{model}'" if model else ""
     if len(parts) > 3:
-        raise UserError(f"takes OPEN|CLOSE, and '{text}' holds more than two '|': markers that contain '|' "
-                        "themselves cannot be told apart there", field=field,
+        raise UserError(f"think_markers{of} takes OPEN|CLOSE, and '{text}' holds more than two '|': markers that "
+                        "contain '|' themselves cannot be told apart there", field=field,
                         hint="Name each marker alone: think_open=OPEN,think_close=CLOSE (and think_answer=ANSWER).")
     if len(parts) not in (2, 3) or not parts[0] or not parts[1]:
-        raise UserError(f"takes OPEN|CLOSE (e.g. <think>|</think>), got '{text}'", field=field)
+        raise UserError(f"think_markers{of} takes OPEN|CLOSE (e.g. <think>|</think>), got '{text}'", field=field)
     return ThinkingMarkers(parts[0], parts[1], parts[2] if len(parts) == 3 else "")
 
 
@@ -162,8 +163,9 @@ class ReasoningOptions:
         return self.markers != KNOWN_MARKERS
 
 
-def reasoning_options(options: dict[str, str], field: str = "--model") -> ReasoningOptions:
-    """The engine's model options (MODEL_OPTIONS) out of a model string's `key=value` options."""
+def reasoning_options(options: dict[str, str], field: str = "--model", model: str = "") -> ReasoningOptions:
+    """The engine's model options (MODEL_OPTIONS) out of a model string's `key=value` options
+    (`model`: the model they belong to, for messages)."""
     split = True
     if "split_reasoning" in options:
         word = str(options["split_reasoning"]).strip().lower()
@@ -176,7 +178,7 @@ def reasoning_options(options: dict[str, str], field: str = "--model") -> Reason
         raise UserError(f"think_markers and {alone[0]} both name the markers", field=f"{field} think_markers",
                         hint="Give either think_markers=OPEN|CLOSE or think_open= and think_close=.")
     if options.get("think_markers"):
-        markers = (parse_markers(options["think_markers"], field=f"{field} think_markers"),)
+        markers = (parse_markers(options["think_markers"], field=f"{field} think_markers", model=model),)
     elif alone:
         if not options.get("think_open") or not options.get("think_close"):
             missing = "think_close" if options.get("think_open") else "think_open"

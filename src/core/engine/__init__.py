@@ -11,7 +11,9 @@
   `load_catalog` -> `Catalog` (task specs, suites, model aliases, judge presets).
 - Task specs: `TaskSpec` with its typed sections (`ReportSettings` among them) and its
   manifest form, `load_spec`, `check_spec`.
-- Models: `ModelSpec` (a model string parsed by the one parser), `model_label` (how a table
+- Models: `ModelSpec` (a model string parsed by the one parser), `ENGINE_OPTIONS` (the model
+  options every backend takes, which the engine reads: thinking markers, batches, cost limits),
+  `model_label` (how a table
   names a model), `open_model` (a model through the request cache, for a plugin's command),
   `Cache` and `CachedModel` (the request cache and a backend seen through it).
 - What reports and merges share: `tokens_label`, `removed_span` (a context cut), `assign` and
@@ -22,7 +24,7 @@ from lceval.engine._cache import Cache
 from lceval.engine._cached_model import CachedModel
 from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._context_policy import removed_span, tokens_label
-from lceval.engine._model_spec import ModelSpec, model_label
+from lceval.engine._model_spec import ENGINE_OPTIONS, ModelSpec, model_label
 from lceval.engine._plan import check_spec
 from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins
 from lceval.engine._run_config import RunConfig, run_flags
@@ -32,7 +34,7 @@ from lceval.engine._session import RunOutputs, Session, open_model
 from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 
 __all__ = [
-    "Cache", "CachedModel", "Catalog", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings", "RunConfig",
+    "ENGINE_OPTIONS", "Cache", "CachedModel", "Catalog", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings", "RunConfig",
     "RunOutputs", "RunState", "Session", "TaskRun", "TaskSpec",
     "assign", "check_spec", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
     "plan_fingerprint", "removed_span", "run_flags", "tokens_label",

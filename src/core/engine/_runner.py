@@ -67,6 +67,9 @@ class RunState:
     #: set when a cost limit stopped the run: which, what was spent, what was not sent; the
     #: run is partial (results written as such, never over a complete run)
     stopped: dict[str, Any] | None = None
+    #: what the run used for a thinking model where the user set nothing (a budget, room for
+    #: the thinking, the provider's own effort), as the console says it
+    reasoning_used: list[str] = field(default_factory=list)
 
     @property
     def model_text(self) -> str:
@@ -284,7 +287,13 @@ def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: P
         progress.phase(f"loading model {model_spec.text}")
     backend = handle.backend()
     controls = controls_of(backend)
-    work.loaded = [(thinking_settings(spec, controls, backend.context_window, model_spec, progress.phase),
+    used: list[str] = []
+
+    def say(line: str) -> None:
+        used.append(line)
+        progress.phase(line)
+
+    work.loaded = [(thinking_settings(spec, controls, backend.context_window, model_spec, say),
                     conversations) for spec, conversations in work.loaded]
     model = (through_cache(backend) if through_cache is not None
              else CachedModel(backend, cache, model_spec.canonical, model_spec.reasoning))
@@ -355,7 +364,8 @@ def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: P
                     model_backend_stats=model_stats,
                     judge_backend_stats=stats_since(judge_stats_before, judging.backend.stats()) if judging else None,
                     shard=work.shard,
-                    stopped=model.limit_hit() or (judging.limit_hit() if judging is not None else None))
+                    stopped=model.limit_hit() or (judging.limit_hit() if judging is not None else None),
+                    reasoning_used=used)
 
 
 def usage_of(model: CachedModel) -> dict[str, Any]:

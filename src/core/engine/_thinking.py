@@ -22,8 +22,13 @@ from lceval.reasoning import default_budget
 ROOM_FIELD = "generation.reasoning_room"
 
 
+def _name(model: ModelSpec) -> str:
+    """The model without its options (an api_base is never echoed)."""
+    return f"{model.scheme}:{model.model}"
+
+
 def _who(model: ModelSpec, controls: ReasoningControls) -> str:
-    return f"model '{model.text}'" + (f" ({controls.api})" if controls.api else "")
+    return f"model '{_name(model)}'" + (f" ({controls.api})" if controls.api else "")
 
 
 def _efforts(controls: ReasoningControls) -> str:
@@ -115,10 +120,10 @@ def thinking_settings(spec: TaskSpec, controls: ReasoningControls, window: int |
             told.append("no thinking budget sent, so it thinks as its API decides (--reasoning-budget to cap it)")
         told.append(f"{room:,} tokens of room for its thinking beside the answer's {spec.max_new_tokens} ({why}; "
                     f"--set {ROOM_FIELD}=N to change)")
-    if effort is None and controls.efforts:
+    if effort is None and controls.efforts and g.get("reasoning_budget") is None:
         told.insert(0, "effort: the provider's default, none sent (--reasoning-effort to choose)")
     if told:
-        say(f"{spec.name}: {model.text} thinks: " + "; ".join(told))
+        say(f"{spec.name}: {_name(model)} thinks: " + "; ".join(told))
     return spec
 
 

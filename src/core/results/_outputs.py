@@ -283,7 +283,7 @@ def console_text(state: RunState, results: dict[str, Any]) -> str:
     """What `lceval run` and `lceval score` print for a run: the table, then the context
     facts and, for a model that thought, its thinking."""
     facts = format_context_facts(state)
-    thinking = format_thinking(results)
+    thinking = "\n".join([*state.reasoning_used, format_thinking(results)]).strip()
     cost = format_cost(cost_summary(state.usage, state.judge_usage))
     partial = ("PARTIAL: a cost limit stopped the run (" + str(state.stopped["limit"]) + "); the scores are of the "
                "answers it got" if state.stopped else "")
