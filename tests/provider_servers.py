@@ -56,8 +56,10 @@ class ProviderServer:
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.answer: Callable[[str], str] = lambda question: "[PERSON1]"
-        #: questions (substrings) whose thinking outlasts any token limit: cut, never answered
+        #: questions (substrings) that take `long_thought` tokens of thinking (by default more
+        #: than any token limit a run gives: cut, never answered)
         self.long: set[str] = set()
+        self.long_thought = LONG
         #: a vLLM or SGLang server started with a reasoning parser (the thinking apart)
         self.parser = True
         #: the server's kind for other models: "vllm" (counts reasoning tokens even without a
@@ -134,7 +136,7 @@ class ProviderServer:
     def _reply(self, limit: int, question: str) -> tuple[bool, int, int]:
         """(answered, completion tokens, thinking tokens): the thinking then the answer when the
         token limit holds both, else the thinking cut at the limit and no answer."""
-        thought = LONG if any(q in question for q in self.long) else THOUGHT
+        thought = self.long_thought if any(q in question for q in self.long) else THOUGHT
         if limit >= thought + ANSWER:
             return True, thought + ANSWER, thought
         return False, limit, limit

@@ -222,6 +222,7 @@ def test_two_budgets_of_one_model_side_by_side(server: ProviderServer, tiny_home
     """`lceval report` tells two thinking budgets of one model apart, each with its censored
     share and the score over its uncensored items; the HTML report marks the censored item."""
     claude = "litellm:anthropic/claude-sonnet-4-20250514,api_base={root}"
+    server.long_thought = 3000  # cut within 2048 tokens of thinking, answered within 4096
     for budget in ("2048", "4096"):
         code, _, err = run(server, tiny_home, tmp_path / budget, claude, "--reasoning-budget", budget)
         assert code == 0, err
@@ -233,7 +234,9 @@ def test_two_budgets_of_one_model_side_by_side(server: ProviderServer, tiny_home
                                                            "claude-sonnet-4-20250514 (budget 4096)"]
     head = next(line for line in out.splitlines() if line.startswith("| model |"))
     assert "censored" in head and "uncensored only (bound)" in head
-    assert "0.14" in rows[0]  # 1 of 7 censored
+    cells = [[c.strip() for c in r.split("|")[2:-1]] for r in rows[:2]]
+    assert cells[0][-2:] == ["0.14", "10.00"] and cells[1][-2:] == ["0.00", "10.00"]  # censored share, bound
+    assert float(cells[0][-3]) < float(cells[1][-3])  # the score over all items: the censored one at the bottom
     code, _, err = call("report", runs[0], "--format", "html", "--output", tmp_path / "r.html")
     assert code == 0, err
     html = (tmp_path / "r.html").read_text()
