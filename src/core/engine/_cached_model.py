@@ -254,13 +254,14 @@ class CachedModel:
             silent = self._marked["with"] == 0 and self._marked["without"] >= 3
         if silent:
             shown = ", ".join(f"{m.open}...{m.close}" for m in self.reasoning.markers)
+            name = self.spec.split(",")[0]  # its options (an api_base) are never echoed
             if request.params.thinking is True:
-                raise UserError(f"the run says model '{self.spec}' thinks (--thinking on), but its first answers hold "
+                raise UserError(f"the run says model '{name}' thinks (--thinking on), but its first answers hold "
                                 f"no thinking between the markers looked for ({shown}) and none came apart",
                                 field="--thinking",
                                 hint="Name the model's own markers with the model option think_markers=OPEN|CLOSE, "
                                      "or drop --thinking on for a model that does not think.")
-            raise UserError(f"model '{self.spec}' is declared to think, but its first 3 answers hold no thinking "
+            raise UserError(f"model '{name}' is declared to think, but its first 3 answers hold no thinking "
                             f"between the markers looked for ({shown}) and none came apart", field="--model",
                             hint="Check think_markers= (or think_open=/think_close=) against what the model writes; "
                                  "a server started without a reasoning parser sends the thinking in the text "
