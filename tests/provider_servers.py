@@ -93,7 +93,8 @@ class ProviderServer:
         self.http.daemon_threads = True
         self.root = f"http://127.0.0.1:{self.http.server_address[1]}"
         self.url = self.root + "/v1"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        # a short poll: shutdown() waits for it (every test closes a server)
+        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self) -> None:
         self.http.shutdown()

@@ -148,6 +148,13 @@ class OpenAIReasoning(Shape):
 class DeepSeek(Shape):
     name = "deepseek"
     api = "DeepSeek's API"
+    _thinks: bool | None = None
+
+    def _reasons(self) -> bool:
+        """Whether the model thinks unless told not to (its reasoner), asked of the map once."""
+        if self._thinks is None:
+            self._thinks = bool(self.controls().thinks)
+        return self._thinks
 
     def controls(self) -> ReasoningControls:
         reasoner = "reasoner" in self.model or self.thinks() is True
@@ -162,7 +169,7 @@ class DeepSeek(Shape):
             body.setdefault("extra_body", {})["reasoning_effort"] = body.pop("reasoning_effort")
         if params.thinking is not None:
             body["thinking"] = {"type": "enabled" if params.thinking else "disabled"}
-        if params.thinking is not False and (params.thinking or self.controls().thinks):
+        if params.thinking is not False and (params.thinking or self._reasons()):
             # "thinking mode does not support temperature ...: setting them has no effect"
             _drop(body, "temperature", "top_p")
 

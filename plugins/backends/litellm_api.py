@@ -91,6 +91,7 @@ class LiteLLMBackend(ModelBackend):
         self._rng = random.Random()
         self._litellm: Any = None
         self._shape: Shape | None = None
+        self._controls: ReasoningControls | None = None
         self._tokenizer_backend: ModelBackend | None = None
         #: waits `seconds` unless the batch is being abandoned; tests replace it
         self.sleep: Callable[[float], Any] = self._stop.wait
@@ -189,15 +190,18 @@ class LiteLLMBackend(ModelBackend):
     def handles_reasoning_budget(self) -> bool:
         """Anthropic's and Gemini's APIs take a thinking budget; others take an effort, or (a
         server of one's own) nothing that ends a model's thinking."""
-        return self.shape.controls().budget == "api"
+        return self.reasoning_controls().budget == "api"
 
     def thinks(self) -> bool | None:
-        return self.shape.controls().thinks
+        return self.reasoning_controls().thinks
 
     def reasoning_controls(self) -> ReasoningControls:
-        shape = self.shape
-        shape.check()
-        return shape.controls()
+        """The provider's controls, asked of litellm's map once (every request reads them)."""
+        if self._controls is None:
+            shape = self.shape
+            shape.check()
+            self._controls = shape.controls()
+        return self._controls
 
     # -- tokenizer: only with tokenizer=..., the model's own (an API hides it) -------------
     def _local_tokenizer(self) -> ModelBackend | None:

@@ -350,3 +350,23 @@ def test_max_cost_set_to_the_dry_runs_at_most_runs_every_request(server: BatchSe
                           "--cache", tmp_path / "less.sqlite")
     assert code == 3 and "1 request(s) not sent" in err, err  # 3: a partial run
     assert len(server.submitted) == 7 + 6
+
+
+def test_a_reasoning_models_batch_lines_are_in_its_apis_terms(server: BatchServer, tmp_path: Path) -> None:
+    """A batch line goes to the provider's HTTP API as it is: an OpenAI reasoning model's limit
+    is `max_completion_tokens` with no temperature; Claude's thinking carries its budget inside
+    `max_tokens` and no temperature."""
+    from lceval_plugins.backends.litellm_api import make_litellm
+
+    ask = GenerationRequest("q", [Message("system", "Be brief."), Message("user", "q0")],
+                            GenerationParams(max_new_tokens=64, reasoning_room=1000, reasoning_effort="low"))
+    make_litellm("openai/o4-mini", {"api_base": server.url}).batch_api().submit("lceval-a", [("a0", ask)])
+    think = GenerationRequest("q", ask.messages, GenerationParams(max_new_tokens=64, reasoning_budget=2048))
+    make_litellm("anthropic/claude-sonnet-4-20250514", {"api_base": server.root}).batch_api().submit(
+        "lceval-b", [("b0", think)])
+    openai_line, anthropic_line = (b["requests"][cid] for b, cid in zip(server.batches.values(), ("a0", "b0")))
+    assert {k: v for k, v in openai_line.items() if k != "messages"} == {
+        "model": "o4-mini", "max_completion_tokens": 1064, "seed": 0, "reasoning_effort": "low"}
+    assert {k: v for k, v in anthropic_line.items() if k != "messages"} == {
+        "model": "claude-sonnet-4-20250514", "max_tokens": 64 + 2048, "system": "Be brief.",
+        "thinking": {"type": "enabled", "budget_tokens": 2048}}

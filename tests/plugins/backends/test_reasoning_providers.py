@@ -283,3 +283,33 @@ def test_markers_that_never_appear_in_a_declared_thinking_run_exit_2(server: Pro
     line = err.strip().splitlines()[-1]
     assert "'--model'" in line and "declared to think" in line and "reasoning=separate" in line
     assert re.search(r"openai/Qwen/Qwen3-8B", line) and len(server.requests) == 3
+
+
+def test_a_rerun_from_the_cache_counts_the_same_tokens(server: ProviderServer, tiny_home: Path,
+                                                       tmp_path: Path) -> None:
+    """The manifest keeps this command's thinking apart from the cache's; together they are the
+    samples' and results.json's, which do not change when every answer comes from the cache."""
+    server.parser = False
+    model = "litellm:hosted_vllm/Qwen/Qwen3-8B,api_base={url},reasoning=inline"
+    for out in ("first", "again"):
+        code, _, err = run(server, tiny_home, tmp_path / out, model)
+        assert code == 0, err
+    assert len(server.requests) == 7
+    first, again = (json.loads((only_run(tmp_path / o) / "results.json").read_text())["tasks"]["elitr_qa"]
+                    for o in ("first", "again"))
+    assert first["accounting"]["tokens"] == again["accounting"]["tokens"]
+    usage = json.loads((only_run(tmp_path / "again") / "manifest.json").read_text())["usage"]
+    assert usage["reasoning_tokens"] == 0 and usage["cached_reasoning_tokens"] == again["accounting"]["tokens"]["reasoning"]
+
+
+def test_a_model_litellm_sends_to_the_responses_api_needs_mcp(server: ProviderServer, tiny_home: Path,
+                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """litellm 1.106's bridge to OpenAI's Responses API imports mcp: without it every request
+    would fail, so the run stops before the first one, saying what to install."""
+    import importlib.util as util
+
+    found = util.find_spec
+    monkeypatch.setattr(util, "find_spec", lambda name, *a: None if name == "mcp" else found(name, *a))
+    code, _, err = run(server, tiny_home, tmp_path / "runs", "litellm:openai/o1-pro,api_base={url}")
+    assert code == 2 and "Responses API" in err and "pip install mcp" in err and "o1-pro" in err
+    assert not server.requests
