@@ -28,6 +28,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -186,9 +187,16 @@ def options_table(plugins: Any, kind: str, name: str) -> str:
     value = table[name]
     schema = value.options_schema if kind == "task-type" else options_schema_of(value)
     rows = describe(schema)
+    lead = ""
+    if kind == "model":  # as `lceval plugins NAME`: the options lceval reads itself, whichever the backend
+        from lceval.engine import ENGINE_OPTIONS
+
+        lead = "" if rows else f"*The {kind} `{name}` takes no options of its own; every backend takes these:*\n\n"
+        rows += [replace(r, description=f"(every backend) {r.description}")
+                 for r in describe({"type": "object", "properties": ENGINE_OPTIONS})]
     if not rows:
         return f"*The {kind} `{name}` takes no options.*"
-    out = ["| option | type | default | what |", "| --- | --- | --- | --- |"]
+    out = ([lead.rstrip("\n"), ""] if lead else []) + ["| option | type | default | what |", "| --- | --- | --- | --- |"]
     for r in rows:
         default = "" if r.default == "-" else f"`{_cell(r.default)}`"
         out.append(f"| `{r.name}` | {_cell(r.type)} | {default} | {_cell(r.description)} |")

@@ -21,6 +21,9 @@ from lceval.engine._spending import SPENDING_OPTIONS, spending_options
 from lceval.reasoning import MODEL_OPTIONS, ReasoningOptions, reasoning_options
 
 JUDGE_MODEL_FLAG = "--judge-model"
+#: the model options every backend takes, read by the engine (the backend never sees them):
+#: how the model's thinking is read, how its requests are sent and what they may cost
+ENGINE_OPTIONS: dict[str, Any] = {**MODEL_OPTIONS, **SPENDING_OPTIONS["properties"]}
 
 
 @dataclass(frozen=True)
@@ -113,11 +116,11 @@ def resolve_model(text: str, catalog: Catalog, plugins: Plugins, field: str = "-
     registered = plugins.models[spec.scheme]
     schema = options_schema_of(registered)
     own = {k: v for k, v in spec.options.items() if k not in MODEL_OPTIONS and k not in SPENDING_OPTIONS["properties"]}
-    checked = (check_options(schema, own, what=describe_kind("model", spec.scheme))
+    checked = (check_options(schema, own, what=describe_kind("model", spec.scheme), also_known=list(ENGINE_OPTIONS))
                if schema is not None else dict(own))
     return ModelSpec(text=spec.text, scheme=spec.scheme, model=spec.model, options=spec.options,
                      factory=unwrap(registered), checked=checked,
-                     reasoning=reasoning_options(spec.options, field=field),
+                     reasoning=reasoning_options(spec.options, field=field, model=f"{spec.scheme}:{spec.model}"),
                      spending=spending_options(spec.options, field), flag=field)
 
 

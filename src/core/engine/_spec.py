@@ -260,6 +260,7 @@ class TaskSpec:
             thinking=g.get("thinking"),
             reasoning_budget=int(g["reasoning_budget"]) if g.get("reasoning_budget") is not None else None,
             reasoning_effort=g.get("reasoning_effort"),
+            reasoning_room=int(g["reasoning_room"]) if g.get("reasoning_room") is not None else None,
             min_new_tokens=int(g.get("min_new_tokens") or 0),
         )
 
