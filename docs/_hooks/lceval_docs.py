@@ -189,11 +189,11 @@ def options_table(plugins: Any, kind: str, name: str) -> str:
     rows = describe(schema)
     lead = ""
     if kind == "model":  # as `lceval plugins NAME`: the options lceval reads itself, whichever the backend
-        from lceval.engine import ENGINE_OPTIONS
+        from lceval.engine import ModelSpec
 
         lead = "" if rows else f"*The {kind} `{name}` takes no options of its own; every backend takes these:*\n\n"
         rows += [replace(r, description=f"(every backend) {r.description}")
-                 for r in describe({"type": "object", "properties": ENGINE_OPTIONS})]
+                 for r in describe({"type": "object", "properties": ModelSpec.ENGINE_OPTIONS})]
     if not rows:
         return f"*The {kind} `{name}` takes no options.*"
     out = ([lead.rstrip("\n"), ""] if lead else []) + ["| option | type | default | what |", "| --- | --- | --- | --- |"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from lceval.engine._catalog import Catalog
 from lceval.engine._plugin_host import Plugins, describe_kind
@@ -28,6 +28,8 @@ ENGINE_OPTIONS: dict[str, Any] = {**MODEL_OPTIONS, **SPENDING_OPTIONS["propertie
 
 @dataclass(frozen=True)
 class ModelSpec:
+    #: the model options every backend takes, which the engine reads itself (listed with each backend's own)
+    ENGINE_OPTIONS: ClassVar[dict[str, Any]] = ENGINE_OPTIONS
     text: str  # as the user wrote it
     scheme: str
     model: str
