@@ -25,6 +25,12 @@ owns three things the others do not need:
   repeat_penalty 1.0) are not sent unless `explicit_sampling=true`: `stats()["sampling"]`
   says which values were sent and which were left to the server's own default.
 
+Prompt caches (`api_caching`, model options `prompt_cache`, `cache_ttl`): every request about a
+context carries the part the context's requests share (`request.shared`); the backend marks it
+for Anthropic (a `cache_control` breakpoint), keys it for OpenAI (`prompt_cache_key`), and counts
+what each provider reports it read from and wrote into its cache (`Generation.cache_read_tokens`,
+`cache_write_tokens`), priced at the provider's cache prices (`price()`, `prompt_caching()`).
+
 Batches (`--batch`, or the model option `batch=true`; the engine gathers, records, polls and
 resumes them, docs/judging-at-scale.md): OpenAI's Batch API for `openai/` models (and any
 OpenAI-compatible server at `api_base` that speaks `/v1/batches`, as vLLM's does), Anthropic's
@@ -66,6 +72,9 @@ __all__ = ["OPTIONS", "SCHEME", "LiteLLMBackend", "_api_base", "check_model_name
            "parse_options", "register_models"]
 
 
+_UNASKED = object()
+
+
 class LiteLLMBackend(ModelBackend):
     """One API model; the engine calls `generate` from up to `concurrency` threads at once."""
 
@@ -95,6 +104,7 @@ class LiteLLMBackend(ModelBackend):
         self._shape: Shape | None = None
         self._controls: ReasoningControls | None = None
         self._cache: ProviderCache | None = None
+        self._info: Any = _UNASKED
         self._tokenizer_backend: ModelBackend | None = None
         #: waits `seconds` unless the batch is being abandoned; tests replace it
         self.sleep: Callable[[float], Any] = self._stop.wait
@@ -139,12 +149,15 @@ class LiteLLMBackend(ModelBackend):
         return cache_price(base, self.cache, lifetime, batch, info, self.options, factor)
 
     def _map_info(self) -> dict[str, Any] | None:
-        try:
-            return dict(self._import().get_model_info(self.model))
-        except UserError:
-            raise
-        except Exception:  # noqa: BLE001 - a model litellm's map does not hold
-            return None
+        """The model's entry in litellm's map, asked once (every request's price reads it)."""
+        if self._info is _UNASKED:
+            try:
+                self._info = dict(self._import().get_model_info(self.model))
+            except UserError:
+                raise
+            except Exception:  # noqa: BLE001 - a model litellm's map does not hold
+                self._info = None
+        return self._info  # type: ignore[return-value]
 
     # -- the provider's prompt cache (`api_caching`) ---------------------------------------------
     @property

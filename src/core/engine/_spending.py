@@ -10,6 +10,13 @@ may write, `max_new_tokens` and any thinking budget) is reserved; when the answe
 the reservation becomes what the provider charged. The first request that would take spent
 plus reserved past a limit is refused and so is every later one (the limit is *hit*): no new
 request is sent, those in flight finish, and the run is written as partial.
+
+Where an API provider caches the part a context's requests share (`ModelBackend.prompt_caching`),
+the estimate counts the cache the run will get (`estimate`, the dry run's arithmetic too): the
+part at the cache-write price until a request about the context has come back, at the
+cache-read price after (through a batch, whose requests are processed at once, every request
+may write). A provider that misses its own cache bills more than was reserved; the next
+reservations see it (what was spent is what the provider billed).
 """
 
 from __future__ import annotations
