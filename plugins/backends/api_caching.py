@@ -176,8 +176,8 @@ class Automatic(ProviderCache):
     def mark(self, body: dict[str, Any], shared: SharedPrefix, lifetime: str | None) -> None:
         if self.keyed:  # OpenAI: the context's requests routed to the machines that cache it
             body["prompt_cache_key"] = "lceval-" + hashlib.sha256(shared.group.encode()).hexdigest()[:24]
-            if lifetime == "24h":
-                body["prompt_cache_retention"] = "24h"
+            if lifetime == "24h":  # litellm 1.106 passes it only inside extra_body
+                body.setdefault("extra_body", {})["prompt_cache_retention"] = "24h"
 
 
 class NoCache(ProviderCache):

@@ -140,13 +140,30 @@ def test_with_caching_off_the_same_run_pays_every_transcript_in_full(server: Pro
 
 def test_a_provider_whose_cache_serves_nothing_is_said_and_the_run_goes_on(server: ProviderServer,
                                                                            long_home: Path, tmp_path: Path) -> None:
+    """(With OpenAI's extended retention asked for: `prompt_cache_retention` on every request.)"""
     server.ledger.enabled = False  # type: ignore[union-attr]
-    code, out, err = run(server, long_home, tmp_path / "runs", MODELS["openai"][0])
+    code, out, err = run(server, long_home, tmp_path / "runs", MODELS["openai"][0] + ",cache_ttl=24h")
     assert code == 0, err
+    assert {b.get("prompt_cache_retention") for b in server.bodies("/chat/completions")} == {"24h"}
     assert ("the provider reported no cache read for 4 of the 4 answers sent after their context was cached"
             in out)
     _, _, usage = outputs(tmp_path / "runs")
     assert usage["cost_usd"] == pytest.approx(server.ledger.total(), abs=1e-8)  # type: ignore[union-attr]
+
+
+def test_a_thinking_budget_keeps_a_context_for_an_hour(server: ProviderServer, long_home: Path,
+                                                       tmp_path: Path) -> None:
+    """Claude thinking 8,192 tokens may take minutes between two questions about a meeting: more
+    than half of the 5-minute lifetime, so the breakpoint asks for an hour (a write at 2x), and the
+    meetings asked twice are left unmarked (a write and a read would cost more than two prompts)."""
+    code, _, err = run(server, long_home, tmp_path / "runs", MODELS["anthropic"][0] + " --thinking on")
+    assert code == 0, err
+    marks = [block["cache_control"] for body in server.bodies("/messages") for block in body["messages"][0]["content"]
+             if "cache_control" in block]
+    assert marks == [{"type": "ephemeral", "ttl": "1h"}] * 3
+    _, _, usage = outputs(tmp_path / "runs")
+    assert usage["cost_usd"] == pytest.approx(server.ledger.total(), abs=1e-8)  # type: ignore[union-attr]
+    assert usage["cache_reads_expected"] == 2 and usage["cache_reads_missed"] == 0
 
 
 def test_message_batches_carry_the_breakpoint_for_an_hour(long_home: Path, tmp_path: Path,
