@@ -22,8 +22,6 @@ requests in any order within its window.
 
 from __future__ import annotations
 
-import os
-
 from lceval.engine._context_policy import fill_context, full_transcript
 from lceval.types import CONTEXT_SLOT, ContextCut, Conversation, GenerationParams, Message, SharedPrefix
 
@@ -56,9 +54,22 @@ def _common(a: list[Message], b: list[Message]) -> Position:
         if x.role != y.role:
             return i, 0
         if x.content != y.content:
-            return i, len(os.path.commonprefix([x.content, y.content]))
+            return i, _common_chars(x.content, y.content)
     n = min(len(a), len(b))
     return n, 0
+
+
+def _common_chars(a: str, b: str) -> int:
+    """Length of the common prefix of two texts: bisection on slice comparisons, which run at C
+    speed (a transcript is compared with each of its questions' prompts)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _normal(position: Position, messages: list[Message]) -> Position | None:

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from lceval.types import GenerationParams, GenerationRequest, Message, SharedPrefix
 from tests import elitr_tiny
 from tests.batch_server import BatchServer
 from tests.cli import call
@@ -207,3 +208,30 @@ def test_a_lifetime_or_cache_the_provider_does_not_offer_exits_2(option: str, sa
                           "--output", tmp_path / "runs", "--no-progress", "--dry-run")
     assert code == 2 and said in err, err
     assert "Traceback" not in err and not (tmp_path / "runs").exists()
+
+
+def test_a_context_in_the_system_message_is_marked_there(server: ProviderServer, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the shared part ends inside the system message (a spec that puts the document there),
+    the breakpoint goes there, directly and in a Message Batches line; the question is not cached."""
+    from lceval_plugins.backends.litellm_api import make_litellm
+
+    system = "Answer from this document.\n\n" + FILLER
+    ask = GenerationRequest("q", [Message("system", system + "\nBe brief."), Message("user", "Who spoke?")],
+                            GenerationParams(max_new_tokens=8),
+                            shared=SharedPrefix("doc-1", 0, len(system), requests=5, reuse_within_s=10.0))
+    make_litellm("anthropic/claude-sonnet-4-5", {"api_base": server.root}).generate([ask])
+    (direct,) = server.bodies("/messages")
+    assert direct["system"] == [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}},
+                                {"type": "text", "text": "\nBe brief."}]
+    assert "cache_control" not in json.dumps(direct["messages"])
+    assert server.ledger.bills[0].written > 3000  # type: ignore[union-attr]
+
+    batches = BatchServer()
+    try:
+        make_litellm("anthropic/claude-sonnet-4-5", {"api_base": batches.root}).batch_api().submit("b", [("b0", ask)])
+        (line,) = next(iter(batches.batches.values()))["requests"].values()
+    finally:
+        batches.close()
+    # a batch asks for an hour only when the engine says a context may wait that long (it does when batching)
+    assert line["system"] == direct["system"] and line["messages"] == [{"role": "user", "content": "Who spoke?"}]
