@@ -90,6 +90,7 @@ def test_a_run_costs_what_the_providers_cache_arithmetic_bills(provider: str, se
     # caches write for free), every later one reads it, though the meetings' questions interleave
     meetings = [meeting_of(b) for b in bodies]
     assert meetings[:3] == sorted(set(meetings), key=meetings.index)  # each meeting primed before the others
+    assert meetings != sorted(meetings, key=meetings.index)  # so their questions interleave
     for i, (meeting, bill) in enumerate(zip(meetings, bills)):
         if meetings.index(meeting) == i:
             assert bill.read == 0 and (bill.written > 3000) == (provider == "anthropic"), (i, bill)
