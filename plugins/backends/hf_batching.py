@@ -104,6 +104,27 @@ class Job:
     error: BaseException | None = None
 
 
+def next_token(job: Job, logits: "torch.Tensor", pick: Callable[..., int], generator: Any) -> tuple[int | None, str | None]:
+    """The job's next token (appended to `job.out`) and why the answer ends ("stop", "length",
+    None): every hf decoding loop's rules (penalty, early bans, end tokens, stop strings)."""
+    params = job.params
+    if len(job.out) >= params.max_new_tokens:
+        return None, "length"
+    early = len(job.out) < params.min_new_tokens
+    if early and job.banned_early:
+        logits = logits.clone()
+        logits[list(job.banned_early)] = float("-inf")
+    token = pick(logits, params, (job.ids + job.out)[-REPEAT_LAST_N:], generator)
+    if token in job.eos and not early:
+        return None, "stop"
+    job.out.append(token)
+    if params.stop and not early and job.stop_hit(job.out):
+        return token, "stop"
+    if len(job.out) >= params.max_new_tokens:
+        return token, "length"
+    return token, None
+
+
 class Arena:
     """One shared prefix (the root, at positions 0..root_len) and the own tokens of the
     sequences reading it, in one key/value buffer per layer ([kv_heads, capacity, head_dim])."""
@@ -558,22 +579,9 @@ class BatchEngine:
                      as_tensor(position), None if in_order else as_tensor(rows), arena.used)
 
     def _sample(self, s: Seq, logits: torch.Tensor) -> None:
-        job = s.job
-        params = job.params
-        if len(job.out) >= params.max_new_tokens:
-            return self._finish(s, "length")
-        early = len(job.out) < params.min_new_tokens
-        if early and job.banned_early:
-            logits = logits.clone()
-            logits[list(job.banned_early)] = float("-inf")
-        token = self.pick(logits, params, (job.ids + job.out)[-REPEAT_LAST_N:], s.generator)
-        if token in job.eos and not early:
-            return self._finish(s, "stop")
-        job.out.append(token)
-        if params.stop and not early and job.stop_hit(job.out):
-            return self._finish(s, "stop")
-        if len(job.out) >= params.max_new_tokens:
-            return self._finish(s, "length")
+        token, finish = next_token(s.job, logits, self.pick, s.generator)
+        if finish is not None:
+            return self._finish(s, finish)
         s.last = token
 
     def _finish(self, s: Seq, reason: str) -> None:

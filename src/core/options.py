@@ -186,6 +186,10 @@ def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str
     out: dict[str, Any] = {}
     for key, value in values.items():
         where = field or f"{field_prefix}{key}"
+        pattern = _pattern_prop(schema, key) if key not in props else None
+        if pattern is not None:  # a key of a declared form (`press.KEY`): typed as declared, else as given
+            out[key] = _normalize(value, pattern)
+            continue
         if key not in props:
             if SECRET_NAME.fullmatch(str(key)):
                 raise UserError(f"{what} never takes a secret as an option (option '{key}', value not shown).",
@@ -196,6 +200,11 @@ def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str
             out[key] = value
             continue
         out[key] = _normalize(value, props[key])
+    for key, needed in (schema.get("dependentRequired") or {}).items():
+        missing = [d for d in needed if key in out and d not in out]
+        if missing:
+            raise UserError(f"{what} option {key}={_show(values.get(key, out[key]))} needs {missing[0]}=... too",
+                            field=field or f"{field_prefix}{key}", hint=_describe_hint(key, props.get(key, {})))
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(out), key=lambda e: (list(e.absolute_path), e.message))
     if errors:
@@ -216,6 +225,14 @@ def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str
         if key not in out and "default" in prop:
             out[key] = copy.deepcopy(prop["default"])
     return out
+
+
+def _pattern_prop(schema: OptionsSchema, key: str) -> Mapping[str, Any] | None:
+    """The `patternProperties` entry whose pattern `key` matches (JSON Schema's search), if any."""
+    for pattern, prop in (schema.get("patternProperties") or {}).items():
+        if re.search(pattern, str(key)):
+            return prop
+    return None
 
 
 def _normalize(value: Any, prop: Mapping[str, Any]) -> Any:
@@ -268,8 +285,12 @@ class OptionRow:
 
 
 def describe(schema: OptionsSchema | None) -> list[OptionRow]:
+    """One row per declared option; a `patternProperties` entry is one row named by its
+    `title` (e.g. `press.OPTION`), else by its pattern."""
     rows = []
-    for key, prop in (schema or {}).get("properties", {}).items():
+    patterns = {prop.get("title") or pattern: prop
+                for pattern, prop in ((schema or {}).get("patternProperties") or {}).items()}
+    for key, prop in {**(schema or {}).get("properties", {}), **patterns}.items():
         kind = " | ".join(_types(prop)) or "any"
         if "enum" in prop:
             kind = " | ".join(str(v) for v in prop["enum"])

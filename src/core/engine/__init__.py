@@ -8,7 +8,8 @@
   with its flag (`run_flags`), and reads and writes its manifest form itself; a finished run's
   `RunState` and its `TaskRun`s are what the results layer scores and writes (`RunOutputs`).
 - Plugins and the catalog: `load_plugins` -> `Plugins` (`PluginInfo` per plugin),
-  `load_catalog` -> `Catalog` (task specs, suites, model aliases, judge presets).
+  `load_catalog` -> `Catalog` (task specs, suites, model aliases, judge presets);
+  `open_method` builds a long-context method (`press=NAME`) for a backend (lceval.methods).
 - Task specs: `TaskSpec` with its typed sections (`ReportSettings` among them) and its
   manifest form, `load_spec`, `check_spec`.
 - Models: `ModelSpec` (a model string parsed by the one parser), `model_label` (how a table
@@ -24,7 +25,7 @@ from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._context_policy import removed_span, tokens_label
 from lceval.engine._model_spec import ModelSpec, model_label
 from lceval.engine._plan import check_spec
-from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins
+from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins, open_method
 from lceval.engine._run_config import RunConfig, run_flags
 from lceval.engine._runner import RunState, TaskRun
 from lceval.engine._selection import assign, plan_fingerprint
@@ -34,6 +35,6 @@ from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 __all__ = [
     "Cache", "CachedModel", "Catalog", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings", "RunConfig",
     "RunOutputs", "RunState", "Session", "TaskRun", "TaskSpec",
-    "assign", "check_spec", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
+    "assign", "check_spec", "load_catalog", "load_plugins", "load_spec", "model_label", "open_method", "open_model",
     "plan_fingerprint", "removed_span", "run_flags", "tokens_label",
 ]

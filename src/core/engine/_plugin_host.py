@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import os
 import traceback
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
@@ -53,6 +54,7 @@ KINDS = {
     "register_score_sources": "score-source",
     "register_commands": "command",
     "register_report_panels": "report-panel",
+    "register_methods": "method",
 }
 
 
@@ -160,6 +162,7 @@ class Plugins:
     score_sources: dict[str, Any] = field(default_factory=dict)
     commands: dict[str, Any] = field(default_factory=dict)
     report_panels: dict[str, Any] = field(default_factory=dict)
+    methods: dict[str, Any] = field(default_factory=dict)
     spec_dirs: list[Path] = field(default_factory=list)
     infos: list[PluginInfo] = field(default_factory=list)
     clashes: list[Clash] = field(default_factory=list)
@@ -195,6 +198,7 @@ class Plugins:
             "score-source": self.score_sources,
             "command": self.commands,
             "report-panel": self.report_panels,
+            "method": self.methods,
         }[kind]
 
     def get(self, kind: str, name: str) -> Any:
@@ -303,7 +307,34 @@ def load_plugins(disabled: Iterable[str] = (), extra: Iterable[tuple[str, object
     for info, _ in sorted(loaded, key=lambda pair: _precedence(pair[0])):
         for reg in staged[info.name] or []:
             _apply(result, info, reg)
+    _LOADED.set(result)
     return result
+
+
+#: The plugins the running command loaded last (`open_method` builds a backend's method from
+#: them, so `-p no:NAME` and overrides hold there too).
+_LOADED: ContextVar[Plugins | None] = ContextVar("lceval_plugins", default=None)
+
+
+def open_method(name: str, options: dict[str, Any], compression_ratio: float | None) -> Any:
+    """The method plugin `name` built with its own `options` (`press.KEY` without the prefix)
+    and the backend's `compression_ratio`: what a backend that takes `press=NAME` calls
+    (lceval.methods). From the plugins this command loaded, else from a fresh load (a backend
+    built directly, as in a test)."""
+    from lceval.methods import METHOD_OPTION, ContextMethod
+
+    plugins = _LOADED.get() or load_plugins()
+    if name not in plugins.methods:
+        from lceval.io import unknown_name
+
+        raise UserError(unknown_name("method", name, sorted(plugins.methods)), field=METHOD_OPTION,
+                        hint="`lceval plugins` lists what is installed and what failed to load.")
+    method = plugins.methods[name]({**options, "compression_ratio": compression_ratio})
+    if not isinstance(method, ContextMethod):
+        raise TypeError(f"method '{name}': its factory returned {type(method).__name__}, not a "
+                        "lceval.methods.ContextMethod")
+    method.name = name
+    return method
 
 
 def _precedence(info: PluginInfo) -> tuple[int, str, str]:
@@ -374,6 +405,7 @@ _OPTION_SLOTS: dict[str, tuple[Callable[[tuple[Any, ...]], Any],
     "judge": (lambda a: a[0].options, lambda a, o: (replace(a[0], options=o),), (), "judge.options."),
     "pairwise-judge": (lambda a: a[0].options, lambda a, o: (replace(a[0], options=o),), (), "judge.options."),
     "retriever": (lambda a: a[0], lambda a, o: (o,), ("seed",), "retriever_options."),
+    "method": (lambda a: a[0], lambda a, o: (o,), ("compression_ratio",), "press."),
 }
 
 
