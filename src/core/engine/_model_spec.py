@@ -65,6 +65,12 @@ def model_label(text: str) -> str:
     return re.split(r"[#/:]", base)[-1] or text
 
 
+def model_options(text: str) -> tuple[str, dict[str, str]]:
+    """A model string's base (`SCHEME:MODEL` or an alias) and its `,key=value` options as
+    written; needs no catalog (a report reads a sweep's press and ratio from its runs' models)."""
+    return _split_options(text.strip(), "--model")
+
+
 def _split_options(text: str, field: str) -> tuple[str, dict[str, str]]:
     """`BASE,key=value,...` -> (BASE, options); a comma before the first `key=value` belongs
     to BASE (a file name may hold one)."""
