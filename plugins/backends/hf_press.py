@@ -76,10 +76,10 @@ class PressSetting:
                 raise UserError(f"option {QUERY_AWARE_OPTION}=true needs a press (press=NAME)",
                                 field=QUERY_AWARE_OPTION)
             return None
-        from lceval.engine import open_method
+        from lceval.engine import Plugins
 
         ratio = options.get(RATIO_OPTION)
-        method = open_method(str(name), own, ratio)
+        method = Plugins.current().open_method(str(name), own, ratio)
         return cls(method, ratio, bool(options.get(QUERY_AWARE_OPTION)), own)
 
     def identity(self) -> dict[str, Any]:

@@ -14,8 +14,8 @@ The option names are the same for every backend that takes methods (`press`,
 `compression_ratio`, `press_query_aware`, and a method's own options as `press.KEY=VALUE`),
 so `--press-sweep` and the report read them without knowing the backend. A backend merges
 `METHOD_OPTIONS` into its options schema, builds the method with
-`lceval.engine.open_method(name, options)` and reports what a method changes per answer in
-`Generation.extras` under the `EXTRAS` names.
+`lceval.engine.Plugins.current().open_method(name, options, compression_ratio)` and reports
+what a method changes per answer in `Generation.extras` under the `EXTRAS` names.
 """
 
 from __future__ import annotations

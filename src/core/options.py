@@ -45,7 +45,8 @@ import yaml
 from lceval.errors import UserError
 
 __all__ = ["NO_OPTIONS", "CheckedFactory", "OptionRow", "OptionsSchema", "check_options", "check_schema",
-           "defaults", "describe", "did_you_mean", "options_schema_of", "parse_judge_flag", "unwrap", "whole_number"]
+           "defaults", "describe", "did_you_mean", "options_schema_of", "parse_judge_flag", "split_options", "unwrap",
+           "whole_number"]
 
 OptionsSchema = dict[str, Any]
 
@@ -347,6 +348,26 @@ def options_schema_of(factory: Any) -> OptionsSchema | None:
 def unwrap(factory: Any) -> Any:
     """The plugin's own factory behind a `CheckedFactory`."""
     return getattr(factory, "factory", factory)
+
+
+def split_options(text: str, field: str = "--model") -> tuple[str, dict[str, str]]:
+    """A model string's `BASE,key=value,...` -> (BASE, options as written); a comma before the
+    first `key=value` belongs to BASE (a file name may hold one). The one parser of the engine's
+    model specs, and of a report reading a run's press and ratio from its model string."""
+    parts = text.strip().split(",")
+    head, options = [parts[0]], {}
+    for part in parts[1:]:
+        if "=" in part:
+            key, _, value = part.partition("=")
+            key = key.strip()
+            if not key:
+                raise UserError(f"empty option name in '{text}'", field=field)
+            options[key] = value.strip()
+        elif options:
+            raise UserError(f"option '{part}' in '{text}' is not key=value", field=field)
+        else:
+            head.append(part)
+    return ",".join(head), options
 
 
 def parse_judge_flag(text: str) -> tuple[str, dict[str, Any]]:

@@ -9,11 +9,12 @@
   `RunState` and its `TaskRun`s are what the results layer scores and writes (`RunOutputs`).
 - Plugins and the catalog: `load_plugins` -> `Plugins` (`PluginInfo` per plugin),
   `load_catalog` -> `Catalog` (task specs, suites, model aliases, judge presets);
-  `open_method` builds a long-context method (`press=NAME`) for a backend (lceval.methods).
+  `Plugins.current().open_method(...)` builds a long-context method (`press=NAME`) for a
+  backend (lceval.methods).
 - Task specs: `TaskSpec` with its typed sections (`ReportSettings` among them) and its
   manifest form, `load_spec`, `check_spec`.
 - Models: `ModelSpec` (a model string parsed by the one parser), `model_label` (how a table
-  names a model), `model_options` (its options as written), `open_model` (a model through the request cache, for a plugin's command),
+  names a model), `open_model` (a model through the request cache, for a plugin's command),
   `Cache` and `CachedModel` (the request cache and a backend seen through it).
 - What reports and merges share: `tokens_label`, `removed_span` (a context cut), `assign` and
   `plan_fingerprint` (how a run's contexts are shared among its `--shard`s).
@@ -23,9 +24,9 @@ from lceval.engine._cache import Cache
 from lceval.engine._cached_model import CachedModel
 from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._context_policy import removed_span, tokens_label
-from lceval.engine._model_spec import ModelSpec, model_label, model_options
+from lceval.engine._model_spec import ModelSpec, model_label
 from lceval.engine._plan import check_spec
-from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins, open_method
+from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins
 from lceval.engine._run_config import RunConfig, run_flags
 from lceval.engine._runner import RunState, TaskRun
 from lceval.engine._selection import assign, plan_fingerprint
@@ -35,6 +36,6 @@ from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 __all__ = [
     "Cache", "CachedModel", "Catalog", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings", "RunConfig",
     "RunOutputs", "RunState", "Session", "TaskRun", "TaskSpec",
-    "assign", "check_spec", "load_catalog", "load_plugins", "load_spec", "model_label", "model_options", "open_method", "open_model",
+    "assign", "check_spec", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
     "plan_fingerprint", "removed_span", "run_flags", "tokens_label",
 ]

@@ -17,7 +17,7 @@ from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.errors import UserError
 from lceval.interfaces import ModelFactory
 from lceval.io import PLUGIN_KEYWORD, unknown_name
-from lceval.options import check_options, options_schema_of, unwrap
+from lceval.options import check_options, options_schema_of, split_options, unwrap
 from lceval.engine._spending import SPENDING_OPTIONS, spending_options
 from lceval.reasoning import MODEL_OPTIONS, ReasoningOptions, reasoning_options
 
@@ -61,40 +61,15 @@ def model_label(text: str) -> str:
     file's `#` (`replay:FILE#GPT-4` -> `GPT-4`, DESIGN's `replay:FILE#MODEL_NAME`), else the
     last path component (`hf:org/Model,opt=1` -> `Model`); an alias stays the alias. Needs no
     catalog: run folders and reports name models that may not be installed here."""
-    base, _ = _split_options(text.strip(), "--model")
+    base, _ = split_options(text.strip(), "--model")
     return re.split(r"[#/:]", base)[-1] or text
-
-
-def model_options(text: str) -> tuple[str, dict[str, str]]:
-    """A model string's base (`SCHEME:MODEL` or an alias) and its `,key=value` options as
-    written; needs no catalog (a report reads a sweep's press and ratio from its runs' models)."""
-    return _split_options(text.strip(), "--model")
-
-
-def _split_options(text: str, field: str) -> tuple[str, dict[str, str]]:
-    """`BASE,key=value,...` -> (BASE, options); a comma before the first `key=value` belongs
-    to BASE (a file name may hold one)."""
-    parts = text.split(",")
-    head, options = [parts[0]], {}
-    for part in parts[1:]:
-        if "=" in part:
-            key, _, value = part.partition("=")
-            key = key.strip()
-            if not key:
-                raise UserError(f"empty option name in '{text}'", field=field)
-            options[key] = value.strip()
-        elif options:
-            raise UserError(f"option '{part}' in '{text}' is not key=value", field=field)
-        else:
-            head.append(part)
-    return ",".join(head), options
 
 
 def parse_model_spec(text: str, catalog: Catalog, field: str = "--model") -> ModelSpec:
     """The string's parts, aliases expanded; not yet checked against the installed backends."""
-    base, extra = _split_options(text.strip(), field)
+    base, extra = split_options(text.strip(), field)
     if base in catalog.models:
-        alias_base, alias_opts = _split_options(catalog.models[base].spec, field)
+        alias_base, alias_opts = split_options(catalog.models[base].spec, field)
         base, extra = alias_base, {**alias_opts, **extra}
     scheme, sep, model = base.partition(":")
     if not sep or not scheme or not model:

@@ -201,6 +201,29 @@ class Plugins:
             "method": self.methods,
         }[kind]
 
+    @staticmethod
+    def current() -> "Plugins":
+        """The plugins this command loaded (the last `load_plugins` of this thread's context),
+        else a fresh load (a backend built directly, as in a test)."""
+        return _LOADED.get() or load_plugins()
+
+    def open_method(self, name: str, options: dict[str, Any], compression_ratio: float | None) -> Any:
+        """The method plugin `name` built with its own `options` (`press.KEY` without the
+        prefix) and the backend's `compression_ratio`: what a backend that takes `press=NAME`
+        calls (lceval.methods)."""
+        from lceval.io import unknown_name
+        from lceval.methods import METHOD_OPTION, ContextMethod
+
+        if name not in self.methods:
+            raise UserError(unknown_name("method", name, sorted(self.methods)), field=METHOD_OPTION,
+                            hint="`lceval plugins` lists what is installed and what failed to load.")
+        method = self.methods[name]({**options, "compression_ratio": compression_ratio})
+        if not isinstance(method, ContextMethod):
+            raise TypeError(f"method '{name}': its factory returned {type(method).__name__}, not a "
+                            "lceval.methods.ContextMethod")
+        method.name = name
+        return method
+
     def get(self, kind: str, name: str) -> Any:
         table = self.table(kind)
         if name not in table:
@@ -213,6 +236,11 @@ class Plugins:
             known = ", ".join(sorted(table)) or "none"
             raise UserError(f"unknown {kind} '{name}' (known: {known}).{hint}", field=kind)
         return table[name]
+
+
+#: The plugins the running command loaded last (`Plugins.current`: a backend builds its method
+#: from them, so `-p no:NAME` and overrides hold there too).
+_LOADED: ContextVar[Plugins | None] = ContextVar("lceval_plugins", default=None)
 
 
 def _names_from_env(variable: str) -> set[str]:
@@ -311,30 +339,6 @@ def load_plugins(disabled: Iterable[str] = (), extra: Iterable[tuple[str, object
     return result
 
 
-#: The plugins the running command loaded last (`open_method` builds a backend's method from
-#: them, so `-p no:NAME` and overrides hold there too).
-_LOADED: ContextVar[Plugins | None] = ContextVar("lceval_plugins", default=None)
-
-
-def open_method(name: str, options: dict[str, Any], compression_ratio: float | None) -> Any:
-    """The method plugin `name` built with its own `options` (`press.KEY` without the prefix)
-    and the backend's `compression_ratio`: what a backend that takes `press=NAME` calls
-    (lceval.methods). From the plugins this command loaded, else from a fresh load (a backend
-    built directly, as in a test)."""
-    from lceval.methods import METHOD_OPTION, ContextMethod
-
-    plugins = _LOADED.get() or load_plugins()
-    if name not in plugins.methods:
-        from lceval.io import unknown_name
-
-        raise UserError(unknown_name("method", name, sorted(plugins.methods)), field=METHOD_OPTION,
-                        hint="`lceval plugins` lists what is installed and what failed to load.")
-    method = plugins.methods[name]({**options, "compression_ratio": compression_ratio})
-    if not isinstance(method, ContextMethod):
-        raise TypeError(f"method '{name}': its factory returned {type(method).__name__}, not a "
-                        "lceval.methods.ContextMethod")
-    method.name = name
-    return method
 
 
 def _precedence(info: PluginInfo) -> tuple[int, str, str]:

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from lceval.analysis import paired_comparison
-from lceval.engine import model_options
 from lceval.interfaces import ReportContext, ReportFigure
 from lceval.methods import METHOD_OPTION, RATIO_OPTION
+from lceval.options import split_options
 from lceval.report._charts import Point, Series
 from lceval.report._inputs import ReportRun
 from lceval.results import headline_block
@@ -80,7 +80,7 @@ def find_sweeps(runs: list[ReportRun]) -> list[Sweep]:
     plain: dict[str, ReportRun] = {}
     press_of: dict[str, str] = {}
     for run in runs:
-        base, options = model_options(_model(run))
+        base, options = split_options(_model(run))
         if METHOD_OPTION not in options:
             plain.setdefault(_key(base, options), run)
             continue
@@ -99,7 +99,7 @@ def find_sweeps(runs: list[ReportRun]) -> list[Sweep]:
         points = sorted(points, key=lambda p: p[0])
         if len({r for r, _ in points}) < 2:
             continue
-        base, options = model_options(key)
+        base, options = split_options(key)
         unpressed = _key(base, {k: v for k, v in options.items()
                                 if k != METHOD_OPTION and not k.startswith(METHOD_OPTION)})
         zero = next((run for r, run in points if r == 0), None)
