@@ -1,5 +1,5 @@
 """kvpress's presses through lceval's `hf:` backend against kvpress's own pipeline, for real, on
-a tiny random-weight Llama written by the test (no download): the same press gives the same
+a tiny random-weight Llama (test_hf_backend.py's, 4 layers, no download): the same press gives the same
 greedy answers token for token, a context's questions read one compressed cache as kvpress's
 pipeline does, and the cache keeps the share of the context the ratio says.
 
@@ -14,15 +14,11 @@ from pathlib import Path
 import pytest
 
 from lceval.types import GenerationParams, GenerationRequest, Message
+from tests.plugins.backends.test_hf_backend import CORPUS, tiny_folder
 
 pytestmark = [pytest.mark.kvpress,
               pytest.mark.skipif(importlib.util.find_spec("kvpress") is None, reason="kvpress not installed")]
 
-TEMPLATE = ("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
-            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
-CORPUS = ["(PERSON1) Hello everyone, let us start the meeting about the orange dashboard.",
-          "Who opened the meeting? When is the next meeting? Friday at noon.",
-          "The microphone cable broke during the test; the travel budget is exhausted."] * 20
 CONTEXT = "Meeting:\n" + " ".join(CORPUS[:9]) + "\n"
 QUESTIONS = ["Question: Who opened the meeting?", "Question: What broke?", "Question: When is the next meeting?"]
 NEW = 10
@@ -35,27 +31,9 @@ PRESSES = ["snapkv", "tova", "knorm", "streaming_llm"]
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
-    import torch
-    import transformers
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    out = tmp_path_factory.mktemp("tiny-llama")
-    specials = ["<|end|>", "<|user|>", "<|system|>", "<|assistant|>"]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=320, special_tokens=specials,
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|end|>")
-    fast.chat_template = TEMPLATE
-    fast.save_pretrained(out)
-    config = transformers.LlamaConfig(vocab_size=len(fast), hidden_size=64, intermediate_size=128,
-                                      num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                                      max_position_embeddings=2048, initializer_range=0.3,
-                                      eos_token_id=fast.eos_token_id, pad_token_id=fast.eos_token_id)
-    torch.manual_seed(7)
-    transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(out)
-    return out
+    """test_hf_backend.py's tiny model, with 4 layers in float32: kvpress's pipeline does not
+    stop on an end-of-text first token, lceval does; these weights give none."""
+    return tiny_folder(tmp_path_factory.mktemp("tiny-llama"), layers=4, dtype="float32")
 
 
 def kvpress_answers(folder: Path, press_name: str, ratio: float) -> list[str]:
@@ -82,7 +60,7 @@ def request(question: str) -> GenerationRequest:
 def test_lceval_answers_as_kvpress_does(folder, press):
     from lceval_plugins.backends.hf import make_hf
 
-    backend = make_hf(str(folder), {"dtype": "float32", "device": "cpu", "press": press, "compression_ratio": "0.5"})
+    backend = make_hf(str(folder), {"dtype": "auto", "device": "cpu", "press": press, "compression_ratio": "0.5"})
     try:
         ours = backend.generate([request(q) for q in QUESTIONS])
         stats = backend.stats()
@@ -101,7 +79,7 @@ def test_the_cache_keeps_the_share_the_ratio_says(folder):
 
     kept = {}
     for ratio in ("0", "0.25", "0.5", "0.75"):
-        backend = make_hf(str(folder), {"dtype": "float32", "device": "cpu", "press": "knorm",
+        backend = make_hf(str(folder), {"dtype": "auto", "device": "cpu", "press": "knorm",
                                         "compression_ratio": ratio})
         try:
             gen = backend.generate([request(QUESTIONS[0])])[0]

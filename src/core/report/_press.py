@@ -214,20 +214,19 @@ def press_figures(ctx: ReportContext, colors: dict[str, str]) -> list[ReportFigu
             out.append(figure(diff, f"{task}: paired difference against the uncompressed run, {sweep.title}",
                               "Per item, the score at this ratio minus the uncompressed run's; whiskers: 95% "
                               "intervals resampling clusters.", section=task))
-            memory = charts.intervals(cats, [Series("peak", [Point(c, r.peak_kv_mib) for c, r in zip(cats, rows)]),
-                                             Series("mean", [Point(c, r.mean_kv_mib) for c, r in zip(cats, rows)])],
-                                      y_title="KV cache (MiB)", x_title=x_title, style="line", colors=None,
-                                      series_title="per answer", description=f"{task}: KV memory against the ratio")
-            out.append(figure(memory, f"{task}: KV cache memory by compression ratio, {sweep.title}",
-                              "The keys' and values' bytes the cache held when each answer ended: the largest "
-                              "and the mean over answers.", section=task))
-            time = charts.intervals(cats, [Series("prefill", [Point(c, r.prefill_s) for c, r in zip(cats, rows)]),
-                                           Series("decode", [Point(c, r.decode_s) for c, r in zip(cats, rows)])],
-                                    y_title="seconds per answer", x_title=x_title, style="line", colors=None,
-                                    series_title="phase", description=f"{task}: prefill and decoding time")
-            out.append(figure(time, f"{task}: prefill and decoding time by compression ratio, {sweep.title}",
-                              "Mean seconds per answer (a context prefilled once is counted on the answer that "
-                              "prefilled it).", section=task))
+            for fields, y_title, legend, what, caption in (
+                    (("peak_kv_mib", "mean_kv_mib"), "KV cache (MiB)", "per answer", "KV cache memory",
+                     "The keys' and values' bytes the cache held when each answer ended: the largest and the mean "
+                     "over answers."),
+                    (("prefill_s", "decode_s"), "seconds per answer", "phase", "prefill and decoding time",
+                     "Mean seconds per answer (a context prefilled once is counted on the answer that prefilled "
+                     "it).")):
+                lines = [Series(name.split("_")[0], [Point(c, getattr(r, name)) for c, r in zip(cats, rows)])
+                         for name in fields]
+                chart = charts.intervals(cats, lines, y_title=y_title, x_title=x_title, style="line", colors=None,
+                                         series_title=legend, description=f"{task}: {what} against the ratio")
+                out.append(figure(chart, f"{task}: {what} by compression ratio, {sweep.title}", caption,
+                                  section=task))
             buckets = _bucket_series(sweep, task, cats)
             if buckets:
                 chart = charts.intervals(cats, buckets, y_title="score", x_title=x_title, style="line", colors=None,
