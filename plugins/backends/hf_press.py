@@ -189,8 +189,8 @@ class PressEngine:
             context, rest = job.ids[:span], job.ids[span:]
             if not rest:  # the last prompt token always runs: fresh logits to answer from
                 context, rest = context[:-1], context[-1:]
-            reused = self._cache is not None and self._context == context
-            if not reused:
+            reused = bool(context) and self._cache is not None and self._context == context
+            if not reused:  # (a prompt without a context, a judge's: nothing compressed, nothing kept)
                 self._prefill(context)
             prefilled = len(rest) + (0 if reused else len(context))
             job.prefilled = prefilled
@@ -209,7 +209,10 @@ class PressEngine:
                     logits = self._forward([token], position)
                     position += 1
             lengths, size = cache_sizes(self._cache)
-            cut_back(self._cache, self._kept)
+            if context:
+                cut_back(self._cache, self._kept)
+            else:
+                self._cache = self._context = None
             end = time.perf_counter()
             self.answers += 1
             job.seconds = end - job.submitted
@@ -226,10 +229,11 @@ class PressEngine:
         from transformers import DynamicCache
 
         cache = DynamicCache()
-        if context:
-            with self.setting.method.prefilling(self.model, cache):
-                self.model.model(input_ids=torch.tensor([context], device=self.device), **{self._cache_word: cache})
-        self._cache, self._context = cache, list(context)
+        self._cache, self._context, self._kept = cache, list(context), []
+        if not context:
+            return
+        with self.setting.method.prefilling(self.model, cache):
+            self.model.model(input_ids=torch.tensor([context], device=self.device), **{self._cache_word: cache})
         self._kept = cache_sizes(cache)[0]
         self.contexts_compressed += 1
         self.context_tokens += len(context)

@@ -188,6 +188,8 @@ def press_figures(ctx: ReportContext, colors: dict[str, str]) -> list[ReportFigu
     from lceval.report._inputs import from_run_dir
 
     out: list[ReportFigure] = []
+    if not any(f",{METHOD_OPTION}=" in str(run.results.get("model", "")) for run in ctx.runs):
+        return out  # no press: no run folder is read again
     runs = [from_run_dir(run) for run in ctx.runs]
     for sweep in find_sweeps(runs):
         label = ctx.labels[runs.index(sweep.points[0][1])]
