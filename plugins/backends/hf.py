@@ -359,8 +359,8 @@ class HFBackend(HFTokens, ModelBackend):
     def _job(self, request: GenerationRequest) -> Job:
         with self._tok_lock:
             ids = self.checked_prompt_tokens(request, self.context_window, "n_ctx")
-        with self._lock:
-            self._get_model()  # after the checks: a bad request fails without loading weights; the end ids come with it
+        with self._lock:  # after the checks: a bad request fails without loading weights
+            self._get_model()  # (the end-of-text ids come with it)
         stops = request.params.stop
 
         def stop_hit(out: list[int]) -> bool:

@@ -148,7 +148,8 @@ def sweep_rows(sweep: Sweep, task: str, seed: int = 0) -> list[Row]:
             pairs=test.n_pairs if test else 0, peak_kv_mib=max(kv) / MIB if kv else None,
             mean_kv_mib=_mean(kv) / MIB if kv else None,
             kv_context_tokens=_mean(_extras(run, task, "kv_context_tokens")),
-            prefill_s=_mean(_extras(run, task, "prefill_seconds")), decode_s=_mean(_extras(run, task, "decode_seconds"))))
+            prefill_s=_mean(_extras(run, task, "prefill_seconds")),
+            decode_s=_mean(_extras(run, task, "decode_seconds"))))
     return rows
 
 
