@@ -113,6 +113,10 @@ def compressed_span(tokenizer: Any, request: GenerationRequest, ids: list[int], 
     marked[index]["content"] = marked[index]["content"][:offset] + _SEPARATOR + marked[index]["content"][offset:]
     text = tokenizer.apply_chat_template(marked, add_generation_prompt=True, tokenize=False,
                                          **thinking_kwargs(template, request.params.thinking))
+    if _SEPARATOR not in text:
+        raise UserError("the chat template changes the message text, so where the context ends cannot be found in "
+                        "the prompt, and a press compresses up to there", field="chat_template",
+                        hint="Pass chat_template=FILE.jinja with a template that writes the messages as they are.")
     head = text.split(_SEPARATOR)[0]
     return common_prefix(ids, list(tokenizer.encode(head, add_special_tokens=False)))
 
