@@ -15,7 +15,7 @@ from typing import Any
 from lceval.engine._catalog import Catalog
 from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.errors import UserError
-from lceval.interfaces import ModelFactory
+from lceval.interfaces import ModelFactory, missing_requirements
 from lceval.io import PLUGIN_KEYWORD, unknown_name
 from lceval.options import check_options, options_schema_of, split_options, unwrap
 from lceval.engine._spending import SPENDING_OPTIONS, spending_options
@@ -135,7 +135,8 @@ def check_options_known(schema: dict[str, Any], key: str) -> bool:
 def _check_plugin_options(schema: dict[str, Any], checked: dict[str, Any], plugins: Plugins) -> None:
     """An option that names a plugin (`"x-lceval-plugin": KIND`, e.g. `press=snapkv`) must name
     an installed one, and the options written `OPTION.KEY=VALUE` are that plugin's: both are
-    checked now, before any work, with the plugin's own options schema."""
+    checked now, before any work, with the plugin's own options schema, and the plugin's
+    packages must be installed (`interfaces.requires`)."""
     for key, prop in (schema.get("properties") or {}).items():
         rule = prop.get(PLUGIN_KEYWORD)
         if not rule:
@@ -155,6 +156,10 @@ def _check_plugin_options(schema: dict[str, Any], checked: dict[str, Any], plugi
         plugin_schema = options_schema_of(table[name])
         if plugin_schema is not None:
             check_options(plugin_schema, own, what=describe_kind(kind, name), field_prefix=key + ".")
+        install = missing_requirements(table[name])
+        if install:
+            raise UserError(f"{describe_kind(kind, name)} ({key}={name}) needs a package that is not installed",
+                            field=key, hint=install)
 
 
 def resolve_judge_model(text: str | None, catalog: Catalog, plugins: Plugins) -> ModelSpec | None:
