@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def oom_folder(folder, tmp_path_factory):
 
 
 def test_a_batch_that_runs_out_of_memory_goes_on_smaller_and_loses_nothing(folder, oom_folder, tiny_home,
-                                                                          tmp_path, monkeypatch, caplog):
+                                                                          tmp_path, monkeypatch):
     """elitr_qa on the tiny ELITR fixture with a batch of 4 on a model that cannot sample two
     sequences in one pass: every answer comes back, the same as one request at a time, and the
     manifest's backend stats say what happened."""
@@ -145,22 +146,30 @@ def test_a_batch_that_runs_out_of_memory_goes_on_smaller_and_loses_nothing(folde
 
     from lceval_plugins.backends.hf import make_hf
 
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())
+    hf_log = logging.getLogger("lceval.hf")  # what `lceval -v` prints (the CLI stops propagation)
+    hf_log.addHandler(handler)
     answers, stats = {}, {}
-    for name, path, batch in (("plain", folder, 1), ("oom", oom_folder(oom_over_rows=1), 4)):
-        monkeypatch.setenv("LCEVAL_CACHE", str(tmp_path / f"{name}.sqlite"))
-        backend = make_hf(str(path), {"dtype": "auto", "batch_size": str(batch)})
-        try:
-            run_dir, _, state = run_engine(backend, "elitr_qa", tiny_home, tmp_path / name,
-                                           overrides={"generation.max_new_tokens": 8})
-        finally:
-            backend.close()
-        answers[name] = [s.response for t in state.tasks for s in t.samples]
-        stats[name] = json.loads((run_dir / "manifest.json").read_text())["backend_stats"]["model"]
+    try:
+        for name, path, batch in (("plain", folder, 1), ("oom", oom_folder(oom_over_rows=1), 4)):
+            monkeypatch.setenv("LCEVAL_CACHE", str(tmp_path / f"{name}.sqlite"))
+            backend = make_hf(str(path), {"dtype": "auto", "batch_size": str(batch)})
+            try:
+                run_dir, _, state = run_engine(backend, "elitr_qa", tiny_home, tmp_path / name,
+                                               overrides={"generation.max_new_tokens": 8})
+            finally:
+                backend.close()
+            answers[name] = [s.response for t in state.tasks for s in t.samples]
+            stats[name] = json.loads((run_dir / "manifest.json").read_text())["backend_stats"]["model"]
+    finally:
+        hf_log.removeHandler(handler)
     assert answers["oom"] == answers["plain"] and len(answers["oom"]) == 7 and all(a is not None for a in answers["oom"])
     oom = stats["oom"]
     assert oom["oom_retries"] >= 1 and oom["batch_size_after_oom"] == 1 and oom["prompt_chunk_after_oom"] == 1024
     assert stats["plain"]["oom_retries"] == 0 and "batch 1 (batch_size)" in stats["plain"]["memory_plan"]
-    assert any("out of memory" in r.getMessage() and "going on with batch" in r.getMessage() for r in caplog.records)
+    assert any("out of memory" in line and "going on with batch 2" in line for line in said)
 
 
 def test_a_prompt_chunk_that_runs_out_of_memory_is_halved_down_to_the_floor(oom_folder):
