@@ -497,7 +497,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         folder.mkdir()
         results["model"] = write_folder(folder, args.config, dtype, args.device)
         m = results["model"]
-        say(f"model: random {args.config} ({si(m['parameters'], '')}parameters, {args.dtype}), tokenizer of "
+        say(f"model: random {args.config} ({m['parameters']:,} parameters, {args.dtype}), tokenizer of "
             f"{m['tokenizer_size']} tokens; built {m['build_s']:.1f}s, saved {si(m['folder_bytes'], 'B')} in "
             f"{m['save_s']:.1f}s")
         shape = Shape.of(args.config, dtype.itemsize)
