@@ -110,7 +110,7 @@ def free_memory(device: str) -> tuple[int, str]:
 def _gib(n: float) -> str:
     """A size in GiB, or MiB or KiB when it is small."""
     for unit, size in (("GiB", GiB), ("MiB", 1024 ** 2)):
-        if abs(n) >= size / 10:
+        if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n / 1024:.1f} KiB"
 
@@ -143,7 +143,7 @@ class MemoryPlan:
         return (f"{self.device}: {self.budget_from}, less {weights} and {_gib(self.scratch_bytes)} of scratch "
                 f"(a {self.chunk:,}-token prompt chunk at the {self.window:,}-token window), holds "
                 f"{self.kv_tokens:,} key/value tokens ({_gib(self.kv_bytes_per_token)} each) = "
-                f"{self.kv_tokens / self.window:.1f} windows; batch {self.batch_size} ({self.batch_from})")
+                f"{self.kv_tokens / self.window:.2f} windows; batch {self.batch_size} ({self.batch_from})")
 
     def announce(self, model: str) -> None:
         """Say the plan (`lceval -v`), then refuse it if the window cannot fit."""
@@ -161,7 +161,7 @@ class MemoryPlan:
         raise UserError(
             f"n_ctx={self.window} cannot fit on {self.device}: one window-long prompt's keys and values take "
             f"{_gib(need)}, and {self.budget_from} less {weights}{_gib(self.scratch_bytes)} of scratch leaves "
-            f"{_gib(max(0, left))} ({self.kv_tokens:,} tokens)", field="n_ctx",
+            f"{_gib(max(0, left))} ({self.kv_tokens:,} tokens).", field="n_ctx",
             hint=(f"Pass n_ctx={self.kv_tokens} or less" if self.kv_tokens >= MIN_PREFILL else "Use a smaller model")
             + ", free the device, give memory_gib, or spread the model over GPUs with device_map=auto.")
 
@@ -267,7 +267,7 @@ class MemoryAwareEngine(BatchEngine):
         else:
             self._fail_all(UserError(
                 f"out of memory on {self.device} with one request in prompt chunks of {self.step_tokens} tokens "
-                f"(memory plan: {self.plan.describe()})", field="n_ctx",
+                f"(memory plan: {self.plan.describe()}).", field="n_ctx",
                 hint="Pass a smaller n_ctx or memory_gib, free the device, or spread the model with device_map=auto. "
                      "The answers finished so far are in the cache: the same command goes on from them."))
             return True

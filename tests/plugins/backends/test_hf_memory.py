@@ -72,7 +72,7 @@ def test_the_plan_of_llama_3_1_8b_on_an_80_gb_card(llama8b):
 
 
 def test_a_window_that_cannot_fit_is_refused_naming_the_sizes(llama8b):
-    small = plan(llama8b, 24, weights_loaded=False)  # 19.2 GiB: the weights and 2.9 GiB of keys and values
+    small = plan(llama8b, 24, weights_loaded=False)  # 19.2 GiB: the weights and 3.0 GiB of keys and values
     with pytest.raises(UserError) as err:
         small.check_fits()
     text = str(err.value)
