@@ -6,11 +6,10 @@ command line at two lengths, and the floors. Work is counted (tokens), never tim
 from __future__ import annotations
 
 import importlib.util
-import sys
 
 import pytest
 
-from tests.paths import REPO
+from tests.paths import benchmark_script
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed"),
@@ -21,12 +20,8 @@ pytestmark = [
 
 @pytest.fixture
 def gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "benchmarks" / "gpu_check.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_check"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("gpu_check", None)
+    with benchmark_script("gpu_check") as module:
+        yield module
 
 
 def test_the_gpu_check_runs_whole_on_a_tiny_model_on_the_cpu(gpu_check, tmp_path, monkeypatch, capsys):
