@@ -26,6 +26,10 @@ What it measures, in order (each section prints as it finishes):
    prefill, passes that only decode, the rest: planning, building the samples, scoring) the wall
    seconds and the peak GPU memory, read from the run's manifest (`backend_stats`).
 
+A section that fails (a system, a RULER length) is printed with its traceback and the check
+goes on with the next; the last line names what failed, and the exit code is 1 if anything did.
+With `--out DIR`, DIR/gpu_check.json holds every figure, rewritten after each section.
+
 The floor of a workload: its prefill at the measured FLOP/s (each transcript once plus each
 question's own tokens; linear layers and causal attention), its decoding at the measured
 bandwidth (every pass reads the weights once and every token's keys and values once, all
@@ -407,7 +411,7 @@ def ruler_run(folder: Path, length: str, args: argparse.Namespace, work: Path, m
     wall = time.perf_counter() - began
     result: dict[str, Any] = {"length": length, "command": "lceval " + " ".join(argv), "exit": code, "wall_s": wall}
     if code != 0:
-        return result
+        raise RuntimeError(f"`{result['command']}` exited {code} after {wall:.1f}s")
     (run_dir,) = [p for p in out_dir.iterdir() if not p.name.startswith(".")]
     stats = json.loads((run_dir / "manifest.json").read_text())["backend_stats"]["model"]
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines() if line.strip()]
@@ -461,8 +465,6 @@ def report_decoding(outcomes: list[Outcome], floor: Floor, floor_tokens: int, ma
 
 
 def report_ruler(r: dict[str, Any], machine: Machine) -> list[str]:
-    if r["exit"] != 0:
-        return [f"RULER {r['length']}: `{r['command']}` exited {r['exit']} after {r['wall_s']:.1f}s"]
     ph, peaks = r["phases_s"], r["peak_bytes"] or {}
     share = f"{r['prefill_share']:.0%}" if r["prefill_share"] is not None else "n/a"
     return [f"RULER {RULER_TASK} at {r['length']}: {r['samples']} samples, {r['prompt_tokens']:,} prompt tokens, "
@@ -477,11 +479,62 @@ def report_ruler(r: dict[str, Any], machine: Machine) -> list[str]:
             f"  memory plan: {r['memory_plan']}"]
 
 
+def decoding(folder: Path, args: argparse.Namespace, dtype: Any, work: Path, machine: Machine,
+             shape: Shape, results: dict[str, Any]) -> None:
+    """The three systems on the shared-prefix workload, each in a section of its own."""
+    messages = make_prompts(folder, args)
+    outcomes: list[Outcome] = []
+    ids: list[list[int]] = []
+    if "lceval" in args.systems:
+        got = section(results, "lceval", lambda: run_lceval(folder, messages, args, work))
+        if got is not None:
+            outcomes.append(got[0])
+            ids = got[1]
+    if not ids:  # the same prompt ids without lceval: the chat template's text, tokenized
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(folder)
+        ids = [tok.encode(tok.apply_chat_template([{"role": x.role, "content": x.content} for x in m],
+                                                  add_generation_prompt=True, tokenize=False),
+                          add_special_tokens=False) for m in messages]
+    if {"generate_batch", "generate"} & set(args.systems):
+        outcomes += section(results, "transformers", lambda: run_transformers(folder, ids, args, dtype)) or []
+    floor, floor_tokens = shared_prefix_floor(shape, ids, args.new_tokens)
+    for line in report_decoding(outcomes, floor, floor_tokens, machine, args):
+        say(line)
+    results["decoding"] = {"outcomes": [asdict(o) for o in outcomes], "floor": asdict(floor),
+                           "floor_tokens": floor_tokens, "prompt_tokens": sum(map(len, ids))}
+
+
+def section(results: dict[str, Any], name: str, work: Any) -> Any:
+    """`work()`, or None when it failed: the failure is printed and kept in results["errors"],
+    and the check goes on (a GPU lent for minutes should give every number it can)."""
+    import traceback
+
+    try:
+        return work()
+    except Exception as exc:  # noqa: BLE001  (reported, then the next section)
+        traceback.print_exc()
+        results["errors"][name] = f"{type(exc).__name__}: {exc}"
+        say(f"[{name}] FAILED: {results['errors'][name]}")
+        return None
+    finally:
+        save(results)  # what is known so far, should the next section not finish
+
+
+def save(results: dict[str, Any]) -> None:
+    """results as gpu_check.json in --out, when it is given."""
+    if results["settings"].get("out"):
+        out = Path(results["settings"]["out"])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "gpu_check.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     dtype = getattr(torch, args.dtype)
-    results: dict[str, Any] = {"settings": {k: v for k, v in vars(args).items() if k != "out"}}
+    results: dict[str, Any] = {"settings": vars(args).copy(), "errors": {}}
     began = time.perf_counter()
     machine = measure_machine(args.device, dtype)
     results["machine"] = asdict(machine)
@@ -495,42 +548,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         work = Path(tmp)
         folder = work / f"model-{args.config}"
         folder.mkdir()
-        results["model"] = write_folder(folder, args.config, dtype, args.device)
-        m = results["model"]
+        results["model"] = m = write_folder(folder, args.config, dtype, args.device)
         say(f"model: random {args.config} ({m['parameters']:,} parameters, {args.dtype}), tokenizer of "
             f"{m['tokenizer_size']} tokens; built {m['build_s']:.1f}s, saved {si(m['folder_bytes'], 'B')} in "
             f"{m['save_s']:.1f}s")
         shape = Shape.of(args.config, dtype.itemsize)
         if args.systems:
-            messages = make_prompts(folder, args)
-            outcomes, ids = [], []
-            if "lceval" in args.systems:
-                lceval_outcome, ids = run_lceval(folder, messages, args, work)
-                outcomes.append(lceval_outcome)
-            if {"generate_batch", "generate"} & set(args.systems):
-                if not ids:
-                    from transformers import AutoTokenizer
-
-                    tok = AutoTokenizer.from_pretrained(folder)
-                    ids = [tok.apply_chat_template([{"role": x.role, "content": x.content} for x in m],
-                                                   add_generation_prompt=True, tokenize=True) for m in messages]
-                outcomes += run_transformers(folder, ids, args, dtype)
-            floor, floor_tokens = shared_prefix_floor(shape, ids, args.new_tokens)
-            for line in report_decoding(outcomes, floor, floor_tokens, machine, args):
-                say(line)
-            results["decoding"] = {"outcomes": [asdict(o) for o in outcomes], "floor": asdict(floor),
-                                   "floor_tokens": floor_tokens, "prompt_tokens": sum(map(len, ids))}
+            section(results, "decoding", lambda: decoding(folder, args, dtype, work, machine, shape, results))
         results["ruler"] = []
         for length in [x for x in args.ruler_lengths.split(",") if x]:
-            r = ruler_run(folder, length, args, work, machine, shape)
-            results["ruler"].append(r)
-            for line in report_ruler(r, machine):
-                say(line)
+            r = section(results, f"ruler {length}", lambda: ruler_run(folder, length, args, work, machine, shape))
+            if r is not None:
+                results["ruler"].append(r)
+                for line in report_ruler(r, machine):
+                    say(line)
     results["total_s"] = time.perf_counter() - began
-    say(f"total {results['total_s']:.0f}s")
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "gpu_check.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+    say(f"total {results['total_s']:.0f}s; failed: {', '.join(results['errors']) or 'nothing'}")
+    save(results)
     return results
 
 
@@ -575,4 +609,4 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(1 if main(sys.argv[1:])["errors"] else 0)

@@ -31,6 +31,7 @@ def test_the_gpu_check_runs_whole_on_a_tiny_model_on_the_cpu(gpu_check, tmp_path
     got = gpu_check.main(["--config", "tiny", "--device", "cpu", "--work", str(tmp_path), "--out", str(tmp_path / "out")])
     new, transcripts, questions = (gpu_check.SIZES["tiny"][k] for k in ("new_tokens", "transcripts", "questions"))
     printed = capsys.readouterr().out
+    assert got["errors"] == {} and "failed: nothing" in printed
     assert got["machine"]["device"] == "cpu" and got["machine"]["flops"] > 0 and got["machine"]["bandwidth"] > 0
     assert set(got["machine"]["versions"]) == {"python", "torch", "cuda", "transformers", "lceval"}
     assert got["model"]["tokenizer_size"] <= gpu_check.CONFIGS["tiny"]["vocab_size"]
