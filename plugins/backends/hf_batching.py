@@ -351,6 +351,7 @@ class BatchEngine:
         self.capacity_tokens = capacity_tokens
         self.eager = eager
         self.pick = pick
+        self.step_tokens = STEP_TOKENS  # prompt tokens per pass (a subclass may shrink it: hf_memory)
         self._cond = threading.Condition()
         self._waiting: deque[Job] = deque()
         self._seqs: list[Seq] = []
@@ -419,12 +420,19 @@ class BatchEngine:
                     while self._waiting and len(self._seqs) + len(admitted) < self.batch_size:
                         admitted.append(self._waiting.popleft())
                 try:
-                    for job in admitted:
-                        self._place(job)
+                    while admitted:
+                        self._place(admitted[0])
+                        admitted.pop(0)
                     if self._seqs:
                         self._step()
                 except BaseException as exc:  # noqa: BLE001  (handed to the callers)
-                    self._fail_all(exc)
+                    with self._cond:  # not placed yet: back to the front of the queue
+                        self._waiting.extendleft(reversed(admitted))
+                    if not self._recover(exc):
+                        self._fail_all(exc)
+
+    def _recover(self, exc: BaseException) -> bool:  # whether to go on (hf_memory's does after an OOM)
+        return False
 
     def _fail_all(self, exc: BaseException) -> None:
         jobs = [s.job for s in self._seqs]
@@ -479,7 +487,7 @@ class BatchEngine:
 
         ready = [s for s in self._seqs if not s.waiting()]
         decoding = [s for s in ready if not s.todo]
-        budget = max(STEP_TOKENS - len(decoding), MIN_PREFILL)
+        budget = max(self.step_tokens - len(decoding), MIN_PREFILL)
         runs: list[tuple[Seq, list[int]]] = [(s, [s.last]) for s in decoding if s.last is not None]
         for s in ready:
             if s.todo and budget > 0:
