@@ -15,7 +15,8 @@ they agree.
 
 Measured (2 shared CPU cores): 2,949 closed-ended answers and 5,766 open-ended metric values,
 every one equal to the authors' item for item; the task means below to the fourth decimal. Not
-run in CI: it needs the checkout.
+run in CI: it needs the checkout (GPL-3.0 files, not copied into lceval: the fast suite re-scores
+rows of lceval's own with their code's scores, tests/data/leval/published.json).
 """
 
 from __future__ import annotations

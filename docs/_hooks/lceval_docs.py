@@ -5,6 +5,10 @@
   splits, judge, metrics, default context policy, and the suites that hold it.
 - `api/<module>.md`: the API reference of each public module (`API_MODULES`), rendered from
   its docstrings by mkdocstrings.
+- `tasks/fidelity.md`: the fidelity ledger, per family what is identical to the authors' code
+  (prompts, caps, cut, metric), what differs and by how much, the commit it was checked against
+  and the published answers re-scored, from each spec folder's `_family.yaml` and the specs'
+  `report.differs_from_paper` (`fidelity_ledger`).
 - `contributing.md`: CONTRIBUTING.md from the repository root, so the plugin author's guide
   and the conventions are one text, in the site and on GitHub.
 - `<!-- lceval-options: KIND NAME -->` in a page becomes the table of that plugin's typed
@@ -24,6 +28,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +103,7 @@ def on_files(files: Files, config: Any) -> Files:
     plugins = _plugins()
     pages = {f.src_uri for f in files.documentation_pages()}
     files.append(File.generated(config, "tasks/catalog.md", content=task_catalog(plugins, pages, config)))
+    files.append(File.generated(config, "tasks/fidelity.md", content=fidelity_ledger(plugins, pages)))
     files.append(File.generated(config, "contributing.md", content=contributing()))
     for module in API_MODULES:
         files.append(File.generated(config, f"api/{module}.md", content=api_page(module)))
@@ -181,9 +187,16 @@ def options_table(plugins: Any, kind: str, name: str) -> str:
     value = table[name]
     schema = value.options_schema if kind == "task-type" else options_schema_of(value)
     rows = describe(schema)
+    lead = ""
+    if kind == "model":  # as `lceval plugins NAME`: the options lceval reads itself, whichever the backend
+        from lceval.engine import ModelSpec
+
+        lead = "" if rows else f"*The {kind} `{name}` takes no options of its own; every backend takes these:*\n\n"
+        rows += [replace(r, description=f"(every backend) {r.description}")
+                 for r in describe({"type": "object", "properties": ModelSpec.ENGINE_OPTIONS})]
     if not rows:
         return f"*The {kind} `{name}` takes no options.*"
-    out = ["| option | type | default | what |", "| --- | --- | --- | --- |"]
+    out = ([lead.rstrip("\n"), ""] if lead else []) + ["| option | type | default | what |", "| --- | --- | --- | --- |"]
     for r in rows:
         default = "" if r.default == "-" else f"`{_cell(r.default)}`"
         out.append(f"| `{r.name}` | {_cell(r.type)} | {default} | {_cell(r.description)} |")
@@ -360,6 +373,128 @@ def _task_entry(plugins: Any, spec: Any, suites: list[str], page: str) -> list[s
     ]
     out = [f"### `{spec.name}` {{#{spec.name}}}", "", "| | |", "| --- | --- |"]
     out += [f"| {k} | {v} |" for k, v in rows]
+    return out + [""]
+
+
+# ---------------------------------------------------------------- the fidelity ledger
+ASPECTS = ("prompts", "caps", "cut", "metric")
+
+
+def _published_rows(key: str) -> int | None:
+    """Rows of the family's published-answers fixture (tests/plugins/judges/test_published_predictions.py
+    re-scores every one against the authors' score), None when it has none."""
+    import json
+
+    path = ROOT / "tests" / "data" / key / "published.json"
+    if not path.is_file():
+        return None
+    return len(json.loads(path.read_text(encoding="utf-8"))["rows"])
+
+
+def fidelity_ledger(plugins: Any, pages: set[str]) -> str:
+    """Per family: the authors' commit it was checked against, what is identical, what differs
+    (the family file's departures and the specs' own `report.differs_from_paper`) and the
+    published answers re-scored. A catalog family without a family file fails the build."""
+    from lceval.engine import family_file, load_catalog
+
+    page = "tasks/fidelity.md"
+    catalog = load_catalog(plugins)
+    specs = _builtin_specs(plugins, catalog)
+    families = {key: [n for n in names if n in specs] for key, names in catalog.by_family().items()}
+    families = {key: names for key, names in families.items() if names}
+    records = {}
+    for key, names in families.items():
+        folders = {Path(specs[n]).parent for n in names}
+        found = [family_file(f) for f in sorted(folders)]
+        found = [f for f in found if f is not None and f.fidelity is not None]
+        if not found:
+            raise ValueError(f"family '{key}' ({', '.join(str(f) for f in sorted(folders))}) has no _family.yaml "
+                             "with a fidelity record")
+        records[key] = found[0].fidelity
+    out = [
+        "# Fidelity ledger",
+        "",
+        "How close each family's tasks are to the protocol behind the paper's numbers, family by family: the "
+        "authors' code it was compared with (repository and commit), what lceval does exactly as that code does "
+        "(prompts, answer caps and decoding, the cut of a long context, the metric) and how that is known, the "
+        "authors' published answers re-scored by lceval in the test suite, and every departure kept on purpose "
+        "with its measured effect. A task whose spec carries a departure (`report.differs_from_paper`) has its "
+        "number marked † in the console, the tables and the report: it is not comparable with the paper's as it "
+        "stands. This page is generated from each spec folder's `_family.yaml` and the specs each time the site "
+        "is built.",
+        "",
+        "| family | checked against | " + " | ".join(ASPECTS) + " | published answers re-scored | tasks marked † |",
+        "| --- | --- | " + " | ".join("---" for _ in ASPECTS) + " | --- | --- |",
+    ]
+    sections = []
+    for key, names in families.items():
+        family, record = catalog.family(key), records[key]
+        marked = {n: catalog.spec(n).report.differs_from_paper for n in names}
+        flagged = sorted(n for n, why in marked.items() if why)
+        rows = _published_rows(key)
+        commit = _source_cell(record)
+        cells = ["same" if a in record.identical else "—" for a in ASPECTS]
+        published = f"{rows} rows, all equal" if rows else "none"
+        out.append(f"| [{family.name}](#{key}) | {commit} | " + " | ".join(cells)
+                   + f" | {published} | {len(flagged)} of {len(names)} |")
+        sections += _ledger_section(key, family, record, names, marked, rows, pages, page)
+    return "\n".join(out + ["", "*same*: identical to the authors' code, as said below; *—*: not identical "
+                             "(a departure below) or not checked (said below).", ""] + sections) + "\n"
+
+
+def _source_cell(record: Any) -> str:
+    if not record.repository:
+        return "the paper (no code)"
+    return f"`{record.repository}`" + (f" @ `{record.commit[:7]}`" if record.commit else " (commit not recorded)")
+
+
+def _which(tasks: list[str], names: list[str]) -> str:
+    if len(tasks) == len(names):
+        return "every task"
+    return f"{len(tasks)} task(s): " + ", ".join(f"`{t}`" for t in tasks[:6]) + (" ..." if len(tasks) > 6 else "")
+
+
+def _ledger_section(key: str, family: Any, record: Any, names: list[str], marked: dict[str, str | None],
+                    rows: int | None, pages: set[str], page: str) -> list[str]:
+    bench_page = family.page or BENCHMARK_PAGES.get(key, f"tasks/{key}.md")
+    out = [f"## {family.name} {{#{key}}}", ""]
+    if record.repository:
+        head = f"Checked against `{record.repository}`" + (f" at commit `{record.commit}`" if record.commit
+                                                            else " (the commit compared was not recorded)")
+    else:
+        head = f"Checked against the paper ({_cell(record.paper or '')}; no code was published)"
+    if record.files:
+        head += " (" + ", ".join(f"`{f}`" for f in record.files) + ")"
+    if bench_page in pages:
+        head += f"; how to run it: [{family.name}]({_rel(page, bench_page)})"
+    out += [head + ".", "", "**Identical**", ""]
+    out += [f"- *{a}*: {_cell(record.identical[a])}" if a in record.identical
+            else f"- *{a}*: not identical or not checked (below, and the family's page)" for a in ASPECTS]
+    published = _cell(record.published)
+    if rows:
+        published += (f" In the test suite: {rows} of them re-scored item for item, every one equal to the authors' "
+                      f"score (`tests/data/{key}/published.json`).")
+    out += ["", f"**Published answers**: {published}", ""]
+    if record.unverified:
+        out += [f"**Not verified**: {_cell(record.unverified)}", ""]
+    departures = list(record.departures)
+    own: dict[str, list[str]] = {}
+    for name in names:
+        why = marked[name] or ""
+        for d in record.departures_of(name):
+            why = why.replace(d.sentence(), "").strip()
+        if why:
+            own.setdefault(why, []).append(name)
+    if departures or own:
+        out += ["**Departures** (each marks the tasks it concerns †)", ""]
+        for d in departures:
+            tasks = [n for n in names if d.concerns(n)]
+            out.append(f"- {_cell(d.what.rstrip('.'))}. *Effect*: {_cell(d.effect.rstrip('.'))} ({_which(tasks, names)}).")
+        for why, tasks in own.items():
+            out.append(f"- {_cell(why)} ({_which(tasks, names)}; the spec's own `report.differs_from_paper`)")
+    else:
+        out.append("**Departures declared in the specs**: none. The family's page says where lceval's other "
+                   "choices (chat template, prompts that do not fit) may still matter for a model.")
     return out + [""]
 
 

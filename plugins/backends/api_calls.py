@@ -226,26 +226,50 @@ class SamplingRecord:
         self._sent: dict[str, set[Any]] = {}
         self._left: dict[str, set[Any]] = {}
 
-    def note(self, params: Any, body: dict[str, Any]) -> None:
+    def note(self, params: Any, body: dict[str, Any], penalty_field: str | None = None) -> None:
+        """`body` as sent for `params` (`penalty_field`: the extra body field that carries the
+        repeat penalty): a value the provider's rules left out (temperature for a reasoning
+        model, stop strings for GPT-5) is recorded as left to the provider's default."""
         extra = body.get("extra_body") or {}
-        sent = {"max_new_tokens": body.get("max_tokens"), "temperature": body.get("temperature"),
-                "seed": body.get("seed")}
-        if "top_p" in body:
-            sent["top_p"] = body["top_p"]
-        name = next((k for k in extra if k != "chat_template_kwargs"), None)
-        if name is not None:
-            sent["repeat_penalty"] = extra[name]
+        sent: dict[str, Any] = {"max_new_tokens": params.max_new_tokens}
+        if body.get("max_tokens") not in (None, params.max_new_tokens):  # the thinking's room or budget on top
+            sent["token_limit"] = body["max_tokens"]
+        for name in ("temperature", "seed", "top_p"):
+            if name in body:
+                sent[name] = body[name]
+        if penalty_field is not None and penalty_field in extra:
+            sent["repeat_penalty"] = extra[penalty_field]
+        left = [n for n in ("temperature", "top_p", "repeat_penalty") if n not in sent]
         with self._lock:
             for name, value in sent.items():
                 self._sent.setdefault(name, set()).add(value)
-            for name in ("top_p", "repeat_penalty"):
-                if name not in sent:
-                    self._left.setdefault(name, set()).add(getattr(params, name))
+            for name in left:
+                self._left.setdefault(name, set()).add(getattr(params, name))
+            if params.stop and "stop" not in body:
+                self._left.setdefault("stop", set()).add(tuple(params.stop))
 
     def as_dict(self) -> dict[str, Any]:
         with self._lock:
             return {"sent": {k: sorted(v) for k, v in sorted(self._sent.items())},
-                    "left_to_server_default": {k: sorted(v) for k, v in sorted(self._left.items())}}
+                    "left_to_server_default": {k: [list(x) if isinstance(x, tuple) else x for x in sorted(v)]
+                                               for k, v in sorted(self._left.items())}}
+
+
+def read_reply(response: Any) -> tuple[str, str, str | None]:
+    """A chat completion's answer, finish reason ("stop" or "length") and the model's
+    reasoning when the API returns it apart (`reasoning_content`, which litellm also fills from
+    Anthropic's thinking blocks, Gemini's thought parts and DeepSeek's field; else the thinking
+    blocks themselves). Raises MalformedResponse for a body without a message."""
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise MalformedResponse("response has no choices")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None) if message is not None else None
+    if message is None or not (content is None or isinstance(content, str)):
+        raise MalformedResponse("response choice has no message text")
+    finish = getattr(choice, "finish_reason", None) or "stop"
+    return content or "", "length" if finish == "length" else "stop", reasoning_of(message)
 
 
 def reasoning_of(message: Any) -> str | None:

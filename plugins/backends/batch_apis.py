@@ -5,13 +5,16 @@ resumed run needs):
 - OpenAI's Batch API, which vLLM's and other OpenAI-compatible servers also speak: the
   requests as a JSONL file uploaded to `/v1/files` (purpose "batch"), a batch created on it
   at `/v1/batches` (tagged with lceval's own batch id in its metadata, so a batch whose id
-  was never recorded can be found again), polled at `/v1/batches/{id}`, its answers and
-  errors read from its output and error files (`/v1/files/{id}/content`). Docs:
+  was never recorded can be found again; a server that keeps no metadata is asked for the
+  batch's input file, whose request ids must be ours), polled at `/v1/batches/{id}`, its
+  answers and errors read from its output and error files (`/v1/files/{id}/content`). Docs:
   https://platform.openai.com/docs/guides/batch
 - Anthropic's Message Batches: `POST /v1/messages/batches` with the requests inline, polled
   at `/v1/messages/batches/{id}`, the answers read from its `results_url`. A message batch
-  carries no tag of ours, so one whose id was never recorded is recognised by its size and
-  time. Docs: https://docs.anthropic.com/en/api/creating-message-batches
+  carries no tag of ours and shows its requests' ids only in its results: a batch of the
+  right size and time whose id was never recorded is a candidate, and becomes ours only when
+  its results hold exactly our requests' ids (until then every candidate is waited for, none
+  is cancelled, nothing is sent again). Docs: https://docs.anthropic.com/en/api/creating-message-batches
 
 Both charge half their direct price. Each answer's cost is its tokens at the model's batch
 price (`LiteLLMBackend.price(batch=True)`). A request the provider failed comes back as an
@@ -95,6 +98,20 @@ def _message(body: Any) -> str:
     return str(body)
 
 
+def _finish(cut: bool, text: str, reasoning: str | None) -> str:
+    """A reply cut at its token limit with a thinking and no text never answered."""
+    if cut and reasoning is not None and not text.strip():
+        return "unclosed_thinking"
+    return "length" if cut else "stop"
+
+
+def _ids_digest(ids: Any) -> str:
+    """One value for a set of request ids, kept in a handle instead of the ids themselves."""
+    import hashlib
+
+    return hashlib.sha256("\n".join(sorted(str(i) for i in ids)).encode()).hexdigest()
+
+
 def _failed(custom_id: str, kind: str, message: str) -> Generation:
     return Generation(request_id=custom_id, text="", finish_reason="error",
                       extras={"error": {"kind": kind, "message": message[:500]}})
@@ -172,34 +189,46 @@ class OpenAIBatches(BatchAPI):
         usage = body.get("usage") or {}
         prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-        thought = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
-        reasoning = message.get("reasoning_content") or None
+        thought = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or None
+        reasoning = message.get("reasoning_content") or message.get("reasoning") or ("" if thought else None)
         extras: dict[str, Any] = {"batched": True}
         if price is not None:
             extras["cost_usd"] = round(price.cost(prompt, completion), 8)
         return Generation(request_id=cid, text=text, prompt_tokens=prompt,
                           prefilled_tokens=None if cached is None else max(0, prompt - int(cached)),
                           completion_tokens=completion,
-                          finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
-                          extras=extras, reasoning=reasoning,
-                          reasoning_tokens=int(thought) if thought else None)
+                          finish_reason=_finish(choice.get("finish_reason") == "length", text, reasoning),
+                          extras=extras, reasoning=reasoning, reasoning_tokens=int(thought) if thought else None)
 
     def cancel(self, handle: dict[str, Any]) -> None:
         self.client.json("POST", f"/batches/{handle['id']}/cancel", {})
 
-    def find(self, local_id: str, items: int, since: float) -> dict[str, Any] | None:
-        after = None
+    def find_batch(self, local_id: str, ids: list[str], since: float) -> dict[str, Any] | None:
+        """Ours: the batch tagged `local_id`; on a server that keeps no metadata, a batch of
+        the same size and time whose input file holds exactly our request ids."""
+        after, wanted = None, _ids_digest(ids)
         for _ in range(FIND_PAGES):
             page = self.client.json("GET", "/batches?limit=100" + (f"&after={after}" if after else ""))
             for batch in page.get("data") or []:
-                if (batch.get("metadata") or {}).get("lceval_batch") == local_id:
+                tag = (batch.get("metadata") or {}).get("lceval_batch")
+                if tag == local_id:
                     return {"id": batch["id"], "input_file_id": batch.get("input_file_id")}
                 if float(batch.get("created_at") or 0) < since:
                     return None  # newest first: older ones cannot be ours
+                total = int((batch.get("request_counts") or {}).get("total") or 0)
+                if tag is None and total == len(ids) and batch.get("input_file_id") and \
+                        self._input_ids(batch["input_file_id"]) == wanted:
+                    return {"id": batch["id"], "input_file_id": batch["input_file_id"]}
             if not page.get("has_more") or not page.get("data"):
                 return None
             after = page["data"][-1]["id"]
         return None
+
+    def _input_ids(self, file_id: str) -> str | None:
+        try:
+            return _ids_digest(line.get("custom_id") for line in _jsonl(self.client.call("GET", f"/files/{file_id}/content")))
+        except HttpError:
+            return None
 
 
 class AnthropicBatches(BatchAPI):
@@ -219,6 +248,8 @@ class AnthropicBatches(BatchAPI):
         return {"id": batch["id"]}
 
     def poll(self, handle: dict[str, Any]) -> BatchStatus:
+        if "candidates" in handle:
+            return self._poll_candidates(handle)
         try:
             batch = self.client.json("GET", f"/v1/messages/batches/{handle['id']}")
         except HttpError as exc:
@@ -228,15 +259,38 @@ class AnthropicBatches(BatchAPI):
         state = str(batch.get("processing_status"))
         if state != "ended":
             return BatchStatus(ended=False, state=state)
-        results: dict[str, Generation] = {}
+        lines = self._result_lines(batch)
         price = self.price()
-        url = batch.get("results_url")
-        for line in _jsonl(self.client.call("GET", "", url=url)) if url else []:
+        results: dict[str, Generation] = {}
+        for line in lines:
             cid = str(line.get("custom_id"))
             gen = self._result(cid, line.get("result") or {}, price)
             if gen is not None:
                 results[cid] = gen
         return BatchStatus(ended=True, state=state, results=results)
+
+    def _result_lines(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
+        url = batch.get("results_url")
+        return _jsonl(self.client.call("GET", "", url=url)) if url else []
+
+    def _poll_candidates(self, handle: dict[str, Any]) -> BatchStatus:
+        """A lost batch's candidates (right size, right time): each that ends is ours only if
+        its results hold exactly our request ids; the others are left alone (never cancelled)."""
+        waiting = 0
+        for bid in handle["candidates"]:
+            try:
+                batch = self.client.json("GET", f"/v1/messages/batches/{bid}")
+            except HttpError as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            if str(batch.get("processing_status")) != "ended":
+                waiting += 1
+            elif _ids_digest(line.get("custom_id") for line in self._result_lines(batch)) == handle["ids_sha256"]:
+                return self.poll({"id": bid})
+        if waiting:
+            return BatchStatus(ended=False, state=f"telling ours from {waiting} batch(es) of the same size")
+        return BatchStatus(ended=True, state="not_found")
 
     def _result(self, cid: str, result: dict[str, Any], price: Price | None) -> Generation | None:
         kind = result.get("type")
@@ -255,22 +309,32 @@ class AnthropicBatches(BatchAPI):
         extras: dict[str, Any] = {"batched": True}
         if price is not None:
             extras["cost_usd"] = round(price.cost(prompt, completion), 8)
+        # the Messages API counts the thinking inside output_tokens only: its tokens are unknown
         return Generation(request_id=cid, text=text, prompt_tokens=prompt, prefilled_tokens=prompt - read,
                           completion_tokens=completion,
-                          finish_reason="length" if message.get("stop_reason") == "max_tokens" else "stop",
+                          finish_reason=_finish(message.get("stop_reason") == "max_tokens", text, thinking),
                           extras=extras, reasoning=thinking)
 
     def cancel(self, handle: dict[str, Any]) -> None:
-        self.client.json("POST", f"/v1/messages/batches/{handle['id']}/cancel", {})
+        if "id" in handle:  # a candidate not proven ours is never cancelled
+            self.client.json("POST", f"/v1/messages/batches/{handle['id']}/cancel", {})
 
-    def find(self, local_id: str, items: int, since: float) -> dict[str, Any] | None:
+    def find_batch(self, local_id: str, ids: list[str], since: float) -> dict[str, Any] | None:
+        """A batch holding exactly our request ids (read from the results of each ended batch of
+        the right size and time); while some such batches still run, all of them, to be told
+        apart as they end (`poll`)."""
         page = self.client.json("GET", "/v1/messages/batches?limit=100")
+        wanted, pending = _ids_digest(ids), []
         for batch in page.get("data") or []:
             created = _rfc3339(str(batch.get("created_at") or ""))
             counts = batch.get("request_counts") or {}
-            if created >= since and sum(int(v or 0) for v in counts.values()) == items:
+            if created < since or sum(int(v or 0) for v in counts.values()) != len(ids):
+                continue
+            if str(batch.get("processing_status")) != "ended":
+                pending.append(batch["id"])
+            elif _ids_digest(line.get("custom_id") for line in self._result_lines(batch)) == wanted:
                 return {"id": batch["id"]}
-        return None
+        return {"candidates": pending, "ids_sha256": wanted} if pending else None
 
 
 def _rfc3339(text: str) -> float:
@@ -279,25 +343,3 @@ def _rfc3339(text: str) -> float:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return 0.0
-
-
-def anthropic_body(request: GenerationRequest) -> dict[str, Any]:
-    """A request in the Messages API's terms: the system messages apart, stop strings as
-    `stop_sequences`, a thinking budget as `thinking` (its tokens on top of the answer's)."""
-    params = request.params
-    system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-    body: dict[str, Any] = {
-        "max_tokens": params.max_new_tokens,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
-        "temperature": params.temperature,
-    }
-    if system:
-        body["system"] = system
-    if params.top_p != 1.0:
-        body["top_p"] = params.top_p
-    if params.stop:
-        body["stop_sequences"] = list(params.stop)
-    if params.reasoning_budget is not None and params.thinking is not False:
-        body["thinking"] = {"type": "enabled", "budget_tokens": params.reasoning_budget}
-        body["max_tokens"] = params.max_new_tokens + params.reasoning_budget
-    return body

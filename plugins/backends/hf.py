@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import importlib.util
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +34,9 @@ from lceval.options import check_options
 from lceval.types import Generation, GenerationParams, GenerationRequest
 
 from . import local_files
-from .hf_batching import ATTENTION_NAME, BatchEngine, Job, register_attention
+from .hf_batching import ATTENTION_NAME, STEP_TOKENS, BatchEngine, Job, register_attention
+from .hf_memory import (MAX_DEFAULT_BATCH, MemoryAwareEngine, MemoryPlan, dtype_width, free_memory, plan_memory,
+                        timed_load)
 from .hf_press import PressEngine, PressSetting, compressed_span
 from .local_files import file_sha256
 
@@ -49,11 +50,6 @@ _DEVICES = ("cpu", "cuda", "auto")
 _ROPE_TYPES = ("linear", "dynamic", "yarn")
 _ATTENTION = ("sdpa", "eager")
 _DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
-#: Share of the free memory the key/value buffers may take: on a CPU the machine is shared
-#: with everything else running; on a GPU the rest is activations and the allocator's slack.
-MEMORY_SHARE = {"cpu": 0.5, "cuda": 0.8}
-#: Most requests in one batch when batch_size is not given.
-MAX_DEFAULT_BATCH = 32
 #: Files of a model folder that decide its outputs, hashed into `identity()`.
 _FOLDER_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json",
                  "pytorch_model.bin.index.json", "tokenizer_config.json", "chat_template.jinja")
@@ -73,6 +69,10 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "batch_size": {"type": "integer", "minimum": 1,
                    "description": "Requests decoded together (1: one at a time). Default: as many window-long "
                                   f"prompts as the free memory holds, at most {MAX_DEFAULT_BATCH}."},
+    "memory_gib": {"type": "number", "exclusiveMinimum": 0,
+                   "description": "GiB the model may take in all (weights, keys and values, scratch), used as "
+                                  "given. Default: 80% of the GPUs' free memory, or half the machine's available "
+                                  "memory on a CPU."},
     "attn_implementation": {"enum": list(_ATTENTION), "default": "sdpa",
                             "description": "sdpa: torch's scaled_dot_product_attention for prompt chunks "
                                            "(a step's few decoding rows are one matrix product either way); "
@@ -163,8 +163,8 @@ class HFBackend(HFTokens, ModelBackend):
         self._model: Any = None
         self._device: str | None = None
         self._n_ctx: int | None = None
-        self._engine: BatchEngine | None = None
-        self._memory: tuple[int, int] | None = None  # (key/value tokens the memory holds, batch size)
+        self._engine: MemoryAwareEngine | None = None
+        self._memory: MemoryPlan | None = None
         self._eos: frozenset[int] = frozenset()
         self._lock = threading.Lock()  # loading, and the engine's creation
         self._tok_lock = threading.RLock()  # a fast tokenizer is not safe to share between threads
@@ -243,29 +243,29 @@ class HFBackend(HFTokens, ModelBackend):
                                   if v is not None)
         return self._model
 
-    def _memory_plan(self) -> tuple[int, int]:
-        """(key/value tokens the free memory holds, default batch size): a share of the free
-        memory (less the weights when they are not loaded yet) over one token's keys and
-        values in every layer; the batch holds as many window-long prompts as that, since
-        each request in flight may bring a transcript of its own."""
+    def _memory_plan(self) -> MemoryPlan:
+        """The key/value tokens and the batch the memory holds (hf_memory), made once, before
+        the weights load when the engine asks first; a window whose one prompt cannot fit is
+        refused here, before any work."""
         if self._memory is None:
             config = self._get_config()
             device, dtype = self._resolve_device()
-            width = self._model.dtype.itemsize if self._model is not None else _dtype_width(config, dtype)
-            free = _free_memory(device) * MEMORY_SHARE[device]
-            if self._model is None:
-                free -= _weights_bytes(config, width)
-            tokens = max(0, int(free // kv_bytes_per_token(config, width)))
-            self._memory = (tokens, max(1, min(MAX_DEFAULT_BATCH, tokens // self.context_window)))
+            width = self._model.dtype.itemsize if self._model is not None else dtype_width(config, dtype)
+            plan = plan_memory(config, device=device, width=width, window=self.context_window, chunk=STEP_TOKENS,
+                               free=free_memory(device), weights_loaded=self._model is not None,
+                               memory_gib=self.options.get("memory_gib"), batch_size=self.options.get("batch_size"))
+            plan.announce(self.name)
+            self._memory = plan
         return self._memory
 
-    def _get_engine(self) -> BatchEngine:
+    def _get_engine(self) -> MemoryAwareEngine:
         if self._engine is None:
-            model = self._get_model()
-            capacity = self._memory_plan()[0]
-            self._engine = BatchEngine(model, model.get_input_embeddings().weight.device,
-                                       self.max_in_flight, capacity,
-                                       eager=self.options["attn_implementation"] == "eager", pick=pick_token)
+            model, loaded = timed_load(self._resolve_device()[0], self._get_model)
+            plan = self._memory_plan()
+            self._engine = MemoryAwareEngine(model, model.get_input_embeddings().weight.device,
+                                             self.max_in_flight, plan.kv_tokens,
+                                             eager=self.options["attn_implementation"] == "eager", pick=pick_token,
+                                             plan=plan, loaded=loaded)
         return self._engine
 
     # -- ModelBackend ----------------------------------------------------------------------
@@ -280,7 +280,7 @@ class HFBackend(HFTokens, ModelBackend):
         """The batch: requests the engine may send at once, each from a thread of its own."""
         if self._press is not None:  # one at a time: hf_press.WHY_NOT_BATCHED
             return 1
-        return int(self.options.get("batch_size") or self._memory_plan()[1])
+        return self._memory_plan().batch_size
 
     @property  # type: ignore[override]
     def prefix_cache(self) -> PrefixCache:
@@ -289,7 +289,7 @@ class HFBackend(HFTokens, ModelBackend):
         others wait for it), so they need no primer. With a press: the last compressed context."""
         if self._press is not None:
             return PrefixCache("last-prompt")
-        return PrefixCache("shared", capacity_tokens=self._memory_plan()[0], shares_in_flight=True)
+        return PrefixCache("shared", capacity_tokens=self._memory_plan().kv_tokens, shares_in_flight=True)
 
     def identity(self) -> dict[str, Any]:
         """A local model is named by the hash of its files, never by its absolute path: the
@@ -359,8 +359,8 @@ class HFBackend(HFTokens, ModelBackend):
     def _job(self, request: GenerationRequest) -> Job:
         with self._tok_lock:
             ids = self.checked_prompt_tokens(request, self.context_window, "n_ctx")
-        with self._lock:  # after the checks: a bad request fails without loading weights
-            self._get_model()  # (the end-of-text ids come with it)
+        with self._lock:  # after the checks: a bad request fails without loading weights (the end ids come with them)
+            self._get_model() if self._press is not None else self._get_engine()  # the engine times the load
         stops = request.params.stop
 
         def stop_hit(out: list[int]) -> bool:
@@ -388,14 +388,11 @@ class HFBackend(HFTokens, ModelBackend):
                           extras={**(extras or {}), **({"opened_thinking": True} if opened else {})})
 
     def stats(self) -> dict[str, Any] | None:
-        """The batching engine's counters: forward passes, those that decoded, and the
-        tokens they decoded (their ratio is the mean batch)."""
+        """The engine's counters, memory plan and phases (`MemoryAwareEngine.stats`); with a
+        press, the press engine's (hf_press.PressEngine.stats)."""
         if self._press_engine is not None:
             return self._press_engine.stats()
-        if self._engine is None:
-            return None
-        e = self._engine
-        return {"forward_passes": e.steps, "decoding_passes": e.decode_steps, "decoded_tokens": e.decoded}
+        return None if self._engine is None else self._engine.stats()
 
     def close(self) -> None:
         was_cuda = self._device == "cuda"
@@ -408,52 +405,6 @@ class HFBackend(HFTokens, ModelBackend):
             import torch
 
             torch.cuda.empty_cache()
-
-
-def kv_bytes_per_token(config: Any, width: int) -> int:
-    """Bytes of one token's keys and values over all layers."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    heads = text.num_attention_heads
-    kv_heads = getattr(text, "num_key_value_heads", None) or heads
-    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
-    return 2 * text.num_hidden_layers * kv_heads * head_dim * width
-
-
-def _dtype_width(config: Any, dtype: str) -> int:
-    """Bytes per weight the model will load with (`auto`: the config's own dtype)."""
-    if dtype == "auto":
-        dtype = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "float32")
-    return {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}.get(dtype.removeprefix("torch."), 4)
-
-
-def _weights_bytes(config: Any, width: int) -> int:
-    """The weights' size as a decoder's config describes it (attention, gated MLP, experts,
-    embeddings): an estimate, used only before the weights are loaded."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    hidden, heads = text.hidden_size, text.num_attention_heads
-    kv_heads = getattr(text, "num_key_value_heads", None) or heads
-    head_dim = getattr(text, "head_dim", None) or hidden // heads
-    experts = getattr(text, "num_local_experts", None) or getattr(text, "num_experts", None) or 1
-    attention = hidden * (2 * heads + 2 * kv_heads) * head_dim
-    mlp = 3 * hidden * (getattr(text, "intermediate_size", None) or 4 * hidden) * experts
-    embeddings = text.vocab_size * hidden * (1 if getattr(text, "tie_word_embeddings", False) else 2)
-    return (text.num_hidden_layers * (attention + mlp) + embeddings) * width
-
-
-def _free_memory(device: str) -> int:
-    """Bytes free now: on every visible GPU together, or the machine's available memory."""
-    if device == "cuda":
-        import torch
-
-        return sum(torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count()))
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def pick_token(logits: torch.Tensor, params: GenerationParams, recent: list[int],

@@ -43,7 +43,8 @@ from lceval.methods import METHOD_OPTION, QUERY_AWARE_OPTION, RATIO_OPTION, Cont
 from lceval.tokens import thinking_kwargs
 from lceval.types import GenerationRequest
 
-from .hf_batching import Job, common_prefix, next_token
+from .hf_batching import Job, common_prefix
+from .hf_decoding import next_token
 
 #: The separator put where the compressed part ends, to find it in the rendered chat template
 #: (kvpress's preprocess splits its template the same way).

@@ -47,112 +47,21 @@ import random
 import threading
 import time
 from typing import Any, Callable
-from urllib.parse import urlsplit
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import BatchAPI, ModelBackend, PrefixCache, Price, requires
-from lceval.options import check_options
-from lceval.types import Generation, GenerationParams, GenerationRequest, Message
+from lceval.interfaces import BatchAPI, ModelBackend, PrefixCache, Price, ReasoningControls, requires
+from lceval.types import Generation, GenerationRequest, Message
 
-from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, MalformedResponse,
-                        SamplingRecord, classify, environment_secrets, reasoning_of, reasoning_tokens_of,
+from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, SamplingRecord, classify,
+                        environment_secrets, read_reply, reasoning_tokens_of,
                         reported_cached_tokens, retry_after_seconds, scrub)
+from .api_shapes import Anthropic, Shape, shape_of
 
-SCHEME = "litellm"
-_INSTALL_HINT = "Install it with: pip install 'lceval[api]'"
+from .litellm_options import OPTIONS, SCHEME, _api_base, check_model_name, import_litellm, parse_options
 
-
-_NAME = "^[A-Za-z_][A-Za-z0-9_]*$"
-#: Typed options (`litellm:MODEL,api_base=...`); the engine checks them before the factory runs.
-#: A secret (api_key, token ...) is refused by the engine without being echoed.
-OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
-    "api_base": {"type": "string", "pattern": "^https?://[^/?#@\\s]+(/[^?#\\s]*)?$", "writeOnly": True,
-                 "description": "an http(s) URL without user:password@, ?query or #fragment (credentials come "
-                                "from the environment: api_key_env=NAME); never echoed."},
-    "api_key_env": {"type": "string", "pattern": _NAME,
-                    "description": "the NAME of an environment variable holding the key."},
-    "concurrency": {"type": "integer", "minimum": 1, "default": 4, "description": "requests in flight at once."},
-    "prefix_cache": {"enum": ["none", "last-prompt", "shared"], "default": "shared",
-                     "description": "what the server's cache keeps: shared (OpenAI, Anthropic, vLLM, SGLang), "
-                                    "last-prompt (llama.cpp's server) or none; it decides the order of requests."},
-    "cache_tokens": {"type": "integer", "minimum": 1,
-                     "description": "tokens the server's prefix cache holds (with prefix_cache=shared)."},
-    "max_retries": {"type": "integer", "minimum": 0, "default": 6, "description": "retries of a failed request."},
-    "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 600.0, "description": "seconds per request."},
-    "backoff_base": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
-                     "description": "seconds of the first backoff (doubled per retry, full jitter)."},
-    "backoff_max": {"type": "number", "exclusiveMinimum": 0, "default": 60.0, "description": "longest backoff, seconds."},
-    "input_cost_per_mtok": {"type": "number", "minimum": 0, "description": "USD per million prompt tokens."},
-    "output_cost_per_mtok": {"type": "number", "minimum": 0, "description": "USD per million completion tokens."},
-    "context_window": {"type": "integer", "minimum": 1, "description": "the model's window in tokens, for the context policy."},
-    "repeat_penalty_field": {"type": "string", "pattern": _NAME,
-                             "description": "request body field for repeat_penalty, e.g. repetition_penalty; "
-                                            "named, it is sent on every request."},
-    "explicit_sampling": {"type": "boolean", "default": False,
-                          "description": "send top_p and repeat_penalty even at 1.0, so no server default applies "
-                                         "(llama.cpp's server uses repeat_penalty 1.1 and top_p 0.95 otherwise)."},
-    "batch_api": {"enum": ["auto", "openai", "anthropic", "none"], "default": "auto",
-                  "description": "the batch protocol used with --batch: auto (openai/ models: OpenAI's /v1/batches, also "
-                                 "at api_base; anthropic/ models: Anthropic's Message Batches; others: none)."},
-    "batch_price_factor": {"type": "number", "minimum": 0, "default": 0.5,
-                           "description": "what a batch request costs against a direct one, where litellm's map gives "
-                                          "no batch price or input/output_cost_per_mtok are given (OpenAI, Anthropic: "
-                                          "0.5)."},
-    "tokenizer": {"type": "string", "pattern": "^(llamacpp|hf):.+",
-                  "description": "llamacpp:GGUF (a path or pkg:MODULE/FILE.gguf) or hf:NAME_OR_FOLDER: the "
-                                 "model's tokenizer, so the context policy can cut precisely."},
-}}
-
-
-def _api_base(value: str) -> str:
-    """An http(s) URL with a host, without the trailing slash; ValueError otherwise."""
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(value)
-    return value.rstrip("/")
-
-
-def parse_options(options: dict[str, Any], model: str) -> dict[str, Any]:
-    """The options checked against OPTIONS."""
-    if "|" in str(options.get("api_base", "")):
-        raise UserError(f"backend '{SCHEME}' option api_base (value not shown) takes one server",
-                        field="api_base", hint="Several servers of one model form a fleet: "
-                        "--model fleet:MODEL,servers=URL1|URL2 (see README, Endpoint fleets).")
-    parsed = check_options(OPTIONS, options, what=f"backend '{SCHEME}'")
-    if "api_base" in parsed:
-        try:
-            parsed["api_base"] = _api_base(parsed["api_base"])
-        except ValueError:  # said without echoing the URL: what is in it may be a credential
-            raise UserError(f"backend '{SCHEME}' option api_base (value not shown) has no host name",
-                            field="api_base", hint=f"api_base: {OPTIONS['properties']['api_base']['description']}"
-                            ) from None
-    return parsed
-
-
-def import_litellm() -> Any:
-    """Import litellm offline and quiet: the bundled cost map, no telemetry, no banners."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_LOG", "ERROR")
-    try:
-        import litellm
-    except ImportError as exc:
-        raise UserError(f"the {SCHEME} backend needs litellm, which cannot be imported ({exc})",
-                        field="--model", hint=_INSTALL_HINT) from None
-    litellm.telemetry = False
-    litellm.suppress_debug_info = True
-    litellm.set_verbose = False
-    import logging
-    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "openai"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    return litellm
-
-
-def check_model_name(model: str, scheme: str = SCHEME) -> str:
-    if not model.strip():
-        raise UserError(f"{scheme} model name is empty", field="--model",
-                        hint=f"Use {scheme}:PROVIDER/MODEL, e.g. {scheme}:openai/gpt-4o.")
-    return model.strip()
+__all__ = ["OPTIONS", "SCHEME", "LiteLLMBackend", "_api_base", "check_model_name", "import_litellm", "make_litellm",
+           "parse_options", "register_models"]
 
 
 class LiteLLMBackend(ModelBackend):
@@ -181,6 +90,8 @@ class LiteLLMBackend(ModelBackend):
         self._stop = threading.Event()
         self._rng = random.Random()
         self._litellm: Any = None
+        self._shape: Shape | None = None
+        self._controls: ReasoningControls | None = None
         self._tokenizer_backend: ModelBackend | None = None
         #: waits `seconds` unless the batch is being abandoned; tests replace it
         self.sleep: Callable[[float], Any] = self._stop.wait
@@ -193,6 +104,8 @@ class LiteLLMBackend(ModelBackend):
     def _sampling_identity(self) -> dict[str, Any]:
         """What changes which sampling parameters the server applies (not how it is reached)."""
         ident: dict[str, Any] = {}
+        if self.options.get("thinking_switch", "enable_thinking") != "enable_thinking":
+            ident["thinking_switch"] = self.options["thinking_switch"]
         if "repeat_penalty_field" in self.options:
             ident["repeat_penalty_field"] = self.options["repeat_penalty_field"]
         if self.options.get("explicit_sampling"):
@@ -234,7 +147,7 @@ class LiteLLMBackend(ModelBackend):
         return provider if provider in ("openai", "anthropic") else None
 
     def batch_api(self) -> BatchAPI | None:
-        from .batch_apis import AnthropicBatches, OpenAIBatches, anthropic_body
+        from .batch_apis import AnthropicBatches, OpenAIBatches
 
         protocol = self.batch_protocol()
         if protocol is None:
@@ -246,53 +159,49 @@ class LiteLLMBackend(ModelBackend):
             return OpenAIBatches(self.api_base or "https://api.openai.com/v1", key, name, self._batch_body,
                                  lambda: self.price(batch=True), timeout=timeout)
         key = self._api_key() or os.environ.get("ANTHROPIC_API_KEY") or None
-        return AnthropicBatches(self.api_base or "https://api.anthropic.com", key, name, anthropic_body,
+        return AnthropicBatches(self.api_base or "https://api.anthropic.com", key, name, self._messages_body,
                                 lambda: self.price(batch=True), timeout=timeout)
 
     def _batch_body(self, request: GenerationRequest) -> dict[str, Any]:
-        """A request as the chat completions body litellm would have sent (its `extra_body`
-        fields at the top level, as the HTTP API takes them)."""
-        body = self._payload(request)
-        extra = body.pop("extra_body", None) or {}
-        body.pop("thinking", None)  # litellm's parameter for other providers' APIs
-        return {**body, **extra}
+        """A request as the chat completions body the provider's HTTP API takes (what litellm
+        would have sent: its `extra_body` fields at the top level, its names for the fields)."""
+        return self.shape.wire(self._payload(request))
 
-    # -- a reasoning model ---------------------------------------------------------------------
+    def _messages_body(self, request: GenerationRequest) -> dict[str, Any]:
+        """A request in Anthropic's Messages terms (its batch API's lines)."""
+        shape = self.shape
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        if isinstance(shape, Anthropic):
+            return shape.messages_body(request.params, messages)
+        return Anthropic(self.model, self.options, self._import()).messages_body(request.params, messages)
+
+    # -- a reasoning model: what its provider's API takes (`api_shapes`) ------------------------
+    @property
+    def shape(self) -> Shape:
+        """The provider's request rules and reasoning controls, chosen once from the model name
+        and options (a fleet's servers are servers of one's own)."""
+        if self._shape is None:
+            local = self._local_tokenizer
+            self._shape = shape_of(self.model, self.options, self.self_hosted, self._import(),
+                                   local_thinks=lambda: (t.thinks() if (t := local()) is not None else None))
+        return self._shape
+
     @property  # type: ignore[override]
     def handles_reasoning_budget(self) -> bool:
-        """Anthropic's and Gemini's APIs take a thinking budget (litellm's `thinking`
-        parameter); others (OpenAI's reasoning models) take an effort instead, and a server
-        of one's own cannot be told to end a model's thinking through the chat API."""
-        return self.model.split("/", 1)[0] in BUDGET_PROVIDERS
+        """Anthropic's and Gemini's APIs take a thinking budget; others take an effort, or (a
+        server of one's own) nothing that ends a model's thinking."""
+        return self.reasoning_controls().budget == "api"
 
     def thinks(self) -> bool | None:
-        """What litellm's model map says of the model's reasoning (None: it does not know it)."""
-        if self.self_hosted and self.model.startswith("openai/"):
-            local = self._local_tokenizer()
-            return local.thinks() if local is not None else None
-        try:  # True when the map says so; otherwise unknown (the map lags the providers)
-            return True if self._import().supports_reasoning(model=self.model) else None
-        except Exception:  # noqa: BLE001 - an unknown model: cannot tell
-            return None
+        return self.reasoning_controls().thinks
 
-    def _reasoning_payload(self, params: GenerationParams, body: dict[str, Any]) -> None:
-        """The run's reasoning settings in the provider's terms: a thinking budget (and the
-        answer's tokens on top, as Anthropic counts max_tokens), an effort, or a server's
-        chat-template switch (vLLM's and SGLang's `chat_template_kwargs`)."""
-        if params.reasoning_effort is not None:
-            body["reasoning_effort"] = params.reasoning_effort
-        if self.self_hosted and self.model.startswith("openai/"):  # an OpenAI-compatible server of one's own
-            if params.thinking is not None:
-                extra = body.setdefault("extra_body", {})
-                extra["chat_template_kwargs"] = {"enable_thinking": bool(params.thinking)}
-            return
-        if params.thinking is False:
-            if self.model.split("/", 1)[0] in BUDGET_PROVIDERS:
-                body["thinking"] = {"type": "disabled"}
-            return
-        if params.reasoning_budget is not None:
-            body["thinking"] = {"type": "enabled", "budget_tokens": params.reasoning_budget}
-            body["max_tokens"] = params.max_new_tokens + params.reasoning_budget
+    def reasoning_controls(self) -> ReasoningControls:
+        """The provider's controls, asked of litellm's map once (every request reads them)."""
+        if self._controls is None:
+            shape = self.shape
+            shape.check()
+            self._controls = shape.controls()
+        return self._controls
 
     # -- tokenizer: only with tokenizer=..., the model's own (an API hides it) -------------
     def _local_tokenizer(self) -> ModelBackend | None:
@@ -398,7 +307,7 @@ class LiteLLMBackend(ModelBackend):
             body["top_p"] = params.top_p
         if params.stop:
             body["stop"] = list(params.stop)
-        self._reasoning_payload(params, body)
+        self.shape.shape(params, body)
         name = self.options.get("repeat_penalty_field") or ("repeat_penalty" if explicit else None)
         if name is not None:
             # named: sent on every request, 1.0 included, so no server default applies
@@ -410,7 +319,7 @@ class LiteLLMBackend(ModelBackend):
                 field="generation.repeat_penalty",
                 hint="Set it to 1.0, or name the server's body field with "
                      "repeat_penalty_field=repetition_penalty (vLLM) or repeat_penalty (llama.cpp).")
-        self._sampling.note(params, body)
+        self._sampling.note(params, body, penalty_field=name)
         return body
 
     def _secrets(self, base: dict[str, Any]) -> list[str]:
@@ -430,7 +339,7 @@ class LiteLLMBackend(ModelBackend):
             sent = time.perf_counter()
             try:
                 response = litellm.completion(**base, **self._route_kwargs(where), **payload)
-                text, finish, reasoning = self._read(response)
+                text, finish, reasoning = read_reply(response)
             except Exception as exc:  # noqa: BLE001  (every failure is classified below)
                 kind = classify(exc, litellm)
                 moved = self._release(where, kind, time.perf_counter() - sent)
@@ -479,28 +388,12 @@ class LiteLLMBackend(ModelBackend):
         cap = min(self.options["backoff_max"], self.options["backoff_base"] * (2 ** attempt))
         return self._rng.uniform(0.0, cap)
 
-    @staticmethod
-    def _read(response: Any) -> tuple[str, str, str | None]:
-        """The answer, the finish reason and the model's reasoning when the API returns it
-        apart (`reasoning_content`, which litellm also fills from Anthropic's thinking blocks
-        and DeepSeek's field; else the thinking blocks themselves)."""
-        choices = getattr(response, "choices", None)
-        if not choices:
-            raise MalformedResponse("response has no choices")
-        choice = choices[0]
-        message = getattr(choice, "message", None)
-        content = getattr(message, "content", None) if message is not None else None
-        if message is None or not (content is None or isinstance(content, str)):
-            raise MalformedResponse("response choice has no message text")
-        finish = getattr(choice, "finish_reason", None) or "stop"
-        return content or "", "length" if finish == "length" else "stop", reasoning_of(message)
-
     def _succeeded(self, request: GenerationRequest, response: Any, text: str, finish: str,
                    attempts: int, start: float, litellm: Any, reasoning: str | None = None) -> Generation:
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        thought = reasoning_tokens_of(usage)
+        thought = self.shape.reported_reasoning_tokens(reasoning_tokens_of(usage))
         cached = reported_cached_tokens(usage)
         cost = self._cost(response, prompt, completion, litellm)
         stats = self._stats
@@ -518,18 +411,19 @@ class LiteLLMBackend(ModelBackend):
         extras: dict[str, Any] = {"attempts": attempts}
         if cost is not None:
             extras["cost_usd"] = round(cost, 8)
-        if thought is not None or reasoning is not None:
+        if thought:
             with stats.lock:
-                stats.reasoning_tokens += thought or 0
-            if finish == "length" and not text.strip():  # the token budget ran out while it still thought
-                finish = "unclosed_thinking"
+                stats.reasoning_tokens += thought
+        # a thinking the API returned apart, or one it hid and counted (OpenAI's reasoning models:
+        # "" and its tokens); a text that opens its thinking itself is split by the engine
+        reasoning = reasoning if reasoning is not None else ("" if thought else None)
+        if reasoning is not None and finish == "length" and not text.strip():
+            finish = "unclosed_thinking"  # the token limit ran out while it still thought: no answer
         return Generation(request_id=request.request_id, text=text, prompt_tokens=prompt,
                           prefilled_tokens=None if cached is None else max(0, prompt - cached),
                           completion_tokens=completion,
                           finish_reason=finish, seconds=time.perf_counter() - start, extras=extras,
-                          # thought with its text hidden (OpenAI's reasoning models): "" and its tokens
-                          reasoning=reasoning if reasoning is not None else ("" if thought else None),
-                          reasoning_tokens=thought)
+                          reasoning=reasoning, reasoning_tokens=thought)
 
     def _cost(self, response: Any, prompt: int, completion: int, litellm: Any) -> float | None:
         """The user's per-million-token prices win; then litellm's bundled price map; else
@@ -572,6 +466,3 @@ def make_litellm(model: str, options: dict[str, str]) -> LiteLLMBackend:
 def register_models(register: Callable[[str, Any], None]) -> None:
     register(SCHEME, make_litellm, options_schema=OPTIONS)
 
-
-#: providers whose API takes a thinking budget through litellm's `thinking` parameter
-BUDGET_PROVIDERS = ("anthropic", "gemini", "vertex_ai", "bedrock")

@@ -12,17 +12,17 @@
   star x length grid, every row holding m stars: the mean of the rows); `details.stars` keeps each
   star's score for the star x length heatmap.
 
-`json_repair` (PyPI `json-repair`) is used when installed, as the authors do; without it a small
-repair of our own reads the common cases (fences, text around the object, a missing closing
-bracket) and `details.repair` says which was used.
+`json_repair` (PyPI `json-repair`, a dependency of lceval) reads the answers the notebook reads
+with it, so a fenced answer in single or curly quotes scores as it does there; `details.repair`
+says which reader read the answer (`json`, `json_repair`, `none`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from lceval.errors import UserError
 from lceval.types import JudgeInput
 
 from lceval_plugins.judges.metric_base import MetricJudge, metric_options
@@ -32,31 +32,14 @@ __all__ = ["CountingStarsJudge", "parse_answer", "score_row"]
 KEYS = {"EN": "little_penguin", "ZH": "小企鹅"}
 
 
-def _repair_loads(text: str) -> tuple[Any, str]:
-    """`json_repair.loads` when installed, else our own small repair."""
+def _repair_loads(text: str) -> Any:
+    """`json_repair.loads`, as the notebook reads fenced answers and every ZH answer."""
     try:
         import json_repair
     except ImportError:
-        pass
-    else:
-        return json_repair.loads(text), "json_repair"
-    try:
-        return json.loads(text), "own"
-    except ValueError:
-        pass
-    start = text.find("{")
-    if start >= 0:
-        body = text[start:text.rfind("}") + 1] if "}" in text[start:] else text[start:]
-        for tail in ("", "}", "]}"):
-            try:
-                return json.loads(body + tail), "own"
-            except ValueError:
-                continue
-    m = re.search(r'"([^"]+)"\s*:\s*\[([^\]]*)', text)
-    if m:
-        nums = [int(x) for x in re.findall(r"-?\d+", m.group(2))]
-        return {m.group(1): nums}, "own"
-    return "", "own"
+        raise UserError("Counting-Stars reads answers with json_repair, as its authors do, which is not installed",
+                        field="judge.name", hint="pip install 'json-repair>=0.30,<1'") from None
+    return json_repair.loads(text)
 
 
 def parse_answer(answer: str, language: str) -> tuple[Any, bool, str]:
@@ -64,11 +47,11 @@ def parse_answer(answer: str, language: str) -> tuple[Any, bool, str]:
     key = KEYS[language]
     try:
         if "```" in answer:
-            value, how = _repair_loads(answer.replace("```", "").replace("json", "").strip())
+            value, how = _repair_loads(answer.replace("```", "").replace("json", "").strip()), "json_repair"
         elif language == "EN":
             value, how = json.loads(answer), "json"
         else:
-            value, how = _repair_loads(answer)
+            value, how = _repair_loads(answer), "json_repair"
         return value[key], True, how
     except (ValueError, TypeError, KeyError, IndexError):
         return [], False, "none"

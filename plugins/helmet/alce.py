@@ -18,9 +18,10 @@ authors' choice: "premise: ... hypothesis: ..." generated greedily, entailed iff
 `entailment_label` wins, as L-CiteEval's judge names its options) or python (`module:function(premise, hypothesis) -> bool`, any code).
 Verdicts are cached in the process: the recall and precision metrics ask each pair once.
 
-A citation of a document past those shown is out of range here; the authors' range is the 2,000
-retrieved documents, so a model citing a document it never saw is checked against it there
-(docs/tasks/helmet.md).
+A citation is checked against every retrieved document, as eval_alce.py checks it against the
+row's 2,000 (`docs` of the output file): one past those shown is read from the row's file
+(`retrieved` in the metadata, through the data home) when an answer cites it, so the samples
+keep only the documents the model saw; a citation past the retrieved ones is out of range.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import copy
 import importlib
 import re
+from pathlib import Path
 from typing import Any, Callable
 
 from lceval.errors import UserError
@@ -150,9 +152,13 @@ def _doc(doc: dict[str, Any]) -> str:
 
 
 def citation_scores(question: str, output: str, docs: list[dict[str, Any]], nli: NLI, qampari: bool,
-                    at_most: int = 3) -> dict[str, Any] | None:
+                    at_most: int = 3, retrieved_count: int | None = None,
+                    retrieved: Callable[[], list[dict[str, Any]]] | None = None) -> dict[str, Any] | None:
     """eval_alce.py `compute_autoais` for one item: citation recall and precision (0-1), None when
-    the answer has no sentence."""
+    the answer has no sentence. `docs` are the documents shown, `retrieved_count` the retrieved
+    ones (a citation past them is out of range), `retrieved()` all of them, asked for only when a
+    citation falls past those shown."""
+    count = len(docs) if retrieved_count is None else retrieved_count
     if qampari:
         sents = [question + " " + x.strip() for x in output.rstrip().rstrip(".").rstrip(",").split(",")]
     else:
@@ -163,10 +169,16 @@ def citation_scores(question: str, output: str, docs: list[dict[str, Any]], nli:
     for sent in sents:
         target = remove_citations(sent).strip()
         ref = [int(r[1:]) - 1 for r in re.findall(r"\[\d+", sent)]
-        if not ref or any(r >= len(docs) for r in ref):
+        if not ref or any(r >= count for r in ref):
             joint = 0
         else:
             ref = ref[:at_most]
+            if any(r >= len(docs) for r in ref):
+                if retrieved is None:
+                    raise UserError(f"the answer cites document {max(ref) + 1} of the {count} retrieved, past the "
+                                    f"{len(docs)} shown, and the sample does not say where the others are",
+                                    field="judge.options.metric")
+                docs = retrieved()
             total += len(ref)
             joint = nli.entails("\n".join(_doc(docs[r]) for r in ref), target)
         entail += joint
@@ -203,6 +215,28 @@ def qampari_scores(output: str, answers: list[list[str]]) -> dict[str, float]:
     rec = found / len(groups)
     rec5 = min(5, found) / min(5, len(groups))
     return {"qampari_prec": prec, "qampari_rec": rec, "qampari_rec_top5": rec5, "num_preds": len(preds)}
+
+
+_RETRIEVED: dict[str, Any] = {}
+
+
+def retrieved_docs(where: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every retrieved document of one row (`metadata.retrieved`: the rows' builder and files,
+    relative to the data home, and the row's index), the files opened once per process."""
+    from lceval.io import data_home
+
+    files = [str(data_home() / f) if not Path(f).is_absolute() else f for f in where["data_files"]]
+    key = repr((where.get("builder"), files))
+    if key not in _RETRIEVED:
+        missing = [f for f in files if not Path(f).is_file()]
+        if missing:
+            raise UserError(f"the citation check reads the retrieved documents of {missing[0]}, which is not there",
+                            field="judge.options.metric", hint="Install HELMET's data where the run read it "
+                            "(docs/tasks/helmet.md), or score where it is.")
+        import datasets
+
+        _RETRIEVED[key] = datasets.load_dataset(where.get("builder") or "json", data_files=files, split="train")
+    return [{"title": d.get("title", ""), "text": d.get("text", "")} for d in _RETRIEVED[key][int(where["row"])]["docs"]]
 
 
 class HelmetAlceJudge(MetricJudge):
@@ -260,8 +294,11 @@ class HelmetAlceJudge(MetricJudge):
         nli = load_nli(self.options["nli_model"], self.options["nli_kind"], self.options["device"],
                        self.options["nli_dtype"], self.options["entailment_label"])
         qampari = "answer_groups" in meta and "qa_pairs" not in meta
-        scores = citation_scores(item.question, output, meta.get("docs") or [], nli, qampari,
-                                 self.options["at_most_citations"])
+        shown = meta.get("docs") or []
+        where = meta.get("retrieved")
+        scores = citation_scores(item.question, output, shown, nli, qampari, self.options["at_most_citations"],
+                                 retrieved_count=int(meta.get("docs_total") or len(shown)),
+                                 retrieved=(lambda: retrieved_docs(where)) if where else None)
         if scores is None:
             return None, {"sentences": 0}
         return scores[metric], scores

@@ -35,6 +35,9 @@ class Inputs:
     length: str
     open_rows: Callable[[str], tuple[list[dict[str, Any]], str]]  # rows of another source option
     read_json: Callable[[str], Any]  # a JSON file named by an option (recorded in the manifest)
+    #: how to read the rows again ({"builder", "data_files"}: the files under the data home by their
+    #: relative path): ALCE's citation check reads a row's retrieved documents past those shown
+    where: dict[str, Any] = field(default_factory=dict)
 
 
 def need(row: dict[str, Any], names: list[str], label: str, index: int) -> None:

@@ -228,6 +228,8 @@ def load_alce(inp: Inputs) -> list[Item]:
         meta: dict[str, Any] = {**copy_metadata(row, opts["metadata"]),
                                 "docs": [{"title": d.get("title", ""), "text": d.get("text", "")} for d in shown],
                                 "docs_total": len(row["docs"])}
+        if len(row["docs"]) > len(shown) and inp.where.get("data_files"):
+            meta["retrieved"] = {**inp.where, "row": index}  # where the citation check finds the rest
         if "qa_pairs" in row and row["qa_pairs"] is not None:
             meta["qa_pairs"] = [{"short_answers": list(p["short_answers"])} for p in row["qa_pairs"]]
         if "answers" in row:

@@ -162,13 +162,13 @@ class HelmetTaskType(TaskType):
     def _items(self, ctx: TaskContext, length: str) -> list[Item]:
         opts = ctx.options
         k = opts["lengths"][length]
-        rows, label = _rows(ctx, opts["source"], k, length, "options.source")
+        rows, label, where = _rows(ctx, opts["source"], k, length, "options.source")
 
         def open_rows(option: str) -> tuple[list[dict[str, Any]], str]:
             source = opts.get(option)
             if source is None:
                 raise UserError(f"this {opts['loader']} spec needs options.{option}", field=f"options.{option}")
-            return _rows(ctx, source, k, length, f"options.{option}")
+            return _rows(ctx, source, k, length, f"options.{option}")[:2]
 
         def read_json(option: str) -> Any:
             name = opts.get(option)
@@ -177,7 +177,7 @@ class HelmetTaskType(TaskType):
             return _read_json(ctx, name, f"options.{option}")
 
         inputs = Inputs(rows=rows, label=label, options=opts, k=k, length=length, open_rows=open_rows,
-                        read_json=read_json)
+                        read_json=read_json, where=where)
         items = LOADERS[opts["loader"]](inputs)
         if not items:
             raise UserError(f"no row of {label} is left to score at {length}", field="options.source")
@@ -204,13 +204,23 @@ class HelmetTaskType(TaskType):
                             metadata={"split": length, "length": length})
 
 
-def _rows(ctx: TaskContext, source: dict[str, Any], k: int, length: str, field: str) -> tuple[list[dict[str, Any]], str]:
-    """A source's rows, `{k}` in its file names replaced by the length's k."""
+def _rows(ctx: TaskContext, source: dict[str, Any], k: int, length: str,
+          field: str) -> tuple[list[dict[str, Any]], str, dict[str, Any]]:
+    """A source's rows, `{k}` in its file names replaced by the length's k, and how to read them
+    again (the builder and the files, relative to the data home when they are under it)."""
     files = source["data_files"]
     files = [f.replace("{k}", str(k)) for f in ([files] if isinstance(files, str) else files)]
     complete = {key: prop.get("default") for key, prop in SOURCE["properties"].items() if "default" in prop}
     opened = open_source({**complete, **source, "data_files": files, "split": length}, ctx)
-    return list(iter_rows(opened.dataset, list(opened.dataset.column_names))), opened.label
+    where = {"builder": opened.record.get("builder"), "data_files": [_relative(p, ctx.data_home) for p in opened.files]}
+    return list(iter_rows(opened.dataset, list(opened.dataset.column_names))), opened.label, where
+
+
+def _relative(path: Path, home: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(Path(home).resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _read_json(ctx: TaskContext, name: str, field: str) -> Any:

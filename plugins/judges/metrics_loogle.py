@@ -12,9 +12,11 @@ automatic_eval.py, llm_score.py and llm_eval.py:
   texts' word *sets*; needs nltk's WordNet). automatic_eval.py scores an empty answer as the
   text "None". Each is a 0-1 value of one answer, reported x 100; the authors average them the
   same way over all questions. BERTScore (roberta-large) is not offered.
-- `loogle_cloze` (`mode`): `get_exact_match` / `get_partial_match`: the answer read as a Python
-  literal dict (`ast.literal_eval`; the authors `eval` it) and each mask's entity compared with
-  the reference's (the same text; any shared word). The item's score is its share of masks;
+- `loogle_cloze` (`mode`): `get_exact_match` / `get_partial_match`: the answer as written read as
+  a Python literal dict (`ast.literal_eval`: what the authors' `eval` accepts among literals, so
+  JSON's null/true/false make the answer unreadable there and here) and each mask's entity
+  compared with the reference's (the same text; any shared word; a mask whose answer is no text
+  stops get_partial_match there and scores 0 here, as the spec's report.differs_from_paper says). The item's score is its share of masks;
   automatic_eval.py's `get_match_score` pools masks over all questions (a micro average), which
   weights a question by its masks (the details keep matched and masks, docs/tasks/loogle.md).
 - `loogle_gpt4` (`task`): llm_score.py's prompts: for QA a system instruction and the question,
@@ -122,8 +124,8 @@ class LooGLEJudge(MetricJudge):
 
 
 def as_dict(text: str) -> dict[Any, Any] | None:
-    """A cloze answer or reference as a dict: JSON, else a Python literal (the authors `eval`
-    it; here `ast.literal_eval`, never `eval`); None when it is neither."""
+    """A cloze reference as a dict: the JSON the documents task type writes of the dataset's
+    dict (or a Python literal); None when it is neither."""
     for parse in (json.loads, ast.literal_eval):
         try:
             value = parse(text.strip())
@@ -131,6 +133,18 @@ def as_dict(text: str) -> dict[Any, Any] | None:
             continue
         return value if isinstance(value, dict) else None
     return None
+
+
+def answer_dict(text: str) -> dict[Any, Any] | None:
+    """A cloze answer as the authors read it: `eval(hypothesis)` on the text as written (an empty
+    one made "None" first), kept only when it is a dict. Here `ast.literal_eval`, which accepts
+    exactly Python's literals and runs nothing: JSON's null, true and false are no Python names,
+    so `{"<mask-0>": "Bob", "<mask-1>": null}` is no dict for them and none here (0 masks)."""
+    try:
+        value = ast.literal_eval(text if text != "" else "None")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 class LooGLEClozeJudge(MetricJudge):
@@ -151,7 +165,7 @@ class LooGLEClozeJudge(MetricJudge):
         if not reference:
             raise UserError(f"item {item.item_id}: a cloze reference must be a mapping of masks to entities, got "
                             f"{references[0][:80]!r}", field="options.fields.answer")
-        hypothesis = as_dict(prediction)
+        hypothesis = answer_dict(prediction)
         matched = 0
         if hypothesis is not None:
             for key, value in reference.items():

@@ -91,7 +91,10 @@ def register_datasets(register):
 def register_spec_dirs(register):
     """Contribute folders of YAML task specs: ``register(path: pathlib.Path)``.
 
-    Every ``*.yaml`` in the folder is a task spec; its ``name`` field is the task name.
+    Every ``*.yaml`` in the folder is a task spec; its ``name`` field is the task name. A
+    name starting with ``_`` is none: ``_family.yaml`` is the family file, what every spec of the
+    folder shares (its fidelity record against the authors' code; schema
+    ``lceval/io/schemas/family.schema.json``).
     """
 
 

@@ -13,7 +13,7 @@ from lceval.types import (Conversation, FinishedRun, Generation, GenerationReque
 
 __all__ = ["BatchAPI", "BatchStatus", "Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory",
            "JudgeModel", "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache", "Price",
-           "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RetrieverFactory", "TaskContext",
+           "ReasoningControls", "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RetrieverFactory", "TaskContext",
            "TaskType", "is_recomputable", "missing_requirements", "recomputable", "requires"]
 
 
@@ -59,6 +59,39 @@ class Price:
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+
+
+@dataclass(frozen=True)
+class ReasoningControls:
+    """What a backend can do with a run's reasoning settings (`--thinking`,
+    `--reasoning-budget`, `--reasoning-effort`), so the engine checks them against the model
+    before any request, fills defaults that run, and says what was used. Every field may be
+    None: not known, and then nothing is refused on its account.
+
+    - `thinks`: the model thinks when the run says nothing (True: Qwen3, OpenAI's reasoning
+      models), only when switched on (False with `switch=True`: Claude's extended thinking), or
+      not at all (False).
+    - `switch`: `--thinking on|off` reaches the model (a chat template's switch, an API's).
+    - `budget`: how a thinking budget is applied: "api" (sent to the API, which caps the
+      thinking: Anthropic's `budget_tokens`, Gemini's `thinkingBudget`), "engine" (the engine
+      stops the thinking itself: the backend continues an assistant message), or None (it
+      cannot be: an API that takes an effort, a server).
+    - `efforts`: the reasoning efforts the API takes (empty: none).
+    - `room`: where the API counts the thinking in the request's token limit, the tokens to
+      leave for it beside the answer's when the run gives no budget (`GenerationParams.
+      reasoning_room`), and `room_source`: whose guidance that is, for the console.
+    - `declared`: the user said the model thinks (a server's model option), so thinking that
+      never appears in its first answers is an error, not a model that does not think.
+    - `api`: the API in words, for messages ("OpenAI's reasoning models")."""
+
+    thinks: bool | None = None
+    switch: bool | None = None
+    budget: Literal["api", "engine"] | None = None
+    efforts: tuple[str, ...] | None = None
+    room: int | None = None
+    room_source: str = ""
+    declared: bool = False
+    api: str = ""
 
 
 @dataclass
@@ -115,6 +148,14 @@ class BatchAPI(ABC):
         waited for the provider's answer); None when the provider has no such batch."""
         return None
 
+    def find_batch(self, local_id: str, ids: list[str], since: float) -> dict[str, Any] | None:
+        """As `find`, given the ids the batch's requests were submitted under: a batch is ours
+        only when the provider shows it holds exactly those requests (by the tag `submit` wrote,
+        or by its requests' ids), never by its size and time alone, or a stranger's batch of
+        the same size would be adopted and every request paid twice. The engine calls this;
+        the default asks `find` (an API written before it)."""
+        return self.find(local_id, len(ids), since)
+
 
 class ModelBackend(ABC):
     """A model behind a scheme (`llamacpp:`, `replay:` ...).
@@ -160,6 +201,13 @@ class ModelBackend(ABC):
         markers or has a thinking switch; an API says the model reasons); None: cannot tell.
         The engine refuses a thinking budget or `--thinking on` for a model that does not."""
         return None
+
+    def reasoning_controls(self) -> ReasoningControls:
+        """What the backend can do with the run's reasoning settings (`ReasoningControls`).
+        The default reads `thinks()`, `handles_reasoning_budget` and `continues_assistant`;
+        an API backend says more (the efforts it takes, the room its token limit needs)."""
+        budget = "api" if self.handles_reasoning_budget else "engine" if self.continues_assistant else None
+        return ReasoningControls(thinks=self.thinks(), budget=budget)
 
     @abstractmethod
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:

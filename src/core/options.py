@@ -37,7 +37,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import jsonschema
 import yaml
@@ -171,11 +171,13 @@ def did_you_mean(name: str, known: list[str]) -> str:
 
 
 def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str,
-                  field: str | None = None, field_prefix: str = "") -> dict[str, Any]:
+                  field: str | None = None, field_prefix: str = "", also_known: Sequence[str] = ()) -> dict[str, Any]:
     """`values` checked against `schema`, text converted to the declared types and the
     declared defaults filled in. `what` names the plugin in errors ("backend 'llamacpp'",
     "judge 'rubric'"); `field` is the flag or spec field the options came from, else each
-    error names `field_prefix + key` (e.g. "judge.options.top_p").
+    error names `field_prefix + key` (e.g. "judge.options.top_p"). `also_known`: names taken
+    beside the schema's (the options every backend takes), offered by an unknown key's
+    did-you-mean.
 
     Checking options that were already checked returns them unchanged, so a plugin may check
     again what the engine checked (its factory is then also safe to call directly)."""
@@ -194,10 +196,11 @@ def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str
         if key not in props:
             if SECRET_NAME.fullmatch(str(key)):
                 raise UserError(f"{what} never takes a secret as an option (option '{key}', value not shown).",
-                                field=where, hint="Put it in an environment variable. " + did_you_mean(key, list(props)))
+                                field=where, hint="Put it in an environment variable. "
+                                + did_you_mean(key, [*props, *also_known]))
             if closed:
                 raise UserError(f"{what} has no option '{key}' (given {key}={_show(value)}).",
-                                field=where, hint=did_you_mean(key, list(props)))
+                                field=where, hint=did_you_mean(key, [*props, *also_known]))
             out[key] = value
             continue
         out[key] = _normalize(value, props[key])

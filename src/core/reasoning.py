@@ -15,7 +15,9 @@ that looks like a wrong answer. `split_reasoning` cuts the text at the markers:
 
 Markers are `ThinkingMarkers(open, close, answer="")`; `answer` is a marker before the answer
 that some formats write after the close (gpt-oss's final channel). `KNOWN_MARKERS` are tried
-in order unless a model option names its own (`think_markers=OPEN|CLOSE`).
+in order unless model options name the model's own: `think_markers=OPEN|CLOSE`, or, for
+markers that hold a `|` themselves (gpt-oss's harmony channels), `think_open=`, `think_close=`
+and `think_answer=` one by one.
 
 A thinking budget is enforced where the backend cannot (a local model): the engine asks for at
 most `budget` tokens of thinking that stop at the closing marker, then, closed or not, adds
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 
 from lceval.errors import UserError
 
-__all__ = ["DEFAULT_BUDGETS", "EARLY_STOP", "KNOWN_MARKERS", "MODEL_OPTIONS", "ReasoningOptions", "ReasoningSplit",
+__all__ = ["DEFAULT_BUDGETS", "EARLY_STOP", "FALLBACK_BUDGET", "KNOWN_MARKERS", "MODEL_OPTIONS", "ReasoningOptions", "ReasoningSplit",
            "ThinkingMarkers", "default_budget", "parse_markers", "reasoning_options", "split_reasoning"]
 
 
@@ -79,11 +81,16 @@ class ReasoningSplit:
     markers: ThinkingMarkers | None = None
 
 
-def parse_markers(text: str, field: str = "think_markers") -> ThinkingMarkers:
+def parse_markers(text: str, field: str = "think_markers", model: str = "") -> ThinkingMarkers:
     """`OPEN|CLOSE` or `OPEN|CLOSE|ANSWER` (a model option) -> markers."""
     parts = str(text).split("|")
+    of = f" of model '{model}'" if model else ""
+    if len(parts) > 3:
+        raise UserError(f"think_markers{of} takes OPEN|CLOSE, and '{text}' holds more than two '|': markers that "
+                        "contain '|' themselves cannot be told apart there", field=field,
+                        hint="Name each marker alone: think_open=OPEN,think_close=CLOSE (and think_answer=ANSWER).")
     if len(parts) not in (2, 3) or not parts[0] or not parts[1]:
-        raise UserError(f"takes OPEN|CLOSE (e.g. <think>|</think>), got '{text}'", field=field)
+        raise UserError(f"think_markers{of} takes OPEN|CLOSE (e.g. <think>|</think>), got '{text}'", field=field)
     return ThinkingMarkers(parts[0], parts[1], parts[2] if len(parts) == 3 else "")
 
 
@@ -134,6 +141,13 @@ MODEL_OPTIONS = {
     "think_markers": {"type": "string",
                       "description": "The model's thinking markers, OPEN|CLOSE (or OPEN|CLOSE|ANSWER), instead of the "
                                      "known ones (<think>|</think>, gpt-oss's analysis channel, <thinking>)."},
+    "think_open": {"type": "string",
+                   "description": "The marker that opens the model's thinking, alone (for markers that contain '|', "
+                                  "e.g. <|channel|>analysis<|message|>); with think_close."},
+    "think_close": {"type": "string", "description": "The marker that closes the model's thinking, alone; with think_open."},
+    "think_answer": {"type": "string",
+                     "description": "A marker the model writes after the closing one, before its answer (gpt-oss's "
+                                    "final channel); with think_open and think_close."},
 }
 
 
@@ -149,8 +163,9 @@ class ReasoningOptions:
         return self.markers != KNOWN_MARKERS
 
 
-def reasoning_options(options: dict[str, str], field: str = "--model") -> ReasoningOptions:
-    """The engine's model options (MODEL_OPTIONS) out of a model string's `key=value` options."""
+def reasoning_options(options: dict[str, str], field: str = "--model", model: str = "") -> ReasoningOptions:
+    """The engine's model options (MODEL_OPTIONS) out of a model string's `key=value` options
+    (`model`: the model they belong to, for messages)."""
     split = True
     if "split_reasoning" in options:
         word = str(options["split_reasoning"]).strip().lower()
@@ -158,6 +173,16 @@ def reasoning_options(options: dict[str, str], field: str = "--model") -> Reason
             raise UserError(f"split_reasoning takes true or false, got '{options['split_reasoning']}'", field=field)
         split = word in ("1", "true", "yes", "on")
     markers = KNOWN_MARKERS
+    alone = [k for k in ("think_open", "think_close", "think_answer") if options.get(k)]
+    if options.get("think_markers") and alone:
+        raise UserError(f"think_markers and {alone[0]} both name the markers", field=f"{field} think_markers",
+                        hint="Give either think_markers=OPEN|CLOSE or think_open= and think_close=.")
     if options.get("think_markers"):
-        markers = (parse_markers(options["think_markers"], field=f"{field} think_markers"),)
+        markers = (parse_markers(options["think_markers"], field=f"{field} think_markers", model=model),)
+    elif alone:
+        if not options.get("think_open") or not options.get("think_close"):
+            missing = "think_close" if options.get("think_open") else "think_open"
+            raise UserError(f"{alone[0]} is given without {missing}", field=f"{field} {missing}",
+                            hint="Name both: think_open=OPEN,think_close=CLOSE.")
+        markers = (ThinkingMarkers(options["think_open"], options["think_close"], options.get("think_answer") or ""),)
     return ReasoningOptions(split=split, markers=markers)

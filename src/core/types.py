@@ -85,9 +85,20 @@ class GenerationParams:
     reasoning_budget: int | None = None
     #: an API's reasoning effort ("low", "medium", "high"), for models that take one
     reasoning_effort: str | None = None
+    #: tokens the request's limit leaves for thinking beside the answer's, where an API counts
+    #: the thinking in its token limit and takes no budget to cap it (OpenAI's reasoning
+    #: models, a vLLM or SGLang server): the backend sends max_new_tokens + reasoning_room
+    reasoning_room: int | None = None
     #: tokens the answer must have before the model may end it (LongBench's `min_length` for
     #: samsum: no end of text and no stop string as the first token); 0: none
     min_new_tokens: int = 0
+
+    @property
+    def thinking_allowance(self) -> int:
+        """Tokens the request may spend thinking beside the answer's `max_new_tokens`: its
+        budget, or the room its token limit leaves (what the window, a cost limit and the
+        dry run's "at most" count beside the answer)."""
+        return int(self.reasoning_budget or 0) + int(self.reasoning_room or 0)
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as they key the request cache: the thinking and answer-length
@@ -101,7 +112,7 @@ class GenerationParams:
             "seed": self.seed,
             "stop": list(self.stop),
         }
-        for name in ("thinking", "reasoning_budget", "reasoning_effort"):
+        for name in ("thinking", "reasoning_budget", "reasoning_effort", "reasoning_room"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.min_new_tokens:
@@ -167,8 +178,12 @@ class JudgeInput:
 class Judgment:
     item_id: str
     judge: str
-    score: float | None  # None only with parse_status != "ok": never a placeholder score
-    parse_status: Literal["ok", "parse_failure", "missing"] = "ok"
+    #: None only with parse_status "parse_failure" or "missing": never a placeholder score.
+    #: "censored": the model's thinking was cut (by its budget or the window) before any answer;
+    #: `score` is then the bottom of the judge's scale, what the score over all items counts it
+    #: as, while the score over the uncensored items leaves it out
+    score: float | None
+    parse_status: Literal["ok", "parse_failure", "missing", "censored"] = "ok"
     raw: str = ""
     attempts: int = 1
     details: dict[str, Any] = field(default_factory=dict)

@@ -37,7 +37,8 @@ def _data_home(tmp_path: Path) -> Path:
 def _shipped_specs() -> list[tuple[str, Path]]:
     import yaml
 
-    return [(yaml.safe_load(p.read_text(encoding="utf-8"))["name"], p) for p in sorted((REPO / "tasks").glob("*/*.yaml"))]
+    return [(yaml.safe_load(p.read_text(encoding="utf-8"))["name"], p) for p in sorted((REPO / "tasks").glob("*/*.yaml"))
+            if not p.name.startswith("_")]
 
 
 def _run(commands: list[list[str]], tmp_path: Path, home: Path, extras: str = "") -> list[dict]:

@@ -23,7 +23,7 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.engine import Plugins, TaskSpec
 from lceval.results import load_run
-from lceval.results import primary_score
+from lceval.results import uncensored_score
 from lceval.types import ScoredItem, ScoreSource
 
 Key = tuple[str, ...]
@@ -57,7 +57,7 @@ def sources_from_run(path: Path, task: str | None) -> list[ScoreSource]:
                                             score=None if score is None else float(score), cluster=cluster,
                                             label=None if sub.get("label") is None else str(sub["label"])))
             else:
-                items.append(ScoredItem(item_id=s.item_id, system=run.model, score=primary_score(s),
+                items.append(ScoredItem(item_id=s.item_id, system=run.model, score=uncensored_score(s),
                                         cluster=cluster, response=s.response))
         out.append(ScoreSource(name=label, items=items, origin=str(path)))
     return out

@@ -177,6 +177,8 @@ def _check_plugin(plugins: Plugins, info: PluginInfo, obj: Any, pyproject: Path,
         raise UserError(f"plugin '{info.name}': {duplicates[0].message}", file=pyproject, field=field)
     for reg in [r for r in plugins.registrations if r.plugin == info.name and r.kind == "specs"]:
         for spec_path in sorted(Path(reg.value).glob("*.yaml")):
+            if spec_path.name.startswith("_"):  # the family file (_family.yaml), checked with each spec
+                continue
             spec = load_spec(spec_path)
             check_spec(spec, plugins)
             lines.append(f"ok      {spec_path} (task '{spec.name}')")

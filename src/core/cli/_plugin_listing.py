@@ -12,7 +12,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.options import describe, options_schema_of, unwrap
-from lceval.engine import PluginInfo, Plugins
+from lceval.engine import ModelSpec, PluginInfo, Plugins
 from lceval.interfaces import missing_requirements
 
 #: How a user passes options to each kind, shown above its options table.
@@ -159,6 +159,9 @@ def _describe_registration(plugins: Plugins, reg: Any) -> str:
             where = _WHERE_OPTIONS[reg.kind].format(name=reg.name)
             lines.append(f"  options, given as {where}:" if rows else "  options: none")
             lines.extend(_options_table(rows))
+    if reg.kind == "model":  # read by lceval itself, whichever the backend
+        lines.append("  options every backend takes (read by lceval: how the thinking is read, batches, cost limits):")
+        lines.extend(_options_table(describe({"type": "object", "properties": ModelSpec.ENGINE_OPTIONS})))
     return "\n".join(lines)
 
 

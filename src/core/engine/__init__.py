@@ -12,8 +12,12 @@
   `Plugins.current().open_method(...)` builds a long-context method (`press=NAME`) for a
   backend (lceval.methods).
 - Task specs: `TaskSpec` with its typed sections (`ReportSettings` among them) and its
-  manifest form, `load_spec`, `check_spec`.
-- Models: `ModelSpec` (a model string parsed by the one parser), `model_label` (how a table
+  manifest form, `load_spec`, `check_spec`; a spec folder's family file (`family_file`: its
+  fidelity record against the authors' code, whose departures `load_spec` adds to the tasks'
+  `report.differs_from_paper`).
+- Models: `ModelSpec` (a model string parsed by the one parser), `ModelSpec.ENGINE_OPTIONS` (the
+  model options every backend takes, which the engine reads: thinking markers, batches, cost limits),
+  `model_label` (how a table
   names a model), `open_model` (a model through the request cache, for a plugin's command),
   `Cache` and `CachedModel` (the request cache and a backend seen through it).
 - What reports and merges share: `tokens_label`, `removed_span` (a context cut), `assign` and
@@ -23,6 +27,7 @@
 from lceval.engine._cache import Cache
 from lceval.engine._cached_model import CachedModel
 from lceval.engine._catalog import Catalog, load_catalog
+from lceval.engine._family import family_file
 from lceval.engine._context_policy import removed_span, tokens_label
 from lceval.engine._model_spec import ModelSpec, model_label
 from lceval.engine._plan import check_spec
@@ -36,6 +41,6 @@ from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 __all__ = [
     "Cache", "CachedModel", "Catalog", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings", "RunConfig",
     "RunOutputs", "RunState", "Session", "TaskRun", "TaskSpec",
-    "assign", "check_spec", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
+    "assign", "check_spec", "family_file", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
     "plan_fingerprint", "removed_span", "run_flags", "tokens_label",
 ]

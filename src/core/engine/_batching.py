@@ -296,7 +296,7 @@ class Batcher:
             raise
         except Exception as exc:  # noqa: BLE001 - maybe sent: the provider may hold it anyway
             self.counters.submit_errors += 1
-            handle = self._find(local_id, len(items), created)
+            handle = self._find(local_id, [cid for cid, _ in items], created)
             if handle is None:
                 self.cache.batch_ended(local_id, "failed")
                 self._submit_failed(keys, local_id, exc)
@@ -309,9 +309,9 @@ class Batcher:
             self._sent[local_id] = _Sent(local_id, handle, list(keys), created,
                                          next_poll=time.monotonic() + self.settings.poll, delay=self.settings.poll)
 
-    def _find(self, local_id: str, items: int, since: float) -> dict[str, Any] | None:
+    def _find(self, local_id: str, ids: list[str], since: float) -> dict[str, Any] | None:
         try:
-            return self.api.find(local_id, items, since - 60.0)
+            return self.api.find_batch(local_id, ids, since - 60.0)
         except UserError:
             raise
         except Exception:  # noqa: BLE001 - cannot tell: treated as not sent
@@ -330,7 +330,7 @@ class Batcher:
 
     def _poll(self, sent: _Sent) -> None:
         if sent.handle is None:  # recorded but its handle never was: did the provider take it?
-            sent.handle = self._find(sent.id, len(sent.keys), sent.created)
+            sent.handle = self._find(sent.id, [batch_id_of(k) for k in sent.keys], sent.created)
             if sent.handle is None:
                 self.cache.batch_ended(sent.id, "failed")
                 self._unfinished(sent)
@@ -362,7 +362,7 @@ class Batcher:
         for key in sent.keys:
             gen = results.get(batch_id_of(key))
             if gen is not None and gen.finish_reason != "error":
-                gen = replace(gen, extras={**gen.extras, "batch": sent.handle.get("id") if sent.handle else sent.id})
+                gen = replace(gen, extras={**gen.extras, "batch": (sent.handle or {}).get("id") or sent.id})
                 record = asdict(gen)
                 record.pop("cached", None)
                 self.cache.put(key, "generate", record)

@@ -88,6 +88,9 @@ class CachedModel:
         self._price: Any = _UNSET
         self.usage = UsageCounters()
         self._marked = {"with": 0, "without": 0}
+        #: the user declared the model thinks (the runner sets it from the backend's controls
+        #: and the model's options): answers with no thinking at all are then an error
+        self.expects_thinking = False
         self._identity = strip_secrets(backend.identity())
         self._lock = threading.Lock()
         self._busy = 0
@@ -186,48 +189,83 @@ class CachedModel:
     def _read(self, request: GenerationRequest, gen: Generation) -> Generation:
         """The generation as a run sees it: a thinking model's reasoning split off its answer
         at its markers (the cache keeps what the backend said, so other markers need no new
-        answers), an answer whose thinking never closed marked as such, and counted."""
-        if gen.finish_reason != "error" and self.reasoning.split and gen.reasoning is None:
-            text = gen.text
-            if gen.extras.get("opened_thinking"):  # the template opened it: the text starts inside
-                markers = self.reasoning.markers[0]
-                text = text if text.lstrip().startswith(markers.open) else markers.open + text
-            part = split_reasoning(text, self.reasoning.markers)
-            if part.reasoning is not None:
-                gen = replace(gen, text=part.answer, reasoning=part.reasoning,
-                              reasoning_tokens=self._tokens(part.reasoning),
-                              finish_reason=gen.finish_reason if part.closed else "unclosed_thinking")
+        answers), an answer whose thinking never closed marked as such, and counted. With
+        `split_reasoning=false` the whole text is the answer, a reasoning the API returned
+        apart put back in front of it between the model's markers (as the model wrote it)."""
+        if gen.finish_reason != "error":
+            gen = self._split(gen) if self.reasoning.split else self._joined(gen)
         if gen.finish_reason != "error" and gen.raw_text is None and gen.text != gen.text.strip():
             # backends return what the model wrote; runs see it stripped, and keep it as written
             gen = replace(gen, text=gen.text.strip(), raw_text=gen.text)
         if gen.finish_reason != "error":
             self._check_marked(request, gen)
-        def update(u: UsageCounters) -> None:
-            u.reasoning_tokens += int(gen.reasoning_tokens or 0)
-            u.unclosed_thinking += gen.finish_reason == "unclosed_thinking"
-
         with self._lock:
-            self._count(update)
+            self._count(lambda u: u.add_thinking(gen))
         return gen
+
+    def _split(self, gen: Generation) -> Generation:
+        """Thinking in the text cut off at the markers, unless the API returned it apart (a
+        hidden reasoning, "", does not stop a text that still opens one from being cut)."""
+        if gen.reasoning:
+            return gen
+        text = gen.text
+        if gen.extras.get("opened_thinking"):  # the template opened it: the text starts inside
+            markers = self.reasoning.markers[0]
+            text = text if text.lstrip().startswith(markers.open) else markers.open + text
+        part = split_reasoning(text, self.reasoning.markers)
+        if part.reasoning is None:
+            return gen
+        return replace(gen, text=part.answer, reasoning=part.reasoning,
+                       reasoning_tokens=self._thought_tokens(gen, part.reasoning, part.closed),
+                       finish_reason=gen.finish_reason if part.closed else "unclosed_thinking")
+
+    def _thought_tokens(self, gen: Generation, reasoning: str, closed: bool) -> int | None:
+        """Tokens of a thinking cut from the text, counted once: the server's own count where it
+        gave one; all of the completion when the thinking never closed (nothing else was
+        written); else the model's tokenizer's count of it, never more than the completion."""
+        if gen.reasoning_tokens is not None:
+            return gen.reasoning_tokens
+        if not closed and gen.completion_tokens:
+            return gen.completion_tokens
+        counted = self._tokens(reasoning)
+        return min(counted, gen.completion_tokens) if counted is not None and gen.completion_tokens else counted
+
+    def _joined(self, gen: Generation) -> Generation:
+        """`split_reasoning=false`: the whole text, scored as a model that does not think."""
+        if gen.reasoning:
+            markers = self.reasoning.markers[0]
+            gen = replace(gen, text=f"{markers.open}{gen.reasoning}{markers.close}{gen.text}")
+        finish = "length" if gen.finish_reason == "unclosed_thinking" else gen.finish_reason
+        return replace(gen, reasoning=None, reasoning_tokens=None, finish_reason=finish)
 
     def _tokens(self, text: str) -> int | None:
         ids = self.backend.tokenize(text)
         return len(ids) if ids is not None else None
 
     def _check_marked(self, request: GenerationRequest, gen: Generation) -> None:
-        """`--thinking on` promises thinking: three answers in a row with none, and none
-        before them, means the markers are not the model's (or it does not think)."""
-        if request.params.thinking is not True or not self.reasoning.split:
+        """`--thinking on` (or a model declared to think: `reasoning=` on a server, markers of
+        its own) promises thinking: three answers in a row with none, and none before them,
+        means the markers are not the model's (or it does not think)."""
+        declared = self.expects_thinking and request.params.thinking is not False
+        if not (request.params.thinking is True or declared) or not self.reasoning.split:
             return
         with self._lock:
             self._marked["with" if gen.reasoning is not None else "without"] += 1
             silent = self._marked["with"] == 0 and self._marked["without"] >= 3
         if silent:
             shown = ", ".join(f"{m.open}...{m.close}" for m in self.reasoning.markers)
-            raise UserError(f"the run says the model thinks (--thinking on), but its first answers hold no thinking "
-                            f"between the markers looked for ({shown})", field="--thinking",
-                            hint="Name the model's own markers with the model option think_markers=OPEN|CLOSE, "
-                                 "or drop --thinking on for a model that does not think.")
+            name = self.spec.split(",")[0]  # its options (an api_base) are never echoed
+            if request.params.thinking is True:
+                raise UserError(f"the run says model '{name}' thinks (--thinking on), but its first answers hold "
+                                f"no thinking between the markers looked for ({shown}) and none came apart",
+                                field="--thinking",
+                                hint="Name the model's own markers with the model option think_markers=OPEN|CLOSE, "
+                                     "or drop --thinking on for a model that does not think.")
+            raise UserError(f"model '{name}' is declared to think, but its first 3 answers hold no thinking "
+                            f"between the markers looked for ({shown}) and none came apart", field="--model",
+                            hint="Check think_markers= (or think_open=/think_close=) against what the model writes; "
+                                 "a server started without a reasoning parser sends the thinking in the text "
+                                 "(reasoning=inline), one with a parser apart (reasoning=separate).")
 
     def _budgeted(self, request: GenerationRequest) -> bool:
         return request.params.reasoning_budget is not None and not self.backend.handles_reasoning_budget
@@ -266,7 +304,7 @@ class CachedModel:
                          reasoning_tokens=first.completion_tokens or self._tokens(reasoning),
                          raw_text=second.text if second.text != answer else None)
         with self._lock:
-            self._count(lambda u: setattr(u, "reasoning_tokens", u.reasoning_tokens + int(gen.reasoning_tokens or 0)))
+            self._count(lambda u: u.add_thinking(gen))
         self._check_marked(request, gen)
         return gen
 

@@ -123,6 +123,8 @@ def load_catalog(plugins: Plugins) -> Catalog:
     tasks_dir = Path(str(resources.files("lceval").joinpath("tasks")))
     builtin: dict[str, Path] = {}
     for path in sorted(tasks_dir.glob("*/*.yaml")):  # one sub-folder per benchmark
+        if path.name.startswith("_"):  # the family file (_family.yaml), no task
+            continue
         name = _spec_name(path)
         if name in builtin and builtin[name].resolve() != path.resolve():
             raise UserError(f"task '{name}' is defined twice: also in {builtin[name]}", file=path, field="name")
@@ -155,6 +157,8 @@ def _add_specs(reg: Catalog, plugins: Plugins, builtin: dict[str, Path]) -> None
     for folder in plugins.spec_dirs:
         names = by_plugin.setdefault(plugins.owner.get(("specs", str(folder)), "?"), {})
         for path in sorted(Path(folder).glob("*.yaml")):
+            if path.name.startswith("_"):
+                continue
             names.setdefault(_spec_name(path), []).append(path)
     infos = {i.name: i for i in plugins.infos}
     parties = [(infos[p], names) for p, names in by_plugin.items() if p in infos]

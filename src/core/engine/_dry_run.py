@@ -25,7 +25,8 @@ from lceval.engine._model_spec import ModelSpec
 from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
-from lceval.engine._spending import most_answer_tokens
+from lceval.engine._spending import CHARS_PER_TOKEN, most_answer_tokens, prompt_estimate
+from lceval.engine._thinking import controls_of, thinking_settings
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend
 from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, is_scored)
@@ -60,7 +61,7 @@ def _fit(spec: TaskSpec, conversations: list[Conversation], backend: ModelBacken
     if not window:
         return uncut, ("could NOT cut: the backend gives no context window or tokenizer (an API model needs "
                        "tokenizer=... and context_window=...); contexts shown uncut, as they would be sent")
-    thinking = params.reasoning_budget or 0  # the window holds the thinking too, as in a run
+    thinking = params.thinking_allowance  # the window holds the thinking too, as in a run
     fitted = context_policy.fit_all(conversations, backend, policy, params.max_new_tokens + thinking,
                                     spec.context.reserve(params.max_new_tokens) + thinking,
                                     max_tokens=spec.context.max_tokens, style=spec.context.style)
@@ -100,17 +101,23 @@ def dry_run(plan: RunPlan, handle: ModelHandle, plugins: Plugins, data_home: Pat
     ensure_datasets(plan, plugins, data_home, lambda text: None)
     loaded = load_work(plan, plugins, data_home, handle).loaded
     backend = handle.backend()
-    blocks = [_task_prompts(spec, conversations, backend) for spec, conversations in loaded]
+    # the defaults a run fills in (a thinking budget, room for the thinking): the prompts are
+    # fitted and the cost counted with them, as the run will
+    said: list[str] = []
+    controls = controls_of(backend)
+    try:
+        window = backend.context_window
+    except UserError:
+        window = None
+    loaded = [(thinking_settings(spec, controls, window, handle.spec, said.append), conversations)
+              for spec, conversations in loaded]
+    blocks = ([f"# reasoning\n" + "\n".join(said)] if said else [])
+    blocks += [_task_prompts(spec, conversations, backend) for spec, conversations in loaded]
     blocks.append(estimate_cost(plan, loaded, backend, handle.spec, plugins, judge))
     return "\n\n".join(blocks)
 
 
 # -- what the run would cost ------------------------------------------------------------------
-
-#: characters a token when a model lends no tokenizer: the stated estimate of a dry run (an
-#: English average on the providers' tokenizers; a cost limit reserves with a safer 3)
-DRY_CHARS_PER_TOKEN = 4.0
-
 
 @dataclass
 class _Tally:
@@ -120,12 +127,11 @@ class _Tally:
     counted: bool = True  # every prompt counted by the model's own tokenizer
 
     def add(self, backend: ModelBackend, request: GenerationRequest) -> None:
-        counted = backend.count_tokens(request.messages) if self.counted else None
-        if counted is None:
-            self.counted = False
-            counted = sum(math.ceil(len(m.content) / DRY_CHARS_PER_TOKEN) + 4 for m in request.messages)
+        # the estimate a cost limit reserves, so `--max-cost` set to this "at most" holds
+        tokens, counted = prompt_estimate(backend, request)
+        self.counted &= counted
         self.requests += 1
-        self.prompt += int(counted)
+        self.prompt += tokens
         self.answer += most_answer_tokens(request)
 
 
@@ -181,7 +187,7 @@ def _priced(tally: _Tally, backend: ModelBackend, batching: bool) -> tuple[str, 
     """The tally in words with its cost, and its cost directly and (where there is one)
     through the batch API (None: unknown)."""
     how = "counted by the model's tokenizer" if tally.counted else \
-        f"estimated: {DRY_CHARS_PER_TOKEN:g} characters a token, no tokenizer"
+        f"over-estimated at {CHARS_PER_TOKEN:g} characters a token without a tokenizer, as --max-cost reserves"
     line = (f"{tally.requests:,} requests, {tally.prompt:,} prompt tokens ({how}), at most {tally.answer:,} answer "
             "tokens")
     direct = backend.price(batch=False)
@@ -232,4 +238,8 @@ def _batching(model: ModelSpec, backend: ModelBackend, plan: RunPlan) -> bool:
 
 
 def usd(amount: float) -> str:
-    return f"${amount:,.2f}" if amount >= 1 else f"${amount:.4f}"
+    """An "at most" in dollars, rounded up at the digits shown: `--max-cost` set to the figure
+    shown holds everything it counts."""
+    if amount >= 1:
+        return f"${math.ceil(amount * 100 - 1e-9) / 100:,.2f}"
+    return f"${math.ceil(amount * 1e4 - 1e-9) / 1e4:.4f}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from lceval.engine._catalog import Catalog
 from lceval.engine._plugin_host import Plugins, describe_kind
@@ -22,10 +22,15 @@ from lceval.engine._spending import SPENDING_OPTIONS, spending_options
 from lceval.reasoning import MODEL_OPTIONS, ReasoningOptions, reasoning_options
 
 JUDGE_MODEL_FLAG = "--judge-model"
+#: the model options every backend takes, read by the engine (the backend never sees them):
+#: how the model's thinking is read, how its requests are sent and what they may cost
+ENGINE_OPTIONS: dict[str, Any] = {**MODEL_OPTIONS, **SPENDING_OPTIONS["properties"]}
 
 
 @dataclass(frozen=True)
 class ModelSpec:
+    #: the model options every backend takes, which the engine reads itself (listed with each backend's own)
+    ENGINE_OPTIONS: ClassVar[dict[str, Any]] = ENGINE_OPTIONS
     text: str  # as the user wrote it
     scheme: str
     model: str
@@ -97,13 +102,13 @@ def resolve_model(text: str, catalog: Catalog, plugins: Plugins, field: str = "-
     own = {k: v for k, v in spec.options.items() if k not in MODEL_OPTIONS and k not in SPENDING_OPTIONS["properties"]}
     if schema is not None:
         _refuse_others_options(spec.scheme, schema, own, plugins, field)
-    checked = (check_options(schema, own, what=describe_kind("model", spec.scheme))
+    checked = (check_options(schema, own, what=describe_kind("model", spec.scheme), also_known=list(ENGINE_OPTIONS))
                if schema is not None else dict(own))
     if schema is not None:
         _check_plugin_options(schema, checked, plugins)
     return ModelSpec(text=spec.text, scheme=spec.scheme, model=spec.model, options=spec.options,
                      factory=unwrap(registered), checked=checked,
-                     reasoning=reasoning_options(spec.options, field=field),
+                     reasoning=reasoning_options(spec.options, field=field, model=f"{spec.scheme}:{spec.model}"),
                      spending=spending_options(spec.options, field), flag=field)
 
 

@@ -22,12 +22,12 @@ from lceval.engine._plugin_host import Plugins
 from lceval.engine._progress import RunProgress, TaskProgress
 from lceval.engine._run_config import RunConfig
 from lceval.engine._scheduler import ConversationState
-from lceval.engine._spec import TaskSpec, with_overrides
+from lceval.engine._spec import TaskSpec
 from lceval.engine._spending import usage_scope
+from lceval.engine._thinking import controls_of, expects_thinking, thinking_settings
 from lceval.errors import UserError
 from lceval.interfaces import Judge, ModelBackend
 from lceval.io import canonical_hash
-from lceval.reasoning import default_budget
 from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Sample,
                           is_scored)
 
@@ -67,6 +67,9 @@ class RunState:
     #: set when a cost limit stopped the run: which, what was spent, what was not sent; the
     #: run is partial (results written as such, never over a complete run)
     stopped: dict[str, Any] | None = None
+    #: what the run used for a thinking model where the user set nothing (a budget, room for
+    #: the thinking, the provider's own effort), as the console says it
+    reasoning_used: list[str] = field(default_factory=list)
 
     @property
     def model_text(self) -> str:
@@ -129,7 +132,7 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     window = model.backend.context_window
     continues = model.backend.continues_assistant
     # the window holds the context, the thinking and the answer
-    thinking = params.reasoning_budget or 0
+    thinking = params.thinking_allowance
     fitted = context_policy.fit_all(conversations, model.backend, spec.context.policy, params.max_new_tokens + thinking,
                                     spec.context.reserve(params.max_new_tokens) + thinking,
                                     max_tokens=spec.context.max_tokens, style=spec.context.style)
@@ -209,14 +212,34 @@ def _cached_answers(states: list[ConversationState], build: Callable[[Conversati
     return found
 
 
+CENSORED = ("censored: the model's thinking was cut (by its budget or the window) before any answer; counted at "
+            "the bottom of the judge's scale in the score over all items, left out of the uncensored one")
+
+
+def censored_judgments(sample: Sample, judges: list[Judge]) -> list[Judgment]:
+    """A censored sample's judgment by each judge (the headline's, then the further metrics'),
+    never asked of the judge: the bottom of its scale, marked "censored"."""
+    return [Judgment(sample.item_id, getattr(j, "name", ""), float(j.scale[0]), "censored", raw=CENSORED)
+            for j in judges]
+
+
+def is_censored(sample: Sample) -> bool:
+    """The model thought until its budget or the window ran out and never answered."""
+    return sample.response is None and bool(sample.generation_extras.get("unclosed_thinking"))
+
+
 def judged(samples: list[Sample], verdicts: dict[str, Judgment],
-           further: list[tuple[str, dict[str, Judgment]]] = ()) -> list[Sample]:  # type: ignore[assignment]
+           further: list[tuple[str, dict[str, Judgment]]] = (),  # type: ignore[assignment]
+           judges: list[Judge] | None = None) -> list[Sample]:
     """The samples with their verdicts (by item id): the headline metric's first, then each
     further metric's (`further`: label, verdicts), in the spec's order; an unanswered sample
-    keeps none. A further metric without a verdict for an item is recorded as missing, so
-    each metric keeps its place."""
+    keeps none, a censored one (`judges` given) the bottom of each judge's scale. A further
+    metric without a verdict for an item is recorded as missing, so each metric keeps its place."""
     out = []
     for s in samples:
+        if judges and is_censored(s) and is_scored(s.metadata):
+            out.append(replace(s, judgments=censored_judgments(s, judges)))
+            continue
         if s.response is None or (s.item_id not in verdicts and not further):
             out.append(s)
             continue
@@ -264,10 +287,18 @@ def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: P
     if not handle.built:
         progress.phase(f"loading model {model_spec.text}")
     backend = handle.backend()
-    work.loaded = [(thinking_settings(spec, backend, model_spec, progress.phase), conversations)
-                   for spec, conversations in work.loaded]
+    controls = controls_of(backend)
+    used: list[str] = []
+
+    def say(line: str) -> None:
+        used.append(line)
+        progress.phase(line)
+
+    work.loaded = [(thinking_settings(spec, controls, backend.context_window, model_spec, say),
+                    conversations) for spec, conversations in work.loaded]
     model = (through_cache(backend) if through_cache is not None
              else CachedModel(backend, cache, model_spec.canonical, model_spec.reasoning))
+    model.expects_thinking = expects_thinking(controls, model_spec)
     if config.batch and not model.batching and not (judging is not None and judging.batching):
         raise UserError(f"--batch: neither model '{model_spec.text}' nor "
                         + (f"judge model '{judging.spec}'" if judging is not None else "a judge model")
@@ -318,9 +349,10 @@ def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: P
         pool.wait()
         for spec, _ in work.loaded:
             mine = [entry for entry in asked if entry[0] is spec]
-            runs.append(TaskRun(spec=spec, samples=[s for _, _, samples, verdicts, further in mine
+            runs.append(TaskRun(spec=spec, samples=[s for _, judge, samples, verdicts, further in mine
                                                     for s in judged(samples, verdicts,
-                                                                    [(lab, v) for lab, _, v in further])],
+                                                                    [(lab, v) for lab, _, v in further],
+                                                                    [judge, *(j for _, j, _ in further)])],
                                 judge_identity=mine[-1][1].identity(),
                                 files_read=dict(work.recorder.files), context_facts=work.facts[spec.name],
                                 sources=work.sources.get(spec.name, []),
@@ -333,7 +365,8 @@ def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: P
                     model_backend_stats=model_stats,
                     judge_backend_stats=stats_since(judge_stats_before, judging.backend.stats()) if judging else None,
                     shard=work.shard,
-                    stopped=model.limit_hit() or (judging.limit_hit() if judging is not None else None))
+                    stopped=model.limit_hit() or (judging.limit_hit() if judging is not None else None),
+                    reasoning_used=used)
 
 
 def usage_of(model: CachedModel) -> dict[str, Any]:
@@ -368,40 +401,6 @@ def _run_jobs(jobs: list[Callable[[], None]], together: bool) -> None:
             t.join(0.2)
     if errors:
         raise errors[0]
-
-
-def thinking_settings(spec: TaskSpec, backend: ModelBackend, model: ModelSpec, say: Callable[[str], None]) -> TaskSpec:
-    """The spec's reasoning settings checked against the model, and a thinking model's budget
-    filled from its family's guidance when the run sets none (`lceval.reasoning.default_budget`,
-    said on the console and recorded with the spec). A budget, `--thinking on` or an effort for
-    a model that does not think is refused, as is a budget nobody can enforce."""
-    g = spec.data["generation"]
-    thinking, budget, effort = g.get("thinking"), g.get("reasoning_budget"), g.get("reasoning_effort")
-    asked = thinking is True or budget is not None or effort is not None
-    thinks = backend.thinks() if (asked or thinking is None) and model.reasoning.split else None
-    if asked and thinks is False:
-        flag = "--thinking" if thinking is True else "--reasoning-budget" if budget is not None else "--reasoning-effort"
-        raise UserError(f"model '{model.text}' does not think (no thinking markers or switch in its chat template, "
-                        f"or its API says it does not reason): {flag} has nothing to act on", field=flag,
-                        hint="Drop the flag, or name the model's markers with think_markers=OPEN|CLOSE.")
-    if thinking is False or not (thinks or asked):
-        return spec
-    if budget is None and not backend.handles_reasoning_budget and thinks:
-        budget = default_budget(model.model)
-        window = backend.context_window
-        if budget is not None:
-            why = "its family's guidance"
-            if window and budget > window // 2:  # the window holds the context, the thinking and the answer
-                budget, why = window // 2, f"half its {window}-token window; its family's guidance is {budget}"
-            spec = with_overrides(spec, {"generation": {"reasoning_budget": budget}})
-            say(f"{spec.name}: {model.text} thinks: reasoning budget {budget} tokens ({why}; --reasoning-budget "
-                f"to change), answer {spec.max_new_tokens} tokens")
-    if budget is not None and not backend.handles_reasoning_budget and not backend.continues_assistant:
-        raise UserError(f"backend '{model.scheme}' can neither pass a thinking budget to the model nor end the "
-                        "model's thinking itself (it does not continue an assistant message)", field="--reasoning-budget",
-                        hint="Drop --reasoning-budget (the model thinks as long as its answer's max_new_tokens "
-                             "allows), or run the model with hf:, vllm: or llamacpp:.")
-    return spec
 
 
 def stats_since(before: Any, after: Any) -> Any:

@@ -32,7 +32,8 @@ from lceval.engine._plan import (FileRecorder, RunPlan, checked_task_type, ensur
                                  make_judge, plan_run, resolve_judge_flag)
 from lceval.engine._plugin_host import Plugins, load_plugins
 from lceval.engine._run_config import RunConfig
-from lceval.engine._runner import RunState, TaskRun, execute, generate_task, judge_input_of, judged, usage_of
+from lceval.engine._runner import (RunState, TaskRun, censored_judgments, execute, generate_task, is_censored,
+                                   judge_input_of, judged, usage_of)
 from lceval.engine._selection import build_plan
 from lceval.engine._spec import JudgeChoice, TaskSpec
 from lceval.engine._spending import BatchSettings, Budget, cost_of, usage_scope
@@ -40,7 +41,7 @@ from lceval.errors import UserError
 from lceval.interfaces import Judge, ModelBackend
 from lceval.io import canonical_hash, data_home, using_data_home
 from lceval.options import parse_judge_flag
-from lceval.types import Conversation, FinishedRun, Judgment, Sample
+from lceval.types import Conversation, FinishedRun, Judgment, Sample, is_scored
 
 if TYPE_CHECKING:
     from lceval.engine._progress import RunProgress
@@ -340,9 +341,12 @@ class Session:
             inputs = [asked for s in group if (asked := self._judge_input(s)) is not None]
             for verdict in judge.judge(inputs) if inputs else []:
                 verdicts[(seed, verdict.item_id)] = verdict
+            for s in group:  # a censored answer: the bottom of this judge's scale, never asked
+                if is_censored(s) and is_scored(s.metadata):
+                    verdicts[(seed, s.item_id)] = censored_judgments(s, [judge])[0]
         # the headline judged again; the spec's further metrics keep their judgments
         out = [replace(s, judgments=[verdicts[(s.seed, s.item_id)], *s.judgments[1:]])
-               if (s.seed, s.item_id) in verdicts and s.response is not None
+               if (s.seed, s.item_id) in verdicts and (s.response is not None or is_censored(s))
                else replace(s, judgments=s.judgments[1:] and [Judgment(s.item_id, "", None, "missing"),
                                                               *s.judgments[1:]]) for s in samples]
         return out, identity

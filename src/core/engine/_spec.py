@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lceval.engine._context_policy import CUT_MARK, CutStyle, tokens_label
+from lceval.engine._family import with_family_departures
 from lceval.errors import UserError
 from lceval.io import load_schema, unknown_name, validate
 from lceval.io import PathKey, line_of, load_yaml_with_lines
@@ -259,6 +260,7 @@ class TaskSpec:
             thinking=g.get("thinking"),
             reasoning_budget=int(g["reasoning_budget"]) if g.get("reasoning_budget") is not None else None,
             reasoning_effort=g.get("reasoning_effort"),
+            reasoning_room=int(g["reasoning_room"]) if g.get("reasoning_room") is not None else None,
             min_new_tokens=int(g.get("min_new_tokens") or 0),
         )
 
@@ -290,6 +292,7 @@ def load_spec(path: Path) -> TaskSpec:
     if not isinstance(raw, dict):
         raise UserError("a task spec must be a mapping of fields", file=path, line=1)
     validate(raw, load_schema("task_spec.schema.json"), path, lines)
+    raw = with_family_departures(raw, path)
     raw = _headline(raw, path, lines)
     data = _merge(DEFAULTS, raw)
     return TaskSpec(name=data["name"], path=path, data=data, lines=lines)

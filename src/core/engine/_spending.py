@@ -95,20 +95,27 @@ def parse_usd(text: Any, flag: str = "--max-cost") -> float:
     return value
 
 
-def estimate_prompt_tokens(backend: ModelBackend, request: GenerationRequest) -> int:
-    """The prompt's tokens: the model's own count when it has a tokenizer, else an over-estimate."""
+def prompt_estimate(backend: ModelBackend, request: GenerationRequest) -> tuple[int, bool]:
+    """The prompt's tokens and whether they were counted: the model's own count when it has a
+    tokenizer, else an over-estimate (`CHARS_PER_TOKEN`). The one estimate behind both the dry
+    run's "at most" and what a cost limit reserves, so a limit set to the one holds the other."""
     try:
         counted = backend.count_tokens(request.messages)
     except Exception:  # noqa: BLE001 - a tokenizer that cannot be had: estimate instead
         counted = None
     if counted is not None:
-        return int(counted)
-    return sum(math.ceil(len(m.content) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE for m in request.messages)
+        return int(counted), True
+    return sum(math.ceil(len(m.content) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE for m in request.messages), False
+
+
+def estimate_prompt_tokens(backend: ModelBackend, request: GenerationRequest) -> int:
+    """The prompt's tokens: the model's own count when it has a tokenizer, else an over-estimate."""
+    return prompt_estimate(backend, request)[0]
 
 
 def most_answer_tokens(request: GenerationRequest) -> int:
-    """Every token the answer may take: its own and a thinking budget's."""
-    return int(request.params.max_new_tokens) + int(request.params.reasoning_budget or 0)
+    """Every token the answer may take: its own and its thinking's (a budget, or room)."""
+    return int(request.params.max_new_tokens) + request.params.thinking_allowance
 
 
 def cost_of(gen: Generation, price: Price | None) -> float | None:
@@ -230,9 +237,14 @@ class UsageCounters:
     #: not redo (a rerun's prompt_tokens is 0 because nothing was sent, not because nothing was asked)
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
-    #: tokens a reasoning model thought before its answers (generated or from the cache; part of
-    #: completion_tokens, as providers bill them), where the backend could tell
-    reasoning_tokens: int = 0
+    #: tokens a reasoning model thought in the answers it generated (part of completion_tokens,
+    #: as providers bill them); None as soon as one thinking answer's count is unknown (an API
+    #: that reports none): the sum over the others would pass for a total it is not
+    reasoning_tokens: int | None = 0
+    #: the same for the answers served from the cache (part of cached_completion_tokens)
+    cached_reasoning_tokens: int | None = 0
+    #: thinking answers whose reasoning tokens are unknown (generated or from the cache)
+    reasoning_unknown: int = 0
     #: answers whose thinking never closed (no answer at all)
     unclosed_thinking: int = 0
     #: USD this command paid for the answers it generated (those of known cost; a local model's
@@ -267,6 +279,19 @@ class UsageCounters:
         if child is None:
             child = self.by_task[name] = UsageCounters()
         return [self, child]
+
+    def add_thinking(self, gen: Generation) -> None:
+        """A thinking answer's reasoning tokens, each counted once: in `reasoning_tokens` when it
+        was generated now, in `cached_reasoning_tokens` when it came from the cache."""
+        if gen.finish_reason == "error" or gen.reasoning is None:
+            return
+        self.unclosed_thinking += gen.finish_reason == "unclosed_thinking"
+        name = "cached_reasoning_tokens" if gen.cached else "reasoning_tokens"
+        if gen.reasoning_tokens is None:
+            self.reasoning_unknown += 1
+            setattr(self, name, None)
+        elif getattr(self, name) is not None:
+            setattr(self, name, getattr(self, name) + int(gen.reasoning_tokens))
 
     def add(self, gen: Generation, cost: float | None = None, batched: bool = False) -> None:
         self.request_seconds += gen.seconds

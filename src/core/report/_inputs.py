@@ -43,6 +43,21 @@ class ReportRun:
         return model_label(self.model)
 
     @property
+    def reasoning(self) -> str:
+        """The run's reasoning settings (its specs' thinking switch, budget, effort and room), to
+        tell two runs of one model apart: `budget 2048` beside `budget 8192`."""
+        parts: list[str] = []
+        for spec in self.specs.values():
+            g = spec.data.get("generation") or {}
+            if g.get("thinking") is not None:
+                parts.append(f"thinking {'on' if g['thinking'] else 'off'}")
+            for key, label in (("reasoning_budget", "budget"), ("reasoning_effort", "effort"),
+                               ("reasoning_room", "room")):
+                if g.get(key) is not None:
+                    parts.append(f"{label} {g[key]}")
+        return ", ".join(dict.fromkeys(parts)) or "the model's own reasoning"
+
+    @property
     def judge(self) -> str:
         """The judges of its tasks, e.g. `recorded:gpt-4-eval` (to tell two rows apart)."""
         labels = []

@@ -19,7 +19,7 @@ from lceval.report._charts import fmt, numeric_order
 from lceval.report._figures import (base_task, breakdown_fields, breakdown_values,
                                     is_variant, metric_label, unit_of, why_no_interval)
 from lceval.interfaces import ReportContext
-from lceval.results import DIFFERS_MARK, differs_from_paper, headline_block
+from lceval.results import DIFFERS_MARK, UNCENSORED, UNCENSORED_LABEL, differs_from_paper, headline_block
 
 
 def p_text(p: float | None) -> str:
@@ -186,9 +186,12 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
             ci = " " + _ci_inline(headline_block(score), unit)  # the interval of the headline itself
             badge = ' <span class="best-badge">best</span>' if best else ""
             ranked = f' <span class="rank">rank {rank}/{len(ranks[t])}</span>' if rank else ""
+            share = (entry.get("accounting") or {}).get("censored_share")
+            censored = (f' <span class="censored" title="items whose thinking was cut before any answer, in the '
+                        f'score at the bottom of the scale">{share:.0%} censored</span>' if share else "")
             tds.append(f'<td class="num head{" best" if best else ""}" data-sort="{value:.6g}" data-task="{escape(t)}" '
                        f'title="n={score.get("n")}"><a href="{link}"><b>{fmt(value)}</b></a>{ci}'
-                       f'{ranked}{badge}</td>')
+                       f'{ranked}{badge}{censored}</td>')
         for s in swept:
             curve = curves.get((lab, s))
             tds.append(f'<td class="num">{escape(_effective(curve)) if curve else "–"}</td>')
@@ -214,6 +217,10 @@ def overview(ctx: ReportContext, anchors: dict[str, str]) -> str:
 
 HEAD_TITLES = {"trunc": "share of contexts truncated", "skip": "share of contexts skipped (did not fit)",
                "no-score": "answers without a score: judge parse failures, missing verdicts, unanswered",
+               "censored": "share of items whose thinking was cut (budget or window) before any answer: in the "
+                           "score at the bottom of the judge's scale, left out of the uncensored bound",
+               UNCENSORED_LABEL: "the score over the uncensored items only: an optimistic bound when the censored "
+                                 "items were the hard ones",
                "mean of groups": "the mean of the groups' means (the headline)"}
 
 
@@ -234,8 +241,11 @@ def task_table(task: str, ctx: ReportContext) -> str:
         for key in per_group or [(None, x) for x in (score.get("tests") or {})]:
             tests += [key] if key not in tests else []
     metric = metric_label(ctx, task)
-    head = ["model", *groups, "mean of groups" if groups else metric, "seeds", *metrics,
-            *[f"{g} {x}" if g else x for g, x in tests], "trunc", "skip", "no-score"]
+    censoring = any((t.get("accounting") or {}).get("censored") for t in entries)
+    head = ["model", *groups, "mean of groups" if groups else metric, "seeds",
+            *[UNCENSORED_LABEL if m == UNCENSORED else m for m in metrics],
+            *[f"{g} {x}" if g else x for g, x in tests], "trunc", "skip", "no-score",
+            *(["censored"] if censoring else [])]
     rows = []
     for i, t in zip(idx, entries):
         score = t["metrics"].get("score") or {}
@@ -266,8 +276,11 @@ def task_table(task: str, ctx: ReportContext) -> str:
                          f'<span class="n">n={res.get("n_a", "?")}/{res.get("n_b", "?")}</span></td>')
         acc = t.get("accounting") or {}
         not_scored = sum(int(acc.get(k, 0) or 0) for k in ("judge_parse_failures", "judge_missing", "unanswered"))
+        not_scored -= int(acc.get("censored") or 0)  # in the score, at the bottom of the scale
         cells += [f'<td class="num">{acc.get("truncated_share", 0):.0%}</td>',
                   f'<td class="num">{acc.get("skipped_share", 0):.0%}</td>', f'<td class="num">{not_scored}</td>']
+        if censoring:
+            cells.append(f'<td class="num">{acc.get("censored_share", 0):.0%}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     note = ""
     if tests:

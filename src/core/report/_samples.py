@@ -28,10 +28,11 @@ def _cut(sample: Any) -> dict[str, Any]:
 
 
 def _status(sample: Any) -> str:
-    """The judge parse status a reader filters on: ok, parse_failure, missing, or why there is
-    no judgment at all."""
+    """The judge parse status a reader filters on: ok, parse_failure, missing, censored, or why
+    there is no judgment at all."""
     if sample.response is None:
-        return "thinking never closed" if sample.generation_extras.get("unclosed_thinking") else "unanswered"
+        # censored: the thinking was cut (budget or window) before any answer, not a wrong answer
+        return "censored" if sample.generation_extras.get("unclosed_thinking") else "unanswered"
     return sample.judgments[0].parse_status if sample.judgments else "not judged"
 
 

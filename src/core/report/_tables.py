@@ -29,8 +29,10 @@ from typing import Any
 from lceval.engine import tokens_label
 from lceval.errors import UserError
 from lceval.report._inputs import ReportRun
-from lceval.results import DIFFERS_MARK, differs_from_paper
+from lceval.results import DIFFERS_MARK, UNCENSORED, UNCENSORED_LABEL, differs_from_paper
 
+#: the columns a task with censored items gets beside its mean
+CENSORED_COLUMNS = ("censored", UNCENSORED_LABEL)
 #: breakdowns the engine adds to every task with a measured context (scoring.breakdowns_for)
 CONTEXT_BREAKDOWNS = ("context_tokens", "context_kept_share")
 DEFAULT_TABLE = "Mean score per model, task and group"
@@ -59,9 +61,10 @@ def _tasks(run: ReportRun) -> dict[str, Any]:
 
 def row_labels(runs: list[ReportRun]) -> list[str]:
     """The model's name; where two runs under one label hold the same task, both are told
-    apart by the first of judge, model spec and run id that differs."""
+    apart by the first of judge, model spec, reasoning settings (two thinking budgets of one
+    model) and run id that differs."""
     labels = [r.name for r in runs]
-    for part in (lambda r: r.judge, lambda r: r.model, lambda r: r.run_id):
+    for part in (lambda r: r.judge, lambda r: r.model, lambda r: r.reasoning, lambda r: r.run_id):
         groups: dict[str, list[int]] = defaultdict(list)
         for i, label in enumerate(labels):
             groups[label].append(i)
@@ -129,7 +132,24 @@ def _main_value(metric: dict[str, Any] | None, group: str) -> float | None:
     return ((metric.get("groups") or {}).get(group) or {}).get("value")
 
 
+def _censoring(runs: list[ReportRun], task: str) -> bool:
+    return any(((_tasks(r).get(task) or {}).get("accounting") or {}).get("censored") for r in runs)
+
+
+def _censored_value(run: ReportRun, task: str, column: str) -> float | None:
+    """`censored`: the share of items whose thinking was cut before any answer; the bound: the
+    score over the uncensored items (the headline, as `_main_value` reads it)."""
+    entry = _tasks(run).get(task) or {}
+    if column == "censored":
+        return float((entry.get("accounting") or {}).get("censored_share") or 0.0)
+    bound = (entry.get("metrics") or {}).get(UNCENSORED) or _score(run, task)
+    return _main_value(bound, "mean" if (bound or {}).get("groups") else "all")
+
+
 def main_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
+    """Per table, a row per model and a column per task group and mean; a task whose thinking
+    was censored for some item also gets its censored share and the score over the uncensored
+    items (a bound, labelled so) beside its mean."""
     placed: dict[str, list[tuple[str, str]]] = defaultdict(list)
     spec_of = {t: r for r in runs for t in _tasks(r)}
     for task in _task_order(runs):
@@ -141,13 +161,19 @@ def main_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
     for title, entries in placed.items():
         names = [c for _, c in entries]
         layout = [(task, (column if names.count(column) == 1 else f"{column} ({task})")
-                   + (DIFFERS_MARK if task in differs else ""), _groups(runs, task))
+                   + (DIFFERS_MARK if task in differs else ""),
+                   _groups(runs, task) + (list(CENSORED_COLUMNS) if _censoring(runs, task) else []))
                   for task, column in entries]
         table = Table(title, [Column(col, g) for _, col, groups in layout for g in groups],
                       notes=[f"{DIFFERS_MARK} {task}: not comparable with the paper's number: {differs[task]}"
                              for task, _ in entries if task in differs])
+        if any(CENSORED_COLUMNS[0] in groups for _, _, groups in layout):
+            table.notes.append("censored: share of items whose thinking was cut (budget or window) before any "
+                               "answer, counted at the bottom of the judge's scale in the score; "
+                               f"{CENSORED_COLUMNS[1]}: the score over the other items, an optimistic bound")
         for label in order:
-            values = [_main_value(_score(cell[(label, task)], task) if (label, task) in cell else None, g)
+            values = [(_censored_value(cell[(label, task)], task, g) if g in CENSORED_COLUMNS else
+                       _main_value(_score(cell[(label, task)], task), g)) if (label, task) in cell else None
                       for task, _, groups in layout for g in groups]
             if any(v is not None for v in values):
                 table.rows.append((label, values))

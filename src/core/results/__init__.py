@@ -3,8 +3,10 @@ directory, and joining shards (public API).
 
 - `load_run(path) -> FinishedRun`: a run directory read back and checked against its
   schemas; every later stage (score, compare, report, rank, a report panel) starts here.
-- `primary_score`, `detail_value`, `cluster_of`, `run_model_name`: what a sample scored, the
-  unit its interval resamples, and how a table names a run's model.
+- `primary_score`, `detail_value`, `cluster_of`, `run_model_name`: what a sample scored (a
+  censored answer, whose thinking was cut before it answered, at the bottom of the judge's
+  scale; `uncensored_score` leaves it out, `is_censored` tells it), the unit its interval
+  resamples, and how a table names a run's model.
 - `score_task`: samples -> the results block of one task (groups, breakdowns, intervals,
   tests), driven by the spec's typed `report` section; `differs_from_paper(*tasks_blocks)`
   and `DIFFERS_MARK`: the tasks whose spec says their number is not the paper's measurement,
@@ -23,15 +25,17 @@ directory, and joining shards (public API).
 from lceval.results._cost import cost_summary, format_cost, usd
 from lceval.results._curves import effective_length, length_curves
 from lceval.results._merge import add_up, first_difference, merge_runs
-from lceval.results._outputs import RESULTS_SCHEMA_VERSION, RUN_OUTPUTS, console_text, format_table, write_run
+from lceval.results._outputs import (RESULTS_SCHEMA_VERSION, RUN_OUTPUTS, UNCENSORED_LABEL, console_text, format_table,
+                                     write_run)
 from lceval.results._run_dir import SAMPLES_MAX_BYTES, load_run, run_model_name, sample_from_record
-from lceval.results._scoring import (DIFFERS_MARK, cluster_of, detail_value, differs_from_paper, headline_block,
-                                     primary_score, score_task)
+from lceval.results._scoring import (DIFFERS_MARK, UNCENSORED, cluster_of, detail_value, differs_from_paper,
+                                     headline_block, is_censored, primary_score, score_task, uncensored_score)
 from lceval.types import FinishedRun
 
 __all__ = [
-    "DIFFERS_MARK", "RESULTS_SCHEMA_VERSION", "RUN_OUTPUTS", "SAMPLES_MAX_BYTES", "FinishedRun", "add_up", "cluster_of",
+    "DIFFERS_MARK", "RESULTS_SCHEMA_VERSION", "RUN_OUTPUTS", "SAMPLES_MAX_BYTES", "UNCENSORED", "UNCENSORED_LABEL",
+    "FinishedRun", "add_up", "cluster_of",
     "console_text", "cost_summary", "detail_value", "differs_from_paper", "effective_length", "first_difference", "format_cost",
-    "format_table", "headline_block", "length_curves", "load_run", "merge_runs", "primary_score",
-    "run_model_name", "sample_from_record", "score_task", "usd", "write_run",
+    "format_table", "headline_block", "is_censored", "length_curves", "load_run", "merge_runs", "primary_score",
+    "run_model_name", "sample_from_record", "score_task", "uncensored_score", "usd", "write_run",
 ]

@@ -24,7 +24,7 @@ from lceval.types import FinishedRun
 from lceval.engine import Plugins, RunState, model_label
 from lceval.results._cost import cost_summary, format_cost
 from lceval.results._curves import length_curves
-from lceval.results._scoring import DIFFERS_MARK, differs_from_paper, headline_block, score_task
+from lceval.results._scoring import DIFFERS_MARK, UNCENSORED, differs_from_paper, headline_block, score_task
 from lceval.io import load_schema
 
 RESULTS_SCHEMA_VERSION = 1
@@ -283,7 +283,7 @@ def console_text(state: RunState, results: dict[str, Any]) -> str:
     """What `lceval run` and `lceval score` print for a run: the table, then the context
     facts and, for a model that thought, its thinking."""
     facts = format_context_facts(state)
-    thinking = format_thinking(results)
+    thinking = "\n".join([*state.reasoning_used, format_thinking(results)]).strip()
     cost = format_cost(cost_summary(state.usage, state.judge_usage))
     partial = ("PARTIAL: a cost limit stopped the run (" + str(state.stopped["limit"]) + "); the scores are of the "
                "answers it got" if state.stopped else "")
@@ -293,18 +293,27 @@ def console_text(state: RunState, results: dict[str, Any]) -> str:
 
 def format_thinking(results: dict[str, Any]) -> str:
     """One line per task whose model thought: tokens thought (of the completion tokens, as
-    providers bill them), per answer, and the answers whose thinking never closed."""
+    providers bill them) and per thinking answer, the same numbers results.json holds (unknown
+    where the API reported them for none or only some answers), and the censored answers."""
     lines = []
     for name, task in results["tasks"].items():
         acc = task["accounting"]
         tokens = acc.get("tokens") or {}
         if "reasoning" not in tokens and not acc.get("unclosed_thinking"):
             continue
-        answered = max(1, int(acc["answered"]))
-        line = (f"{name}: thinking {tokens.get('reasoning', 0):,} tokens of {tokens.get('completion', 0):,} "
-                f"completion tokens ({tokens.get('reasoning', 0) / answered:,.0f} per answer)")
-        if acc.get("unclosed_thinking"):
-            line += f"; {acc['unclosed_thinking']} answer(s) never closed their thinking (no answer, in no-score)"
+        thought = int(tokens.get("thinking_answers") or acc.get("answered") or 0)
+        reasoning = tokens.get("reasoning")
+        if reasoning is None:
+            line = (f"{name}: thinking tokens not reported for {tokens.get('reasoning_unknown', 0)} of {thought} "
+                    f"answer(s) (inside their {tokens.get('completion', 0):,} completion tokens)")
+        else:
+            line = (f"{name}: thinking {reasoning:,} tokens of {tokens.get('completion', 0):,} completion tokens "
+                    f"({reasoning / max(1, thought):,.0f} per thinking answer)")
+        if acc.get("censored"):
+            line += (f"; {acc['censored']} censored (the thinking was cut before any answer: "
+                     f"{acc['censored_share']:.0%} of the items, at the bottom of the judge's scale in the score)")
+        elif acc.get("unclosed_thinking"):
+            line += f"; {acc['unclosed_thinking']} answer(s) never closed their thinking (no answer)"
         lines.append(line)
     return "\n".join(lines)
 
@@ -362,7 +371,10 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
     """A row per group, the task's mean, tests and further metrics. An empty interval or
     p-value says in its own cell why there is none (one meeting, too few scores), so a short
     run's table is never silently blank."""
-    rows = [("task", "group", "score", "95% CI", "n", "trunc", "skip", "no-score")]
+    censoring = any((t.get("accounting") or {}).get("censored") for t in results["tasks"].values())
+    head: tuple[str, ...] = ("task", "group", "score", "95% CI", "n", "trunc", "skip", "no-score")
+    rows = [head + (("censored",) if censoring else ())]
+    pad = ("",) if censoring else ()
     for name, task in results["tasks"].items():
         name += DIFFERS_MARK if task.get("differs_from_paper") else ""
         metric = task["metrics"]["score"]
@@ -370,28 +382,36 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         unit = _unit(task.get("cluster_by"))
         groups = metric.get("groups") or {}
         for gname, g in groups.items():
-            rows.append((name, gname, _fmt(g["value"]), _ci(g, unit), str(g["n"]), "", "", ""))
+            rows.append((name, gname, _fmt(g["value"]), _ci(g, unit), str(g["n"]), "", "", "") + pad)
         label = "mean of groups" if groups else "all"
-        head = headline_block(metric)
-        rows.append((name, label, _fmt(head["value"]), _ci(head, unit), str(metric["n"]),
-                     f"{acc['truncated_share']:.0%}", f"{acc['skipped_share']:.0%}",
-                     str(acc["judge_parse_failures"] + acc.get("judge_missing", 0) + acc.get("unanswered", 0))))
+        headline = headline_block(metric)
+        censored = int(acc.get("censored") or 0)
+        # a censored answer is in the score (at the bottom of the scale), not among the no-scores
+        no_score = acc["judge_parse_failures"] + acc.get("judge_missing", 0) + acc.get("unanswered", 0) - censored
+        rows.append((name, label, _fmt(headline["value"]), _ci(headline, unit), str(metric["n"]),
+                     f"{acc['truncated_share']:.0%}", f"{acc['skipped_share']:.0%}", str(no_score))
+                    + ((f"{acc.get('censored_share', 0.0):.0%}",) if censoring else ()))
         seeds = metric.get("across_seeds")
         if seeds and seeds.get("mean") is not None:
             rows.append((name, f"{seeds['n_seeds']} seeds", f"{_fmt(seeds['mean'])} ± {_fmt(seeds['std'])}",
-                         "", "", "", "", ""))
+                         "", "", "", "", "") + pad)
         # per group, as the papers test (Thonet et al., 2024a, Table 9 is test2 alone); pooled only without groups
         tested = [(f"{gname} {tname}", t) for gname, g in groups.items() for tname, t in (g.get("tests") or {}).items()]
         for label, t in tested or list((metric.get("tests") or {}).items()):
             why = "" if t["p_value"] is not None else f"n/a: {t.get('note') or 'no test'}"
-            rows.append((name, label, f"p={_fmt(t['p_value'], 3)}", why, f"{t['n_a']}/{t['n_b']}", "", "", ""))
+            rows.append((name, label, f"p={_fmt(t['p_value'], 3)}", why, f"{t['n_a']}/{t['n_b']}", "", "", "") + pad)
         for mname, extra in task["metrics"].items():
             if mname == "score":
                 continue
             value = extra.get("mean_of_groups") if extra.get("groups") else extra["value"]
-            rows.append((name, mname, _fmt(value), "" if extra.get("groups") else _ci(extra, unit),
-                         str(extra["n"]), "", "", ""))
+            shown = UNCENSORED_LABEL if mname == UNCENSORED else mname
+            rows.append((name, shown, _fmt(value), "" if extra.get("groups") else _ci(extra, unit),
+                         str(extra["n"]), "", "", "") + pad)
     return rows
+
+
+#: how tables name the score over the uncensored items (metric `uncensored_bound`)
+UNCENSORED_LABEL = "uncensored only (bound)"
 
 
 def _unit(cluster_by: str | None) -> str:

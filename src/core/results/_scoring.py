@@ -15,27 +15,43 @@ from lceval.stats import across_seeds, cluster_bootstrap, welch_one_tailed
 from lceval.types import Sample, is_scored
 
 
-def primary_score(sample: Sample) -> float | None:
-    """The score of the sample's first judgment; None if unanswered or unparseable."""
-    if sample.response is None or not sample.judgments:
-        return None
-    j = sample.judgments[0]
-    return j.score if j.parse_status == "ok" else None
+def is_censored(sample: Sample) -> bool:
+    """The model thought until its budget or the window ran out and never answered: not a
+    wrong answer, no answer (counted at the bottom of the judge's scale in the score over all
+    items, left out of the uncensored score)."""
+    return sample.response is None and bool(sample.generation_extras.get("unclosed_thinking"))
 
 
 def metric_value(sample: Sample, index: int) -> float | None:
     """The score of the sample's judgment `index` (0: the headline, then the spec's further
-    metrics in order); None if unanswered, missing or unparseable."""
-    if sample.response is None or len(sample.judgments) <= index:
+    metrics in order), a censored answer's at the bottom of the judge's scale; None if
+    unanswered, missing or unparseable."""
+    if len(sample.judgments) <= index:
         return None
     j = sample.judgments[index]
+    if is_censored(sample):
+        return j.score if j.parse_status == "censored" else None
+    if sample.response is None:
+        return None
     return j.score if j.parse_status == "ok" else None
+
+
+def primary_score(sample: Sample) -> float | None:
+    """The score of the sample's first judgment (a censored answer's: the bottom of the judge's
+    scale, as the score over all items counts it); None if unanswered or unparseable."""
+    return metric_value(sample, 0)
+
+
+def uncensored_score(sample: Sample, index: int = 0) -> float | None:
+    """As `metric_value`, a censored answer left out (None): the score over the uncensored
+    items, an optimistic bound when the censored ones were the hard ones."""
+    return None if is_censored(sample) else metric_value(sample, index)
 
 
 def detail_value(sample: Sample, name: str) -> float | None:
     """A further number the judge reported in its details (e.g. SummHay's coverage beside the
-    joint score); None when the answer or judgment is missing or failed."""
-    if primary_score(sample) is None:
+    joint score); None when the answer or judgment is missing or failed, or was censored."""
+    if uncensored_score(sample) is None:
         return None
     value = sample.judgments[0].details.get(name)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -118,6 +134,9 @@ def breakdowns_for(samples: list[Sample], report: ReportSettings) -> list[Breakd
         out.append(reasoning_tokens_breakdown())
     return out
 
+
+#: the metric beside `score` when answers were censored: the score over the uncensored items
+UNCENSORED = "uncensored_bound"
 
 #: Edges (tokens) of the `reasoning_tokens` breakdown: how long a reasoning model thought.
 REASONING_EDGES = (1024, 4096, 16384)
@@ -300,8 +319,11 @@ def score_task(samples: list[Sample], spec: TaskSpec | dict[str, Any], judge_ide
     missing = status.count("missing")  # no verdict at all (no recorded score, judge API gave up)
     truncated = sum(1 for s in samples if s.context_cut.action == "truncated")
     unclosed = sum(1 for s in samples if s.generation_extras.get("unclosed_thinking"))
+    censored = sum(1 for s in samples if is_censored(s))
     skipped = sum(1 for s in samples if s.context_cut.action == "skipped")
     metrics = {"score": _metric(samples, report, seed, primary_score)}
+    if censored:  # the same items without the censored ones: a bound, said so wherever it is shown
+        metrics[UNCENSORED] = _metric(samples, report, seed, uncensored_score)
     further = spec.metrics
     for i, m in enumerate(further, start=1):  # the spec's further metrics, each from its own judgment
         metrics[m.label] = _metric(samples, report, seed, lambda s, i=i: metric_value(s, i))
@@ -331,6 +353,9 @@ def score_task(samples: list[Sample], spec: TaskSpec | dict[str, Any], judge_ide
     }
     if unclosed:  # answers whose thinking never closed: no answer (among `unanswered`)
         out["accounting"]["unclosed_thinking"] = unclosed
+    if censored:  # of them, those of scored items: in the score at the bottom of the scale
+        out["accounting"]["censored"] = censored
+        out["accounting"]["censored_share"] = censored / n
     limited = sum(1 for s in samples if _not_sent(s))
     if limited:  # not asked: a cost limit stopped the run (among `unanswered` and `generation_failures`)
         out["accounting"]["not_sent_cost_limit"] = limited
@@ -358,7 +383,8 @@ def token_totals(samples: list[Sample]) -> dict[str, Any]:
     """Tokens the answers took (answers from the request cache count what they took when they
     were generated, so a resumed or sharded run reports what an uninterrupted one would). `prefilled` is None as soon as one answer's prefill is unknown: the sum
     over the answers whose prefill is known would pass for a total it is not."""
-    answered = [s for s in samples if s.response is not None]
+    # every answer the model gave, a thinking that never closed included: it was generated and billed
+    answered = [s for s in samples if s.response is not None or s.generation_extras.get("unclosed_thinking")]
     unknown = sum(1 for s in answered if s.prefilled_tokens is None)
     out: dict[str, Any] = {
         "prompt": sum(s.prompt_tokens for s in answered),
@@ -366,10 +392,13 @@ def token_totals(samples: list[Sample]) -> dict[str, Any]:
         "prefill_unknown": unknown,
         "completion": sum(s.completion_tokens for s in answered),
     }
-    thought = [s for s in samples if s.reasoning is not None]
+    thought = [s for s in answered if s.reasoning is not None]
     if thought:  # a reasoning model: its thinking (part of completion, as providers bill it)
-        out["reasoning"] = sum(s.reasoning_tokens or 0 for s in thought)
-        out["reasoning_unknown"] = sum(1 for s in thought if s.reasoning_tokens is None)
+        unknown_thought = sum(1 for s in thought if s.reasoning_tokens is None)
+        # as prefilled: the sum over the answers whose count is known would pass for a total
+        out["reasoning"] = None if unknown_thought else sum(s.reasoning_tokens or 0 for s in thought)
+        out["reasoning_unknown"] = unknown_thought
+        out["thinking_answers"] = len(thought)
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -272,3 +273,100 @@ def test_max_cost_with_an_unknown_price_is_refused(server: BatchServer, tiny_hom
                         "--max-cost", "5", "--data-home", tiny_home, "--output", tmp_path / "runs", "--no-progress")
     assert code == 2 and "--max-cost 5" in err and "price" in err and "input_cost_per_mtok" in err
     assert server.batch_count() == 0 and server.direct == 0 and not (tmp_path / "runs").exists()
+
+
+def _strangers_batch(server: BatchServer, protocol: str, n: int) -> str:
+    """A batch of `n` requests someone else sent to the same account (no tag of ours, other
+    request ids), straight through the provider's HTTP API."""
+    import urllib.request
+
+    def post(url: str, data: bytes, content_type: str = "application/json") -> dict[str, Any]:
+        request = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": content_type})
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+            return json.loads(response.read())
+
+    if protocol == "anthropic":
+        return post(server.root + "/v1/messages/batches", json.dumps({"requests": [
+            {"custom_id": f"theirs-{i}", "params": {"model": "fake", "max_tokens": 8,
+                                                    "messages": [{"role": "user", "content": f"q{i}"}]}}
+            for i in range(n)]}).encode())["id"]
+    lines = "".join(json.dumps({"custom_id": f"theirs-{i}", "method": "POST", "url": "/v1/chat/completions",
+                                "body": {"model": "fake", "messages": [{"role": "user", "content": f"q{i}"}]}}) + "\n"
+                    for i in range(n)).encode()
+    form = (b'--b\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--b\r\nContent-Disposition: '
+            b'form-data; name="file"; filename="theirs.jsonl"\r\n\r\n' + lines + b"\r\n--b--\r\n")
+    uploaded = post(server.url + "/files", form, "multipart/form-data; boundary=b")
+    return post(server.url + "/batches", json.dumps({"input_file_id": uploaded["id"], "endpoint": "/v1/chat/completions",
+                                                     "completion_window": "24h"}).encode())["id"]
+
+
+@pytest.mark.parametrize("ours_reached_the_provider", [True, False])
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_a_strangers_batch_of_the_same_size_is_never_adopted(server: BatchServer, protocol: str,
+                                                            ours_reached_the_provider: bool, tmp_path: Path) -> None:
+    """A batch whose id was never recorded, and just after it a stranger's batch of the same size
+    (no tag of ours: a matching size and time is all it has): the rerun adopts a batch only when
+    the provider shows it holds our request ids, waits for both rather than guess, never cancels
+    the stranger's, and sends our requests again only when none of them was ours."""
+    cache_path = tmp_path / "c.sqlite"
+    server.hold.set()  # both batches still running when the rerun looks for ours
+    with open_model(spec(server, protocol), cache_path=cache_path) as model:
+        requests = asks(3)
+        keys = [model.key(r) for r in requests]
+        cache = Cache(cache_path)
+        cache.record_batch("lceval-crashed", model.batcher.model, protocol,
+                           [(k, {"request_id": r.request_id}) for k, r in zip(keys, requests)])
+        cache.close()
+        if ours_reached_the_provider:
+            model.batcher.api.submit("lceval-crashed", [(k, r) for k, r in zip(keys, requests)])
+    theirs = _strangers_batch(server, protocol, 3)
+    server.hold.clear()
+    with open_model(spec(server, protocol), cache_path=cache_path) as model:
+        gens = model.generate(requests)
+        counters = model.batcher.counters
+    assert [g.text for g in gens] == [f"answer to q{i}" for i in range(3)]
+    assert not server.batches[theirs].get("cancel") and not server.paid_twice()
+    ours = [k for k in server.charged if not k.startswith("theirs-")]
+    assert sorted(ours) == sorted(keys)  # each of our requests paid exactly once
+    assert counters.batches_adopted == 1 and counters.batches_sent == (0 if ours_reached_the_provider else 1)
+
+
+def test_max_cost_set_to_the_dry_runs_at_most_runs_every_request(server: BatchServer, tiny_home: Path,
+                                                                 tmp_path: Path) -> None:
+    """The dry run's "at most" and what --max-cost reserves are one estimate (no tokenizer: 3
+    characters a token), rounded up where it is shown. Through a batch every request is reserved
+    before any is paid: the figure itself lets all 7 through, a hundredth of a cent less does not."""
+    argv = ["run", "--tasks", "elitr_qa", "--model", spec(server, "openai"), "--data-home", tiny_home,
+            "--no-progress"]
+    code, out, err = call(*argv, "--dry-run")
+    assert code == 0, err
+    at_most = float(re.search(r"through its batch API \(as this run asks\): \$([0-9.]+)", out).group(1))
+    assert "3 characters a token" in out and server.batch_count() == 0
+    code, out, err = call(*argv, "--max-cost", str(at_most), "--output", tmp_path / "all",
+                          "--cache", tmp_path / "all.sqlite")
+    assert code == 0, err
+    assert len(server.submitted) == 7 and "PARTIAL" not in out
+    code, out, err = call(*argv, "--max-cost", f"{at_most - 0.0001:.4f}", "--output", tmp_path / "less",
+                          "--cache", tmp_path / "less.sqlite")
+    assert code == 3 and "1 request(s) not sent" in err, err  # 3: a partial run
+    assert len(server.submitted) == 7 + 6
+
+
+def test_a_reasoning_models_batch_lines_are_in_its_apis_terms(server: BatchServer, tmp_path: Path) -> None:
+    """A batch line goes to the provider's HTTP API as it is: an OpenAI reasoning model's limit
+    is `max_completion_tokens` with no temperature; Claude's thinking carries its budget inside
+    `max_tokens` and no temperature."""
+    from lceval_plugins.backends.litellm_api import make_litellm
+
+    ask = GenerationRequest("q", [Message("system", "Be brief."), Message("user", "q0")],
+                            GenerationParams(max_new_tokens=64, reasoning_room=1000, reasoning_effort="low"))
+    make_litellm("openai/o4-mini", {"api_base": server.url}).batch_api().submit("lceval-a", [("a0", ask)])
+    think = GenerationRequest("q", ask.messages, GenerationParams(max_new_tokens=64, reasoning_budget=2048))
+    make_litellm("anthropic/claude-sonnet-4-20250514", {"api_base": server.root}).batch_api().submit(
+        "lceval-b", [("b0", think)])
+    openai_line, anthropic_line = (b["requests"][cid] for b, cid in zip(server.batches.values(), ("a0", "b0")))
+    assert {k: v for k, v in openai_line.items() if k != "messages"} == {
+        "model": "o4-mini", "max_completion_tokens": 1064, "seed": 0, "reasoning_effort": "low"}
+    assert {k: v for k, v in anthropic_line.items() if k != "messages"} == {
+        "model": "claude-sonnet-4-20250514", "max_tokens": 64 + 2048, "system": "Be brief.",
+        "thinking": {"type": "enabled", "budget_tokens": 2048}}

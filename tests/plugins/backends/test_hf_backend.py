@@ -82,18 +82,23 @@ def test_options_are_typed_and_checked(folder):
         make_hf(str(folder), {"dtype": "auto", "device_map": "auto", "device": "cpu"})
 
 
-def test_defaults_come_from_free_memory(folder, monkeypatch):
-    from lceval_plugins.backends import hf
+def test_defaults_come_from_the_memory_plan(folder):
+    """`memory_gib` stands for the free memory: the key/value capacity and the batch follow it."""
+    from lceval_plugins.backends.hf import make_hf
+    from lceval_plugins.backends.hf_memory import GiB, kv_bytes_per_token, scratch_bytes, weights_bytes
 
-    backend = hf.make_hf(str(folder), {"dtype": "auto", "n_ctx": "1024", "device": "cpu"})
-    per_token = hf.kv_bytes_per_token(backend._get_config(), 8)  # float64 weights, dtype=auto
+    probe = make_hf(str(folder), {"dtype": "auto", "n_ctx": "1024", "device": "cpu"})
+    config = probe._get_config()
+    per_token = kv_bytes_per_token(config, 8)  # float64 weights, dtype=auto
     assert per_token == 2 * 2 * 2 * 16 * 8  # keys and values, 2 layers, 2 key heads of 16 dims
-    weights = hf._weights_bytes(backend._get_config(), 8)
-    monkeypatch.setattr(hf, "_free_memory", lambda device: 2 * (weights + 5 * 1024 * per_token))
+    room = weights_bytes(config, 8) + scratch_bytes(config, 8, 1024, 1024) + 5 * 1024 * per_token
+    backend = make_hf(str(folder), {"dtype": "auto", "n_ctx": "1024", "device": "cpu",
+                                    "memory_gib": str(room / GiB)})
     assert backend.prefix_cache.kind == "shared" and backend.prefix_cache.shares_in_flight
-    assert backend.prefix_cache.capacity_tokens == 5 * 1024  # half the free memory, less the weights
+    assert backend.prefix_cache.capacity_tokens == 5 * 1024  # the weights and one chunk's scratch set aside
     assert backend.max_in_flight == 5  # five window-long prompts fit
     assert "batch_size" not in backend.identity() and "attn_implementation" not in backend.identity()
+    assert "memory_gib" not in backend.identity()  # how the answers are computed, not what they are
 
 
 def test_generate_is_thread_safe_and_batched_answers_equal_unbatched(folder):

@@ -147,3 +147,33 @@ def test_a_missing_punkt_model_is_a_clear_error(monkeypatch, tmp_path):
     with pytest.raises(UserError, match="punkt"):
         judge("helmet_alce", metric="citation_rec", nli_model=STUB, nli_kind="python").judge(
             alce_items("asqa", INPUTS["asqa"][:1]))
+
+
+#: eval_alce.py compute_autoais (princeton-nlp/HELMET 4526dfb, the stub NLI in place of TRUE) on row 0
+#: of our asqa file with all its 40 retrieved documents (the output file's `docs`), 30 of them shown at 8k
+PAST_SHOWN = [("Thing 0 is V034 [35].", 100.0, 100.0),
+              ("Thing 0 is V034 [35][1]. And V00 [1].", 100.0, 200 / 3),
+              ("Thing 0 is V034 [41].", 0.0, 0.0)]
+
+
+@pytest.mark.parametrize("answer,rec,prec", PAST_SHOWN)
+def test_a_citation_past_the_shown_documents_is_checked_against_the_retrieved_one(answer, rec, prec, punkt):
+    from lceval.io import using_data_home
+
+    from tests.plugins.helmet.helpers import HOME
+
+    (item,) = alce_items("asqa", [answer])
+    assert len(item.metadata["docs"]) == 30 and item.metadata["retrieved"]["row"] == 0
+    with using_data_home(HOME):
+        got = [judge("helmet_alce", metric=m, nli_model=STUB, nli_kind="python").judge([item])[0].score
+               for m in ("citation_rec", "citation_prec")]
+    assert got == pytest.approx([rec, prec])
+
+
+def test_a_citation_past_the_shown_documents_without_their_file_is_a_clear_error(punkt, tmp_path):
+    from lceval.errors import UserError
+    from lceval.io import using_data_home
+
+    (item,) = alce_items("asqa", [PAST_SHOWN[0][0]])
+    with using_data_home(tmp_path), pytest.raises(UserError, match="retrieved documents"):
+        judge("helmet_alce", metric="citation_rec", nli_model=STUB, nli_kind="python").judge([item])
