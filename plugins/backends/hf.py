@@ -29,6 +29,7 @@ from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend, PrefixCache
+from lceval.methods import METHOD_OPTIONS
 from lceval.options import check_options
 from lceval.types import Generation, GenerationParams, GenerationRequest
 
@@ -36,6 +37,7 @@ from . import local_files
 from .hf_batching import ATTENTION_NAME, STEP_TOKENS, BatchEngine, Job, register_attention
 from .hf_memory import (MAX_DEFAULT_BATCH, MemoryAwareEngine, MemoryPlan, dtype_width, free_memory, plan_memory,
                         timed_load)
+from .hf_press import PressEngine, PressSetting, compressed_span
 from .local_files import file_sha256
 
 if TYPE_CHECKING:
@@ -83,6 +85,10 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
                      "description": f"TYPE:FACTOR, TYPE one of {'|'.join(_ROPE_TYPES)} and FACTOR a positive "
                                     "number, e.g. linear:2.0 (stretches the window FACTOR times)."},
 }}
+# a long-context method as a setting (press=NAME,compression_ratio=R,press.KEY=V): hf_press.py
+OPTIONS["properties"].update(METHOD_OPTIONS["properties"])
+OPTIONS.update(patternProperties=METHOD_OPTIONS["patternProperties"],
+               dependentRequired=METHOD_OPTIONS["dependentRequired"])
 
 
 def resolve_source(model: str) -> tuple[str, Path | None]:
@@ -162,6 +168,8 @@ class HFBackend(HFTokens, ModelBackend):
         self._eos: frozenset[int] = frozenset()
         self._lock = threading.Lock()  # loading, and the engine's creation
         self._tok_lock = threading.RLock()  # a fast tokenizer is not safe to share between threads
+        self._press = PressSetting.from_options(self.options)  # None: no long-context method
+        self._press_engine: PressEngine | None = None
 
     # -- lazy loading --------------------------------------------------------------------
     def _source(self) -> tuple[str, dict[str, Any]]:
@@ -214,7 +222,8 @@ class HFBackend(HFTokens, ModelBackend):
             config, tokenizer = self._get_config(), self._get_tokenizer()
             device, dtype = self._resolve_device()
             register_attention()
-            kwargs: dict[str, Any] = {"config": config, "attn_implementation": ATTENTION_NAME}
+            attention = self._press.attention(self.options["attn_implementation"]) if self._press else ATTENTION_NAME
+            kwargs: dict[str, Any] = {"config": config, "attn_implementation": attention}
             # `torch_dtype` was renamed `dtype` in transformers 4.56
             new_kw = Version(transformers.__version__) >= Version("4.56")
             kwargs["dtype" if new_kw else "torch_dtype"] = dtype if dtype == "auto" else getattr(torch, dtype)
@@ -269,13 +278,17 @@ class HFBackend(HFTokens, ModelBackend):
     @property  # type: ignore[override]
     def max_in_flight(self) -> int:
         """The batch: requests the engine may send at once, each from a thread of its own."""
+        if self._press is not None:  # one at a time: hf_press.WHY_NOT_BATCHED
+            return 1
         return self._memory_plan().batch_size
 
     @property  # type: ignore[override]
     def prefix_cache(self) -> PrefixCache:
         """Shared: several transcripts may be kept, as many tokens as the memory share holds;
         a transcript's requests may arrive together (the engine prefills it once and the
-        others wait for it), so they need no primer."""
+        others wait for it), so they need no primer. With a press: the last compressed context."""
+        if self._press is not None:
+            return PrefixCache("last-prompt")
         return PrefixCache("shared", capacity_tokens=self._memory_plan().kv_tokens, shares_in_flight=True)
 
     def identity(self) -> dict[str, Any]:
@@ -295,6 +308,7 @@ class HFBackend(HFTokens, ModelBackend):
             "rope_scaling": f"{rope[0]}:{rope[1]}" if rope else None,
             "chat_template_sha256": (hashlib.sha256(self.template_override.encode()).hexdigest()
                                      if self.template_override is not None else None),
+            **({"press": self._press.identity()} if self._press is not None else {}),
         }
 
     def count_tokens(self, messages: list[Any]) -> int:
@@ -313,18 +327,40 @@ class HFBackend(HFTokens, ModelBackend):
         """Forget the kept prompts: the next request prefills from scratch."""
         if self._engine is not None:
             self._engine.reset()
+        if self._press_engine is not None:
+            self._press_engine.reset()
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         """Thread-safe: each call's requests join the batch and the call returns when they
         are answered."""
+        if self._press is not None:
+            return [self._press_answer(r) for r in requests]
         jobs = [self._submit(r) for r in requests]
         return [self._answer(r, BatchEngine.wait(job)) for r, job in zip(requests, jobs)]
 
+    def _press_answer(self, request: GenerationRequest) -> Generation:
+        job = self._job(request)
+        with self._lock:
+            if self._press_engine is None:
+                assert self._press is not None
+                self._press_engine = PressEngine(self._get_model(), self._press, pick_token)
+        with self._tok_lock:
+            span = compressed_span(self._get_tokenizer(), request, job.ids, self._press.query_aware,
+                                   self.chat_template_text())
+        extras = self._press_engine.answer(job, span)
+        return self._answer(request, job, extras)
+
     def _submit(self, request: GenerationRequest) -> Job:
+        job = self._job(request)
+        with self._lock:
+            engine = self._get_engine()
+        return engine.submit(job)
+
+    def _job(self, request: GenerationRequest) -> Job:
         with self._tok_lock:
             ids = self.checked_prompt_tokens(request, self.context_window, "n_ctx")
-        with self._lock:
-            engine = self._get_engine()  # after the checks: a bad request fails without loading weights
+        with self._lock:  # after the checks: a bad request fails without loading weights (the end ids come with them)
+            self._get_model() if self._press is not None else self._get_engine()  # the engine times the load
         stops = request.params.stop
 
         def stop_hit(out: list[int]) -> bool:
@@ -336,9 +372,9 @@ class HFBackend(HFTokens, ModelBackend):
             with self._tok_lock:
                 singles = [self._tokenizer.encode(stop, add_special_tokens=False) for stop in stops if stop]
             banned = frozenset(self._eos) | {ids[0] for ids in singles if len(ids) == 1}
-        return engine.submit(Job(ids, request.params, self._eos, stop_hit, banned_early=banned))
+        return Job(ids, request.params, self._eos, stop_hit, banned_early=banned)
 
-    def _answer(self, request: GenerationRequest, job: Job) -> Generation:
+    def _answer(self, request: GenerationRequest, job: Job, extras: dict[str, Any] | None = None) -> Generation:
         with self._tok_lock:
             # a template that writes its thinking in special tokens (gpt-oss's channels) keeps
             # them, so the engine can split the thinking off the answer
@@ -349,10 +385,13 @@ class HFBackend(HFTokens, ModelBackend):
         return Generation(request_id=request.request_id, text=text, prompt_tokens=len(job.ids),
                           prefilled_tokens=job.prefilled, completion_tokens=len(job.out),
                           finish_reason=job.finish, seconds=job.seconds,
-                          extras={"opened_thinking": True} if opened else {})
+                          extras={**(extras or {}), **({"opened_thinking": True} if opened else {})})
 
     def stats(self) -> dict[str, Any] | None:
-        """The engine's counters, memory plan and phases (`MemoryAwareEngine.stats`)."""
+        """The engine's counters, memory plan and phases (`MemoryAwareEngine.stats`); with a
+        press, the press engine's (hf_press.PressEngine.stats)."""
+        if self._press_engine is not None:
+            return self._press_engine.stats()
         return None if self._engine is None else self._engine.stats()
 
     def close(self) -> None:
@@ -360,7 +399,7 @@ class HFBackend(HFTokens, ModelBackend):
         with self._lock:
             if self._engine is not None:
                 self._engine.close()
-            self._engine = self._model = None
+            self._engine = self._model = self._press_engine = None
         gc.collect()
         if was_cuda:
             import torch

@@ -32,11 +32,16 @@ CORPUS = ["(PERSON1) Hello everyone, let us start the meeting about the orange d
 def folder(tmp_path_factory) -> Path:
     """A llama-shaped model of 2 layers saved with its tokenizer (dtype float64, so `dtype=auto`
     runs it exactly and batched answers equal unbatched ones by construction)."""
+    return tiny_folder(tmp_path_factory.mktemp("tiny-hf"))
+
+
+def tiny_folder(out: Path, layers: int = 2, dtype: str = "float64") -> Path:
+    """The tiny model folder: a byte-level BPE tokenizer trained on CORPUS, the chat template,
+    random llama weights of `layers` layers in `dtype`."""
     import torch
     import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    out = tmp_path_factory.mktemp("tiny-hf")
     specials = ["<|end|>", "<|user|>", "<|system|>", "<|assistant|>"]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -47,11 +52,11 @@ def folder(tmp_path_factory) -> Path:
     fast.chat_template = TEMPLATE
     fast.save_pretrained(out)
     config = transformers.LlamaConfig(vocab_size=len(fast), hidden_size=64, intermediate_size=128,
-                                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                      num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
                                       max_position_embeddings=2048, initializer_range=0.3,
                                       eos_token_id=fast.eos_token_id, pad_token_id=fast.eos_token_id)
     torch.manual_seed(7)
-    transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float64).save_pretrained(out)
+    transformers.AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype)).save_pretrained(out)
     return out
 
 
