@@ -30,8 +30,6 @@ Usage (from the repository root, lceval's venv active):
     python benchmarks/hf_batching.py setup-lmeval         # once: benchmarks/.lmeval/.venv
     python benchmarks/hf_batching.py cpu --data-home DIR  # both workloads, the three systems
     python benchmarks/hf_batching.py cpu --data-home DIR --workload readme9 --systems batched,lm-eval
-    python benchmarks/hf_batching.py gpu                  # the GPU recipe (below)
-    python benchmarks/hf_batching.py gpu --config tiny --device cpu   # the same code on a tiny model
 
 DIR is a data home where `lceval data fetch elitr-bench` has installed the dataset. On a
 machine shared with other work, set OMP_WAIT_POLICY=PASSIVE (the `cpu` command sets it for
@@ -39,14 +37,8 @@ every system unless it is set already): torch's OpenMP threads otherwise spin wh
 wait, and when other processes take the cores every small parallel region of a decoding step
 waits for a descheduled thread (measured: a 3-row matrix product 100x slower).
 
-The GPU recipe (`gpu`): a randomly initialised model with Llama-3.1-8B's configuration,
-built on the device in bf16 (no download, no tokenizer: the prompts are token ids), T
-synthetic transcripts of 16k tokens with 8 questions each, 256 new tokens per answer (no
-end-of-sequence token, so every answer has 256). lceval's batching engine (what the `hf:`
-backend runs, every request submitted from its own thread) against transformers'
-`generate_batch` (continuous batching, paged attention, block sharing) on the same prompts.
-It prints generated tokens per second for both; the target is lceval within 2x of
-`generate_batch`.
+On a GPU: benchmarks/gpu_check.py (lceval's `hf:` against transformers' `generate_batch` and
+`generate` on 16k-token transcripts, and RULER at 32k and 128k through `lceval run`).
 """
 
 from __future__ import annotations
@@ -348,102 +340,6 @@ def cpu(args: argparse.Namespace) -> None:
         Path(args.out).write_text(json.dumps(results, indent=1), encoding="utf-8")
 
 
-# -- the GPU recipe ------------------------------------------------------------------------------
-LLAMA_31_8B = dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                   num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
-                   rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=False, bos_token_id=128000,
-                   eos_token_id=128001,
-                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
-TINY = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=8192)
-
-
-def gpu(args: argparse.Namespace) -> None:
-    """lceval's batching engine against `generate_batch` on a random Llama-3.1-8B-shaped model."""
-    import random
-    import threading
-
-    import torch
-    import transformers
-    from lceval.types import GenerationParams
-
-    from lceval_plugins.backends.hf import _pick
-    from lceval_plugins.backends.hf_batching import ATTENTION_NAME, BatchEngine, Job, register_attention
-
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = getattr(torch, args.dtype)
-    config = transformers.LlamaConfig(**(LLAMA_31_8B if args.config == "llama-3.1-8b" else TINY))
-    register_attention()
-    torch.manual_seed(0)
-    start = time.perf_counter()
-    with torch.device(device):
-        model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype,
-                                                              attn_implementation=ATTENTION_NAME).eval()
-    print(f"model: {args.config}, {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters, {dtype}, "
-          f"{device} ({torch.cuda.get_device_name() if device == 'cuda' else platform.processor()}), "
-          f"built in {time.perf_counter() - start:.0f}s", flush=True)
-    rng = random.Random(0)
-    margin = config.vocab_size // 8  # clear of the special tokens at both ends of the vocabulary
-    word = lambda: rng.randrange(margin, config.vocab_size - margin)  # noqa: E731
-    prompts = []
-    for _ in range(args.transcripts):
-        transcript = [word() for _ in range(args.transcript_tokens)]
-        prompts += [transcript + [word() for _ in range(rng.randrange(20, 40))] for _ in range(args.questions)]
-    new = args.new_tokens
-    prompt_tokens = sum(len(p) for p in prompts)
-
-    def ours(prompts: list[list[int]], new: int) -> tuple[float, int]:
-        engine = BatchEngine(model, model.get_input_embeddings().weight.device, args.batch_size or len(prompts),
-                             10**9, eager=False, pick=_pick)
-        jobs = [Job(p, GenerationParams(max_new_tokens=new), frozenset(), lambda out: False) for p in prompts]
-        threads = [threading.Thread(target=lambda j=j: engine.wait(engine.submit(j))) for j in jobs]
-        began = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        seconds = time.perf_counter() - began
-        engine.close()
-        assert all(len(j.out) == new for j in jobs)
-        return seconds, sum(j.prefilled for j in jobs)
-
-    def theirs(prompts: list[list[int]], new: int) -> float:
-        model.set_attn_implementation(args.reference_attention)
-        gen_config = transformers.GenerationConfig(max_new_tokens=new, do_sample=False, eos_token_id=None,
-                                                   pad_token_id=0)
-        began = time.perf_counter()
-        with torch.inference_mode():
-            out = model.generate_batch(prompts, generation_config=gen_config, progress_bar=False)
-        seconds = time.perf_counter() - began
-        model.set_attn_implementation(ATTENTION_NAME)
-        assert all(len(o.generated_tokens) == new for o in out.values())
-        return seconds
-
-    def sync() -> None:
-        if device == "cuda":
-            torch.cuda.synchronize()
-
-    ours(prompts[:1], 2)  # warm-up of both (kernels, allocators, generate_batch's manager), not timed
-    theirs(prompts[:1], 2)
-    if device == "cuda":
-        torch.cuda.empty_cache()
-    ours_s, prefilled = ours(prompts, new)
-    sync()
-    if device == "cuda":
-        torch.cuda.empty_cache()  # our buffers are gone; generate_batch sizes its cache from free memory
-    theirs_s = theirs(prompts, new)
-    sync()
-    generated = new * len(prompts)
-    print(f"{args.transcripts} transcripts x {args.questions} questions, {args.transcript_tokens}-token transcripts, "
-          f"{prompt_tokens:,} prompt tokens, {new} new tokens each ({generated:,} in all)")
-    print(f"lceval hf batching (batch {args.batch_size or len(prompts)}): {ours_s:.1f}s, "
-          f"{generated / ours_s:.1f} generated tok/s, prefilled {prefilled:,}")
-    print(f"transformers generate_batch ({args.reference_attention}): {theirs_s:.1f}s, "
-          f"{generated / theirs_s:.1f} generated tok/s")
-    print(f"lceval / generate_batch throughput: {theirs_s / ours_s:.2f}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -456,16 +352,6 @@ def main() -> None:
     c.add_argument("--repeat", type=int, default=1, help="runs per system; the fastest is reported")
     c.add_argument("--lmeval-python", default=str(LMEVAL_VENV / "bin" / "python"))
     c.add_argument("--out", help="also write the results as JSON here")
-    g = sub.add_parser("gpu", help="the GPU recipe: random Llama-3.1-8B, 16k-token transcripts")
-    g.add_argument("--config", choices=("llama-3.1-8b", "tiny"), default="llama-3.1-8b")
-    g.add_argument("--device", default=None)
-    g.add_argument("--dtype", default="bfloat16")
-    g.add_argument("--transcripts", type=int, default=4)
-    g.add_argument("--transcript-tokens", type=int, default=16384)
-    g.add_argument("--questions", type=int, default=8)
-    g.add_argument("--new-tokens", type=int, default=256)
-    g.add_argument("--batch-size", type=int, default=None, help="default: every request at once")
-    g.add_argument("--reference-attention", default="sdpa", help="generate_batch's attn_implementation")
     sub.add_parser("setup-lmeval", help=f"make {LMEVAL_VENV.relative_to(REPO)} with {' '.join(LMEVAL_PINS)}")
     w = sub.add_parser("lmeval-worker")  # internal: runs in lm-eval's venv
     w.add_argument("args", nargs=4)
@@ -474,10 +360,8 @@ def main() -> None:
         lmeval_worker(*args.args)
     elif args.command == "setup-lmeval":
         setup_lmeval()
-    elif args.command == "cpu":
-        cpu(args)
     else:
-        gpu(args)
+        cpu(args)
 
 
 if __name__ == "__main__":

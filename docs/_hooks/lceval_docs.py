@@ -61,7 +61,7 @@ HARNESSES = ROOT / "docs" / "_data" / "harnesses.yaml"
 #: the API reference: one page per public module (CONTRIBUTING, "The public API"), each the
 #: module's docstrings through mkdocstrings; mkdocs.yml's nav lists the same pages
 API_MODULES = ("lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.options",
-               "lceval.hookspecs", "lceval.judging", "lceval.tokens", "lceval.hf_tokens", "lceval.reasoning", "lceval.stats",
+               "lceval.hookspecs", "lceval.methods", "lceval.judging", "lceval.tokens", "lceval.hf_tokens", "lceval.reasoning", "lceval.stats",
                "lceval.safeio", "lceval.io", "lceval.results", "lceval.analysis", "lceval.report",
                "lceval.engine", "lceval.launch")
 
@@ -169,7 +169,7 @@ def contributing() -> str:
 
 # ---------------------------------------------------------------- option tables
 KIND_TABLES = {"model": "models", "backend": "models", "judge": "judges", "pairwise-judge": "pairwise_judges",
-               "retriever": "retrievers", "task-type": "task_types"}
+               "retriever": "retrievers", "task-type": "task_types", "method": "methods"}
 
 
 def _cell(text: str) -> str:
@@ -209,6 +209,9 @@ def _summary(value: Any) -> str:
     import inspect
 
     target = getattr(value, "factory", value)
+    described = getattr(target, "description", None)  # a factory object that says what it builds
+    if isinstance(described, str) and described:
+        return described
     module = inspect.getmodule(target)
     doc = ((module.__doc__ if module else None) or target.__doc__) if inspect.isfunction(target) \
         else (target.__doc__ or (module.__doc__ if module else None))

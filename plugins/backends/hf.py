@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import importlib.util
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -30,11 +29,15 @@ from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend, PrefixCache
+from lceval.methods import METHOD_OPTIONS
 from lceval.options import check_options
 from lceval.types import Generation, GenerationParams, GenerationRequest
 
 from . import local_files
-from .hf_batching import ATTENTION_NAME, BatchEngine, Job, register_attention
+from .hf_batching import ATTENTION_NAME, STEP_TOKENS, BatchEngine, Job, register_attention
+from .hf_memory import (MAX_DEFAULT_BATCH, MemoryAwareEngine, MemoryPlan, dtype_width, free_memory, plan_memory,
+                        timed_load)
+from .hf_press import PressEngine, PressSetting, compressed_span
 from .local_files import file_sha256
 
 if TYPE_CHECKING:
@@ -47,11 +50,6 @@ _DEVICES = ("cpu", "cuda", "auto")
 _ROPE_TYPES = ("linear", "dynamic", "yarn")
 _ATTENTION = ("sdpa", "eager")
 _DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
-#: Share of the free memory the key/value buffers may take: on a CPU the machine is shared
-#: with everything else running; on a GPU the rest is activations and the allocator's slack.
-MEMORY_SHARE = {"cpu": 0.5, "cuda": 0.8}
-#: Most requests in one batch when batch_size is not given.
-MAX_DEFAULT_BATCH = 32
 #: Files of a model folder that decide its outputs, hashed into `identity()`.
 _FOLDER_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json",
                  "pytorch_model.bin.index.json", "tokenizer_config.json", "chat_template.jinja")
@@ -71,6 +69,10 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "batch_size": {"type": "integer", "minimum": 1,
                    "description": "Requests decoded together (1: one at a time). Default: as many window-long "
                                   f"prompts as the free memory holds, at most {MAX_DEFAULT_BATCH}."},
+    "memory_gib": {"type": "number", "exclusiveMinimum": 0,
+                   "description": "GiB the model may take in all (weights, keys and values, scratch), used as "
+                                  "given. Default: 80% of the GPUs' free memory, or half the machine's available "
+                                  "memory on a CPU."},
     "attn_implementation": {"enum": list(_ATTENTION), "default": "sdpa",
                             "description": "sdpa: torch's scaled_dot_product_attention for prompt chunks "
                                            "(a step's few decoding rows are one matrix product either way); "
@@ -83,6 +85,10 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
                      "description": f"TYPE:FACTOR, TYPE one of {'|'.join(_ROPE_TYPES)} and FACTOR a positive "
                                     "number, e.g. linear:2.0 (stretches the window FACTOR times)."},
 }}
+# a long-context method as a setting (press=NAME,compression_ratio=R,press.KEY=V): hf_press.py
+OPTIONS["properties"].update(METHOD_OPTIONS["properties"])
+OPTIONS.update(patternProperties=METHOD_OPTIONS["patternProperties"],
+               dependentRequired=METHOD_OPTIONS["dependentRequired"])
 
 
 def resolve_source(model: str) -> tuple[str, Path | None]:
@@ -157,11 +163,13 @@ class HFBackend(HFTokens, ModelBackend):
         self._model: Any = None
         self._device: str | None = None
         self._n_ctx: int | None = None
-        self._engine: BatchEngine | None = None
-        self._memory: tuple[int, int] | None = None  # (key/value tokens the memory holds, batch size)
+        self._engine: MemoryAwareEngine | None = None
+        self._memory: MemoryPlan | None = None
         self._eos: frozenset[int] = frozenset()
         self._lock = threading.Lock()  # loading, and the engine's creation
         self._tok_lock = threading.RLock()  # a fast tokenizer is not safe to share between threads
+        self._press = PressSetting.from_options(self.options)  # None: no long-context method
+        self._press_engine: PressEngine | None = None
 
     # -- lazy loading --------------------------------------------------------------------
     def _source(self) -> tuple[str, dict[str, Any]]:
@@ -214,7 +222,8 @@ class HFBackend(HFTokens, ModelBackend):
             config, tokenizer = self._get_config(), self._get_tokenizer()
             device, dtype = self._resolve_device()
             register_attention()
-            kwargs: dict[str, Any] = {"config": config, "attn_implementation": ATTENTION_NAME}
+            attention = self._press.attention(self.options["attn_implementation"]) if self._press else ATTENTION_NAME
+            kwargs: dict[str, Any] = {"config": config, "attn_implementation": attention}
             # `torch_dtype` was renamed `dtype` in transformers 4.56
             new_kw = Version(transformers.__version__) >= Version("4.56")
             kwargs["dtype" if new_kw else "torch_dtype"] = dtype if dtype == "auto" else getattr(torch, dtype)
@@ -234,29 +243,29 @@ class HFBackend(HFTokens, ModelBackend):
                                   if v is not None)
         return self._model
 
-    def _memory_plan(self) -> tuple[int, int]:
-        """(key/value tokens the free memory holds, default batch size): a share of the free
-        memory (less the weights when they are not loaded yet) over one token's keys and
-        values in every layer; the batch holds as many window-long prompts as that, since
-        each request in flight may bring a transcript of its own."""
+    def _memory_plan(self) -> MemoryPlan:
+        """The key/value tokens and the batch the memory holds (hf_memory), made once, before
+        the weights load when the engine asks first; a window whose one prompt cannot fit is
+        refused here, before any work."""
         if self._memory is None:
             config = self._get_config()
             device, dtype = self._resolve_device()
-            width = self._model.dtype.itemsize if self._model is not None else _dtype_width(config, dtype)
-            free = _free_memory(device) * MEMORY_SHARE[device]
-            if self._model is None:
-                free -= _weights_bytes(config, width)
-            tokens = max(0, int(free // kv_bytes_per_token(config, width)))
-            self._memory = (tokens, max(1, min(MAX_DEFAULT_BATCH, tokens // self.context_window)))
+            width = self._model.dtype.itemsize if self._model is not None else dtype_width(config, dtype)
+            plan = plan_memory(config, device=device, width=width, window=self.context_window, chunk=STEP_TOKENS,
+                               free=free_memory(device), weights_loaded=self._model is not None,
+                               memory_gib=self.options.get("memory_gib"), batch_size=self.options.get("batch_size"))
+            plan.announce(self.name)
+            self._memory = plan
         return self._memory
 
-    def _get_engine(self) -> BatchEngine:
+    def _get_engine(self) -> MemoryAwareEngine:
         if self._engine is None:
-            model = self._get_model()
-            capacity = self._memory_plan()[0]
-            self._engine = BatchEngine(model, model.get_input_embeddings().weight.device,
-                                       self.max_in_flight, capacity,
-                                       eager=self.options["attn_implementation"] == "eager", pick=pick_token)
+            model, loaded = timed_load(self._resolve_device()[0], self._get_model)
+            plan = self._memory_plan()
+            self._engine = MemoryAwareEngine(model, model.get_input_embeddings().weight.device,
+                                             self.max_in_flight, plan.kv_tokens,
+                                             eager=self.options["attn_implementation"] == "eager", pick=pick_token,
+                                             plan=plan, loaded=loaded)
         return self._engine
 
     # -- ModelBackend ----------------------------------------------------------------------
@@ -269,14 +278,18 @@ class HFBackend(HFTokens, ModelBackend):
     @property  # type: ignore[override]
     def max_in_flight(self) -> int:
         """The batch: requests the engine may send at once, each from a thread of its own."""
-        return int(self.options.get("batch_size") or self._memory_plan()[1])
+        if self._press is not None:  # one at a time: hf_press.WHY_NOT_BATCHED
+            return 1
+        return self._memory_plan().batch_size
 
     @property  # type: ignore[override]
     def prefix_cache(self) -> PrefixCache:
         """Shared: several transcripts may be kept, as many tokens as the memory share holds;
         a transcript's requests may arrive together (the engine prefills it once and the
-        others wait for it), so they need no primer."""
-        return PrefixCache("shared", capacity_tokens=self._memory_plan()[0], shares_in_flight=True)
+        others wait for it), so they need no primer. With a press: the last compressed context."""
+        if self._press is not None:
+            return PrefixCache("last-prompt")
+        return PrefixCache("shared", capacity_tokens=self._memory_plan().kv_tokens, shares_in_flight=True)
 
     def identity(self) -> dict[str, Any]:
         """A local model is named by the hash of its files, never by its absolute path: the
@@ -295,6 +308,7 @@ class HFBackend(HFTokens, ModelBackend):
             "rope_scaling": f"{rope[0]}:{rope[1]}" if rope else None,
             "chat_template_sha256": (hashlib.sha256(self.template_override.encode()).hexdigest()
                                      if self.template_override is not None else None),
+            **({"press": self._press.identity()} if self._press is not None else {}),
         }
 
     def count_tokens(self, messages: list[Any]) -> int:
@@ -313,18 +327,40 @@ class HFBackend(HFTokens, ModelBackend):
         """Forget the kept prompts: the next request prefills from scratch."""
         if self._engine is not None:
             self._engine.reset()
+        if self._press_engine is not None:
+            self._press_engine.reset()
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         """Thread-safe: each call's requests join the batch and the call returns when they
         are answered."""
+        if self._press is not None:
+            return [self._press_answer(r) for r in requests]
         jobs = [self._submit(r) for r in requests]
         return [self._answer(r, BatchEngine.wait(job)) for r, job in zip(requests, jobs)]
 
+    def _press_answer(self, request: GenerationRequest) -> Generation:
+        job = self._job(request)
+        with self._lock:
+            if self._press_engine is None:
+                assert self._press is not None
+                self._press_engine = PressEngine(self._get_model(), self._press, pick_token)
+        with self._tok_lock:
+            span = compressed_span(self._get_tokenizer(), request, job.ids, self._press.query_aware,
+                                   self.chat_template_text())
+        extras = self._press_engine.answer(job, span)
+        return self._answer(request, job, extras)
+
     def _submit(self, request: GenerationRequest) -> Job:
+        job = self._job(request)
+        with self._lock:
+            engine = self._get_engine()
+        return engine.submit(job)
+
+    def _job(self, request: GenerationRequest) -> Job:
         with self._tok_lock:
             ids = self.checked_prompt_tokens(request, self.context_window, "n_ctx")
-        with self._lock:
-            engine = self._get_engine()  # after the checks: a bad request fails without loading weights
+        with self._lock:  # after the checks: a bad request fails without loading weights (the end ids come with them)
+            self._get_model() if self._press is not None else self._get_engine()  # the engine times the load
         stops = request.params.stop
 
         def stop_hit(out: list[int]) -> bool:
@@ -336,9 +372,9 @@ class HFBackend(HFTokens, ModelBackend):
             with self._tok_lock:
                 singles = [self._tokenizer.encode(stop, add_special_tokens=False) for stop in stops if stop]
             banned = frozenset(self._eos) | {ids[0] for ids in singles if len(ids) == 1}
-        return engine.submit(Job(ids, request.params, self._eos, stop_hit, banned_early=banned))
+        return Job(ids, request.params, self._eos, stop_hit, banned_early=banned)
 
-    def _answer(self, request: GenerationRequest, job: Job) -> Generation:
+    def _answer(self, request: GenerationRequest, job: Job, extras: dict[str, Any] | None = None) -> Generation:
         with self._tok_lock:
             # a template that writes its thinking in special tokens (gpt-oss's channels) keeps
             # them, so the engine can split the thinking off the answer
@@ -349,73 +385,26 @@ class HFBackend(HFTokens, ModelBackend):
         return Generation(request_id=request.request_id, text=text, prompt_tokens=len(job.ids),
                           prefilled_tokens=job.prefilled, completion_tokens=len(job.out),
                           finish_reason=job.finish, seconds=job.seconds,
-                          extras={"opened_thinking": True} if opened else {})
+                          extras={**(extras or {}), **({"opened_thinking": True} if opened else {})})
 
     def stats(self) -> dict[str, Any] | None:
-        """The batching engine's counters: forward passes, those that decoded, and the
-        tokens they decoded (their ratio is the mean batch)."""
-        if self._engine is None:
-            return None
-        e = self._engine
-        return {"forward_passes": e.steps, "decoding_passes": e.decode_steps, "decoded_tokens": e.decoded}
+        """The engine's counters, memory plan and phases (`MemoryAwareEngine.stats`); with a
+        press, the press engine's (hf_press.PressEngine.stats)."""
+        if self._press_engine is not None:
+            return self._press_engine.stats()
+        return None if self._engine is None else self._engine.stats()
 
     def close(self) -> None:
         was_cuda = self._device == "cuda"
         with self._lock:
             if self._engine is not None:
                 self._engine.close()
-            self._engine = self._model = None
+            self._engine = self._model = self._press_engine = None
         gc.collect()
         if was_cuda:
             import torch
 
             torch.cuda.empty_cache()
-
-
-def kv_bytes_per_token(config: Any, width: int) -> int:
-    """Bytes of one token's keys and values over all layers."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    heads = text.num_attention_heads
-    kv_heads = getattr(text, "num_key_value_heads", None) or heads
-    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
-    return 2 * text.num_hidden_layers * kv_heads * head_dim * width
-
-
-def _dtype_width(config: Any, dtype: str) -> int:
-    """Bytes per weight the model will load with (`auto`: the config's own dtype)."""
-    if dtype == "auto":
-        dtype = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "float32")
-    return {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}.get(dtype.removeprefix("torch."), 4)
-
-
-def _weights_bytes(config: Any, width: int) -> int:
-    """The weights' size as a decoder's config describes it (attention, gated MLP, experts,
-    embeddings): an estimate, used only before the weights are loaded."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    hidden, heads = text.hidden_size, text.num_attention_heads
-    kv_heads = getattr(text, "num_key_value_heads", None) or heads
-    head_dim = getattr(text, "head_dim", None) or hidden // heads
-    experts = getattr(text, "num_local_experts", None) or getattr(text, "num_experts", None) or 1
-    attention = hidden * (2 * heads + 2 * kv_heads) * head_dim
-    mlp = 3 * hidden * (getattr(text, "intermediate_size", None) or 4 * hidden) * experts
-    embeddings = text.vocab_size * hidden * (1 if getattr(text, "tie_word_embeddings", False) else 2)
-    return (text.num_hidden_layers * (attention + mlp) + embeddings) * width
-
-
-def _free_memory(device: str) -> int:
-    """Bytes free now: on every visible GPU together, or the machine's available memory."""
-    if device == "cuda":
-        import torch
-
-        return sum(torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count()))
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def pick_token(logits: torch.Tensor, params: GenerationParams, recent: list[int],

@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING, Any
 from lceval.errors import UserError
 from lceval.types import GenerationParams
 
+from .hf_decoding import next_token
+
 if TYPE_CHECKING:
     import torch
 
@@ -67,9 +69,6 @@ SMALL_QUERY = 64
 #: of 2 or 3 rows with the transposed [vocab, hidden] weight reads the weight once per row
 #: (SmolLM2's 113 MB: 23 ms for 3 rows, 13 ms for 4, 7 ms for 1).
 LOGIT_ROWS = 4
-#: Tokens the repeat penalty looks back over, llama.cpp's default `repeat_last_n`, so the same
-#: `repeat_penalty` means the same thing on both local backends.
-REPEAT_LAST_N = 64
 #: Owner marks in an arena: root tokens, and slots of finished sequences.
 ROOT, DEAD, NOBODY = -1, -2, -3
 
@@ -351,6 +350,7 @@ class BatchEngine:
         self.capacity_tokens = capacity_tokens
         self.eager = eager
         self.pick = pick
+        self.step_tokens = STEP_TOKENS  # prompt tokens per pass (a subclass may shrink it: hf_memory)
         self._cond = threading.Condition()
         self._waiting: deque[Job] = deque()
         self._seqs: list[Seq] = []
@@ -419,12 +419,19 @@ class BatchEngine:
                     while self._waiting and len(self._seqs) + len(admitted) < self.batch_size:
                         admitted.append(self._waiting.popleft())
                 try:
-                    for job in admitted:
-                        self._place(job)
+                    while admitted:
+                        self._place(admitted[0])
+                        admitted.pop(0)
                     if self._seqs:
                         self._step()
                 except BaseException as exc:  # noqa: BLE001  (handed to the callers)
-                    self._fail_all(exc)
+                    with self._cond:  # not placed yet: back to the front of the queue
+                        self._waiting.extendleft(reversed(admitted))
+                    if not self._recover(exc):
+                        self._fail_all(exc)
+
+    def _recover(self, exc: BaseException) -> bool:  # whether to go on (hf_memory's does after an OOM)
+        return False
 
     def _fail_all(self, exc: BaseException) -> None:
         jobs = [s.job for s in self._seqs]
@@ -479,7 +486,7 @@ class BatchEngine:
 
         ready = [s for s in self._seqs if not s.waiting()]
         decoding = [s for s in ready if not s.todo]
-        budget = max(STEP_TOKENS - len(decoding), MIN_PREFILL)
+        budget = max(self.step_tokens - len(decoding), MIN_PREFILL)
         runs: list[tuple[Seq, list[int]]] = [(s, [s.last]) for s in decoding if s.last is not None]
         for s in ready:
             if s.todo and budget > 0:
@@ -558,22 +565,9 @@ class BatchEngine:
                      as_tensor(position), None if in_order else as_tensor(rows), arena.used)
 
     def _sample(self, s: Seq, logits: torch.Tensor) -> None:
-        job = s.job
-        params = job.params
-        if len(job.out) >= params.max_new_tokens:
-            return self._finish(s, "length")
-        early = len(job.out) < params.min_new_tokens
-        if early and job.banned_early:
-            logits = logits.clone()
-            logits[list(job.banned_early)] = float("-inf")
-        token = self.pick(logits, params, (job.ids + job.out)[-REPEAT_LAST_N:], s.generator)
-        if token in job.eos and not early:
-            return self._finish(s, "stop")
-        job.out.append(token)
-        if params.stop and not early and job.stop_hit(job.out):
-            return self._finish(s, "stop")
-        if len(job.out) >= params.max_new_tokens:
-            return self._finish(s, "length")
+        token, finish = next_token(s.job, logits, self.pick, s.generator)
+        if finish is not None:
+            return self._finish(s, finish)
         s.last = token
 
     def _finish(self, s: Seq, reason: str) -> None:

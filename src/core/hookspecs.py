@@ -13,7 +13,7 @@ from __future__ import annotations
 import pluggy
 
 __all__ = ["hookimpl", "hookspec", "register_commands", "register_datasets", "register_judges",
-           "register_models", "register_pairwise_judges", "register_report_panels", "register_retrievers",
+           "register_methods", "register_models", "register_pairwise_judges", "register_report_panels", "register_retrievers",
            "register_score_sources", "register_spec_dirs", "register_task_types"]
 
 hookspec = pluggy.HookspecMarker("lceval")
@@ -28,6 +28,19 @@ def register_models(register):
     ``factory(model, options)`` gets the text after ``SCHEME:`` and the ``,key=value``
     options of a model spec string (typed and defaulted when ``options_schema`` is given)
     and returns a ``lceval.interfaces.ModelBackend``.
+    """
+
+
+@hookspec
+def register_methods(register):
+    """Register long-context methods (a KV-cache press, a sparse prefill) that a backend applies
+    to its model as a setting (``hf:MODEL,press=NAME,compression_ratio=0.5``).
+
+    ``register(name: str, factory: MethodFactory, options_schema=None)``, where
+    ``factory(options)`` returns a ``lceval.methods.ContextMethod``; ``options`` are the
+    ``press.KEY=VALUE`` options of the model string (checked when ``options_schema`` is given)
+    plus ``compression_ratio`` (the backend's; None when not given). NVIDIA's kvpress presses
+    are the built-in ones.
     """
 
 

@@ -45,7 +45,8 @@ import yaml
 from lceval.errors import UserError
 
 __all__ = ["NO_OPTIONS", "CheckedFactory", "OptionRow", "OptionsSchema", "check_options", "check_schema",
-           "defaults", "describe", "did_you_mean", "options_schema_of", "parse_judge_flag", "unwrap", "whole_number"]
+           "defaults", "describe", "did_you_mean", "options_schema_of", "parse_judge_flag", "split_options", "unwrap",
+           "whole_number"]
 
 OptionsSchema = dict[str, Any]
 
@@ -188,6 +189,10 @@ def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str
     out: dict[str, Any] = {}
     for key, value in values.items():
         where = field or f"{field_prefix}{key}"
+        pattern = _pattern_prop(schema, key) if key not in props else None
+        if pattern is not None:  # a key of a declared form (`press.KEY`): typed as declared, else as given
+            out[key] = _normalize(value, pattern)
+            continue
         if key not in props:
             if SECRET_NAME.fullmatch(str(key)):
                 raise UserError(f"{what} never takes a secret as an option (option '{key}', value not shown).",
@@ -199,6 +204,11 @@ def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str
             out[key] = value
             continue
         out[key] = _normalize(value, props[key])
+    for key, needed in (schema.get("dependentRequired") or {}).items():
+        missing = [d for d in needed if key in out and d not in out]
+        if missing:
+            raise UserError(f"{what} option {key}={_show(values.get(key, out[key]))} needs {missing[0]}=... too",
+                            field=field or f"{field_prefix}{key}", hint=_describe_hint(key, props.get(key, {})))
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(out), key=lambda e: (list(e.absolute_path), e.message))
     if errors:
@@ -219,6 +229,14 @@ def check_options(schema: OptionsSchema, values: Mapping[str, Any], *, what: str
         if key not in out and "default" in prop:
             out[key] = copy.deepcopy(prop["default"])
     return out
+
+
+def _pattern_prop(schema: OptionsSchema, key: str) -> Mapping[str, Any] | None:
+    """The `patternProperties` entry whose pattern `key` matches (JSON Schema's search), if any."""
+    for pattern, prop in (schema.get("patternProperties") or {}).items():
+        if re.search(pattern, str(key)):
+            return prop
+    return None
 
 
 def _normalize(value: Any, prop: Mapping[str, Any]) -> Any:
@@ -271,8 +289,12 @@ class OptionRow:
 
 
 def describe(schema: OptionsSchema | None) -> list[OptionRow]:
+    """One row per declared option; a `patternProperties` entry is one row named by its
+    `title` (e.g. `press.OPTION`), else by its pattern."""
     rows = []
-    for key, prop in (schema or {}).get("properties", {}).items():
+    patterns = {prop.get("title") or pattern: prop
+                for pattern, prop in ((schema or {}).get("patternProperties") or {}).items()}
+    for key, prop in {**(schema or {}).get("properties", {}), **patterns}.items():
         kind = " | ".join(_types(prop)) or "any"
         if "enum" in prop:
             kind = " | ".join(str(v) for v in prop["enum"])
@@ -329,6 +351,26 @@ def options_schema_of(factory: Any) -> OptionsSchema | None:
 def unwrap(factory: Any) -> Any:
     """The plugin's own factory behind a `CheckedFactory`."""
     return getattr(factory, "factory", factory)
+
+
+def split_options(text: str, field: str = "--model") -> tuple[str, dict[str, str]]:
+    """A model string's `BASE,key=value,...` -> (BASE, options as written); a comma before the
+    first `key=value` belongs to BASE (a file name may hold one). The one parser of the engine's
+    model specs, and of a report reading a run's press and ratio from its model string."""
+    parts = text.strip().split(",")
+    head, options = [parts[0]], {}
+    for part in parts[1:]:
+        if "=" in part:
+            key, _, value = part.partition("=")
+            key = key.strip()
+            if not key:
+                raise UserError(f"empty option name in '{text}'", field=field)
+            options[key] = value.strip()
+        elif options:
+            raise UserError(f"option '{part}' in '{text}' is not key=value", field=field)
+        else:
+            head.append(part)
+    return ",".join(head), options
 
 
 def parse_judge_flag(text: str) -> tuple[str, dict[str, Any]]:

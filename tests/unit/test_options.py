@@ -224,3 +224,24 @@ def test_alias_options_are_overridden_then_typed_before_any_work():
             session.model_spec("smollm2,n_ctx=big")
         with pytest.raises(UserError, match="Did you mean 'n_ctx'"):
             session.model_spec("smollm2,nctx=2")
+
+
+def test_options_of_a_declared_form_and_options_that_need_another():
+    """`patternProperties` admits keys of a form (a method's `press.KEY`), typed when the form
+    declares a type and passed as written otherwise; `dependentRequired` refuses an option
+    without the one it needs (a ratio without a press), naming it; `describe` lists the form by
+    its title."""
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {"press": {"type": "string"}, "ratio": {"type": "number"}},
+              "dependentRequired": {"ratio": ["press"]},
+              "patternProperties": {r"^press\.[a-z_]+$": {"title": "press.OPTION", "description": "its own"},
+                                    r"^n\.[a-z]+$": {"type": "integer"}}}
+    out = check_options(schema, {"press": "x", "ratio": "0.5", "press.window": "64", "n.size": "3"}, what="backend 'b'")
+    assert out == {"press": "x", "ratio": 0.5, "press.window": "64", "n.size": 3}
+    with pytest.raises(UserError) as exc:
+        check_options(schema, {"ratio": "0.5"}, what="backend 'b'")
+    assert exc.value.field == "ratio" and "press" in exc.value.message
+    with pytest.raises(UserError) as exc:
+        check_options(schema, {"Press.window": "1"}, what="backend 'b'")
+    assert exc.value.field == "Press.window"
+    assert [r.name for r in describe(schema)] == ["press", "ratio", "press.OPTION", r"^n\.[a-z]+$"]

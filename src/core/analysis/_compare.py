@@ -82,8 +82,16 @@ def _scores(samples: list, cluster_by: str | None) -> dict[tuple[str, int], tupl
 
 def compare_task(a: FinishedRun, b: FinishedRun, task: str, *, n_boot: int = 5000, n_perm: int = 20000,
                  level: float = 0.95, seed: int = 0) -> PairedComparison:
-    cluster_by = TaskSpec.of_run(a, task).report.cluster_by
-    sa, sb = _scores(a.task_samples(task), cluster_by), _scores(b.task_samples(task), cluster_by)
+    return paired_comparison(a.task_samples(task), b.task_samples(task), task,
+                             TaskSpec.of_run(a, task).report.cluster_by, n_boot=n_boot, n_perm=n_perm,
+                             level=level, seed=seed)
+
+
+def paired_comparison(samples_a: list, samples_b: list, task: str, cluster_by: str | None, *, n_boot: int = 5000,
+                      n_perm: int = 20000, level: float = 0.95, seed: int = 0) -> PairedComparison:
+    """`lceval compare`'s paired test over two lists of one task's samples (A - B): for callers
+    that hold samples rather than run folders (the report's press sweeps)."""
+    sa, sb = _scores(samples_a, cluster_by), _scores(samples_b, cluster_by)
     keys = sorted(set(sa) & set(sb))
     diffs = np.array([sa[k][0] - sb[k][0] for k in keys], dtype=float)
     clusters = [sa[k][1] for k in keys]

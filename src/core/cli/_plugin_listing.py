@@ -22,6 +22,7 @@ _WHERE_OPTIONS = {
     "pairwise-judge": "lceval rank --judge {name},key=value,...",
     "retriever": "a task spec's options.retriever_options, or --set options.retriever_options.KEY=VALUE",
     "task-type": "the options of a task spec of type {name}, or --set options.KEY=VALUE",
+    "method": "--model SCHEME:MODEL,press={name},compression_ratio=R,press.KEY=VALUE (a backend that takes methods)",
 }
 
 
@@ -184,7 +185,7 @@ def _summary(value: Any) -> str:
     command's help; for a factory function, its module's docstring (what the backend or judge
     is), since the function's own says how it is built; else the class's docstring."""
     for attribute in ("description", "help"):
-        text = getattr(value, attribute, None)
+        text = getattr(value, attribute, None) or getattr(unwrap(value), attribute, None)
         if isinstance(text, str) and text:
             return text
     target = unwrap(value)

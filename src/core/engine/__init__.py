@@ -8,7 +8,9 @@
   with its flag (`run_flags`), and reads and writes its manifest form itself; a finished run's
   `RunState` and its `TaskRun`s are what the results layer scores and writes (`RunOutputs`).
 - Plugins and the catalog: `load_plugins` -> `Plugins` (`PluginInfo` per plugin),
-  `load_catalog` -> `Catalog` (task specs, suites, model aliases, judge presets).
+  `load_catalog` -> `Catalog` (task specs, suites, model aliases, judge presets);
+  `Plugins.current().open_method(...)` builds a long-context method (`press=NAME`) for a
+  backend (lceval.methods).
 - Task specs: `TaskSpec` with its typed sections (`ReportSettings` among them) and its
   manifest form, `load_spec`, `check_spec`; a spec folder's family file (`family_file`: its
   fidelity record against the authors' code, whose departures `load_spec` adds to the tasks'

@@ -82,6 +82,16 @@ def fill_context(messages: list[Message], context: str) -> list[Message]:
     return out
 
 
+def context_end(messages: list[Message], context: str) -> list[int] | None:
+    """Where `context` ends once `fill_context` put it in `messages` ([message index, character
+    offset]), or None without a slot: what a backend that treats the context apart needs (a
+    KV-cache press compresses the prompt up to there; `GenerationRequest.hints["context_end"]`)."""
+    for i, m in enumerate(messages):
+        if CONTEXT_SLOT in m.content:
+            return [i, m.content.index(CONTEXT_SLOT) + len(context)]
+    return None
+
+
 def full_transcript(conv: Conversation, answers: list[str], upto: int | None = None) -> list[Message]:
     """The conversation's messages with `answers` as the assistant turns: every turn (to size
     the whole conversation), or only up to and including turn `upto` (to ask that turn)."""

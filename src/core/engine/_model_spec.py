@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 from lceval.engine._catalog import Catalog
 from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.errors import UserError
-from lceval.interfaces import ModelFactory
-from lceval.options import check_options, options_schema_of, unwrap
+from lceval.interfaces import ModelFactory, missing_requirements
+from lceval.io import PLUGIN_KEYWORD, unknown_name
+from lceval.options import check_options, options_schema_of, split_options, unwrap
 from lceval.engine._spending import SPENDING_OPTIONS, spending_options
 from lceval.reasoning import MODEL_OPTIONS, ReasoningOptions, reasoning_options
 
@@ -65,34 +66,15 @@ def model_label(text: str) -> str:
     file's `#` (`replay:FILE#GPT-4` -> `GPT-4`, DESIGN's `replay:FILE#MODEL_NAME`), else the
     last path component (`hf:org/Model,opt=1` -> `Model`); an alias stays the alias. Needs no
     catalog: run folders and reports name models that may not be installed here."""
-    base, _ = _split_options(text.strip(), "--model")
+    base, _ = split_options(text.strip(), "--model")
     return re.split(r"[#/:]", base)[-1] or text
-
-
-def _split_options(text: str, field: str) -> tuple[str, dict[str, str]]:
-    """`BASE,key=value,...` -> (BASE, options); a comma before the first `key=value` belongs
-    to BASE (a file name may hold one)."""
-    parts = text.split(",")
-    head, options = [parts[0]], {}
-    for part in parts[1:]:
-        if "=" in part:
-            key, _, value = part.partition("=")
-            key = key.strip()
-            if not key:
-                raise UserError(f"empty option name in '{text}'", field=field)
-            options[key] = value.strip()
-        elif options:
-            raise UserError(f"option '{part}' in '{text}' is not key=value", field=field)
-        else:
-            head.append(part)
-    return ",".join(head), options
 
 
 def parse_model_spec(text: str, catalog: Catalog, field: str = "--model") -> ModelSpec:
     """The string's parts, aliases expanded; not yet checked against the installed backends."""
-    base, extra = _split_options(text.strip(), field)
+    base, extra = split_options(text.strip(), field)
     if base in catalog.models:
-        alias_base, alias_opts = _split_options(catalog.models[base].spec, field)
+        alias_base, alias_opts = split_options(catalog.models[base].spec, field)
         base, extra = alias_base, {**alias_opts, **extra}
     scheme, sep, model = base.partition(":")
     if not sep or not scheme or not model:
@@ -118,12 +100,71 @@ def resolve_model(text: str, catalog: Catalog, plugins: Plugins, field: str = "-
     registered = plugins.models[spec.scheme]
     schema = options_schema_of(registered)
     own = {k: v for k, v in spec.options.items() if k not in MODEL_OPTIONS and k not in SPENDING_OPTIONS["properties"]}
+    if schema is not None:
+        _refuse_others_options(spec.scheme, schema, own, plugins, field)
     checked = (check_options(schema, own, what=describe_kind("model", spec.scheme), also_known=list(ENGINE_OPTIONS))
                if schema is not None else dict(own))
+    if schema is not None:
+        _check_plugin_options(schema, checked, plugins)
     return ModelSpec(text=spec.text, scheme=spec.scheme, model=spec.model, options=spec.options,
                      factory=unwrap(registered), checked=checked,
                      reasoning=reasoning_options(spec.options, field=field, model=f"{spec.scheme}:{spec.model}"),
                      spending=spending_options(spec.options, field), flag=field)
+
+
+def _refuse_others_options(scheme: str, schema: dict[str, Any], options: dict[str, Any], plugins: Plugins,
+                           field: str) -> None:
+    """An option this backend does not declare but another installed backend does (a press on
+    llama.cpp): one line naming the option and the backends that take it, rather than a
+    did-you-mean among this backend's options."""
+    if schema.get("additionalProperties", True) is not False:
+        return
+    for key, value in options.items():
+        if check_options_known(schema, key):
+            continue
+        takers = sorted(name for name, factory in plugins.models.items() if name != scheme
+                        and check_options_known(options_schema_of(factory) or {}, key))
+        if takers:
+            raise UserError(f"backend '{scheme}' takes no option '{key}' (given {key}={value}); "
+                            f"it is an option of {', '.join(f'{t}:' for t in takers)} models", field=field,
+                            hint=f"e.g. --model {takers[0]}:MODEL,{key}={value}")
+
+
+def check_options_known(schema: dict[str, Any], key: str) -> bool:
+    """Whether `schema` declares option `key` (by name, or by a `patternProperties` form)."""
+    if key in (schema.get("properties") or {}):
+        return True
+    return any(re.search(pattern, key) for pattern in (schema.get("patternProperties") or {}))
+
+
+def _check_plugin_options(schema: dict[str, Any], checked: dict[str, Any], plugins: Plugins) -> None:
+    """An option that names a plugin (`"x-lceval-plugin": KIND`, e.g. `press=snapkv`) must name
+    an installed one, and the options written `OPTION.KEY=VALUE` are that plugin's: both are
+    checked now, before any work, with the plugin's own options schema, and the plugin's
+    packages must be installed (`interfaces.requires`)."""
+    for key, prop in (schema.get("properties") or {}).items():
+        rule = prop.get(PLUGIN_KEYWORD)
+        if not rule:
+            continue
+        kind = rule["kind"] if isinstance(rule, dict) else str(rule)
+        own = {k[len(key) + 1:]: v for k, v in checked.items() if k.startswith(key + ".")}
+        if checked.get(key) is None:
+            if own:
+                raise UserError(f"option '{key}.{next(iter(own))}' is an option of the {kind} that {key}=NAME "
+                                f"names, and no {key} is given", field=f"{key}.{next(iter(own))}")
+            continue
+        table = plugins.table(kind)
+        name = str(checked[key])
+        if name not in table:
+            raise UserError(unknown_name(kind, name, sorted(table)), field=key,
+                            hint="`lceval plugins` lists what is installed and what failed to load.")
+        plugin_schema = options_schema_of(table[name])
+        if plugin_schema is not None:
+            check_options(plugin_schema, own, what=describe_kind(kind, name), field_prefix=key + ".")
+        install = missing_requirements(table[name])
+        if install:
+            raise UserError(f"{describe_kind(kind, name)} ({key}={name}) needs a package that is not installed",
+                            field=key, hint=install)
 
 
 def resolve_judge_model(text: str | None, catalog: Catalog, plugins: Plugins) -> ModelSpec | None:

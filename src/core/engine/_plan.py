@@ -52,7 +52,7 @@ def plan_run(config: RunConfig, plugins: Plugins, catalog: Catalog) -> RunPlan:
         spec = apply_overrides(spec, config)
         task_types[spec.name] = checked_task_type(spec, config, plugins)
         specs.append(spec)
-    models = [resolve_model(text, catalog, plugins) for text in config.models]
+    models = [resolve_model(text, catalog, plugins) for text in config.run_models()]
     judge = resolve_judge_flag(config.judge, catalog, plugins) if config.judge else None
     for spec in specs:  # a judge's options are typed: a wrong one fails here, not after the answers
         _check_judge_options(spec, judge, plugins)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import os
 import traceback
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
@@ -53,6 +54,7 @@ KINDS = {
     "register_score_sources": "score-source",
     "register_commands": "command",
     "register_report_panels": "report-panel",
+    "register_methods": "method",
 }
 
 
@@ -160,6 +162,7 @@ class Plugins:
     score_sources: dict[str, Any] = field(default_factory=dict)
     commands: dict[str, Any] = field(default_factory=dict)
     report_panels: dict[str, Any] = field(default_factory=dict)
+    methods: dict[str, Any] = field(default_factory=dict)
     spec_dirs: list[Path] = field(default_factory=list)
     infos: list[PluginInfo] = field(default_factory=list)
     clashes: list[Clash] = field(default_factory=list)
@@ -195,7 +198,31 @@ class Plugins:
             "score-source": self.score_sources,
             "command": self.commands,
             "report-panel": self.report_panels,
+            "method": self.methods,
         }[kind]
+
+    @staticmethod
+    def current() -> "Plugins":
+        """The plugins this command loaded (the last `load_plugins` of this thread's context),
+        else a fresh load (a backend built directly, as in a test)."""
+        return _LOADED.get() or load_plugins()
+
+    def open_method(self, name: str, options: dict[str, Any], compression_ratio: float | None) -> Any:
+        """The method plugin `name` built with its own `options` (`press.KEY` without the
+        prefix) and the backend's `compression_ratio`: what a backend that takes `press=NAME`
+        calls (lceval.methods)."""
+        from lceval.io import unknown_name
+        from lceval.methods import METHOD_OPTION, ContextMethod
+
+        if name not in self.methods:
+            raise UserError(unknown_name("method", name, sorted(self.methods)), field=METHOD_OPTION,
+                            hint="`lceval plugins` lists what is installed and what failed to load.")
+        method = self.methods[name]({**options, "compression_ratio": compression_ratio})
+        if not isinstance(method, ContextMethod):
+            raise TypeError(f"method '{name}': its factory returned {type(method).__name__}, not a "
+                            "lceval.methods.ContextMethod")
+        method.name = name
+        return method
 
     def get(self, kind: str, name: str) -> Any:
         table = self.table(kind)
@@ -209,6 +236,11 @@ class Plugins:
             known = ", ".join(sorted(table)) or "none"
             raise UserError(f"unknown {kind} '{name}' (known: {known}).{hint}", field=kind)
         return table[name]
+
+
+#: The plugins the running command loaded last (`Plugins.current`: a backend builds its method
+#: from them, so `-p no:NAME` and overrides hold there too).
+_LOADED: ContextVar[Plugins | None] = ContextVar("lceval_plugins", default=None)
 
 
 def _names_from_env(variable: str) -> set[str]:
@@ -303,7 +335,10 @@ def load_plugins(disabled: Iterable[str] = (), extra: Iterable[tuple[str, object
     for info, _ in sorted(loaded, key=lambda pair: _precedence(pair[0])):
         for reg in staged[info.name] or []:
             _apply(result, info, reg)
+    _LOADED.set(result)
     return result
+
+
 
 
 def _precedence(info: PluginInfo) -> tuple[int, str, str]:
@@ -374,6 +409,7 @@ _OPTION_SLOTS: dict[str, tuple[Callable[[tuple[Any, ...]], Any],
     "judge": (lambda a: a[0].options, lambda a, o: (replace(a[0], options=o),), (), "judge.options."),
     "pairwise-judge": (lambda a: a[0].options, lambda a, o: (replace(a[0], options=o),), (), "judge.options."),
     "retriever": (lambda a: a[0], lambda a, o: (o,), ("seed",), "retriever_options."),
+    "method": (lambda a: a[0], lambda a, o: (o,), ("compression_ratio",), "press."),
 }
 
 

@@ -107,6 +107,46 @@ def _effort(text: str) -> str:
 EFFORTS = ("low", "medium", "high")
 
 
+def parse_press_sweep(text: str) -> str:
+    """`--press-sweep NAME:R1,R2,...` checked (ratios in [0, 1), each once) and written in one
+    spelling (`snapkv:0,0.25,0.5`), as the manifest records it."""
+    name, sep, ratios = str(text).partition(":")
+    values = []
+    for part in ratios.split(","):
+        try:
+            values.append(float(part))
+        except ValueError:
+            raise UserError(f"--press-sweep takes NAME:R1,R2,... with ratios as numbers, got '{text}'",
+                            field="--press-sweep") from None
+    if not sep or not name.strip() or not values:
+        raise UserError(f"--press-sweep takes NAME:R1,R2,..., e.g. snapkv:0,0.25,0.5,0.75, got '{text}'",
+                        field="--press-sweep")
+    bad = [v for v in values if not 0 <= v < 1]
+    if bad:
+        raise UserError(f"--press-sweep: compression ratio {bad[0]:g} is outside [0, 1)", field="--press-sweep")
+    if len(set(values)) != len(values):
+        raise UserError(f"--press-sweep: a ratio is given twice in '{text}'", field="--press-sweep")
+    return f"{name.strip()}:{','.join(f'{v:g}' for v in sorted(values))}"
+
+
+def press_sweep_models(models: list[str], sweep: str | None) -> list[str]:
+    """Each model once per ratio of the sweep, with `press=NAME,compression_ratio=R` added
+    (lceval.methods' option names); a model that already names a press (a run of the sweep
+    reopened from its manifest) is kept as it is."""
+    from lceval.methods import METHOD_OPTION, RATIO_OPTION
+
+    if not sweep:
+        return list(models)
+    name, _, ratios = sweep.partition(":")
+    out = []
+    for model in models:
+        if f",{METHOD_OPTION}=" in model:
+            out.append(model)
+            continue
+        out += [f"{model},{METHOD_OPTION}={name},{RATIO_OPTION}={r}" for r in ratios.split(",")]
+    return out
+
+
 @dataclass
 class RunConfig:
     """What one `lceval run` asks: every flag's value, typed. One run per model in `models`."""
@@ -156,6 +196,12 @@ class RunConfig:
         help="stop sending requests once what this command spent plus the most its requests in flight may cost "
              "would pass USD: what was answered is written as a partial run and the command exits 3 (run it again "
              "to go on; nothing paid is paid again)")
+    press_sweep: str | None = _flag(
+        "--press-sweep", metavar="NAME:R1,R2,...", parse=parse_press_sweep,
+        help="run each model once per compression ratio of the KV-cache press NAME (a model setting, "
+             "press=NAME,compression_ratio=R, of backends that take one: hf), on the same items; ratio 0 is the "
+             "uncompressed run the others are tested against, and `lceval report` draws score, KV memory and "
+             "time against the ratio")
     retriever: str | None = _flag("--retriever", help="retriever plugin for tasks that retrieve "
                                                       "(sets options.retriever)")
     overrides: dict[str, Any] = _flag("--set", repeat=True, metavar="FIELD=VALUE", parse=parse_overrides,
@@ -212,6 +258,12 @@ class RunConfig:
             _policy(self.context_policy)
         if self.max_cost is not None:
             parse_usd(self.max_cost)
+        if self.press_sweep is not None:
+            parse_press_sweep(self.press_sweep)
+
+    def run_models(self) -> list[str]:
+        """The model strings the run answers with: `models`, each once per ratio of `--press-sweep`."""
+        return press_sweep_models(self.models, self.press_sweep)
 
 
     # -- the manifest form: written and read here only -------------------------------------

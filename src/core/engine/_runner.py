@@ -159,9 +159,9 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
         if st.context is None:
             return None
         turn = st.conv.turns[st.next_turn]
-        messages = context_policy.fill_context(
-            context_policy.full_transcript(st.conv, st.history_answers(), upto=st.next_turn), st.context
-        )
+        unfilled = context_policy.full_transcript(st.conv, st.history_answers(), upto=st.next_turn)
+        messages = context_policy.fill_context(unfilled, st.context)
+        end = context_policy.context_end(unfilled, st.context)
         if turn.assistant_prefix and not model.backend.continues_assistant:
             messages = context_policy.prefix_in_user(messages)
         if window is not None and st.next_turn > 0 and st.conv.history == "model":
@@ -169,7 +169,8 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
             n = model.backend.count_tokens(messages)
             if n is not None and n + params.max_new_tokens + thinking > window:
                 return None  # an earlier answer ran past the reserve: stop here, never overflow
-        hints = {**st.conv.metadata, **turn.metadata, "item_id": turn.item_id, "question": turn.question}
+        hints = {**st.conv.metadata, **turn.metadata, "item_id": turn.item_id, "question": turn.question,
+                 **({"context_end": end} if end is not None else {})}
         return GenerationRequest(request_id=turn.item_id, messages=messages, params=params, hints=hints,
                                  shared=shared.get(st.conv.context_id))
 

@@ -22,8 +22,8 @@ requests in any order within its window.
 
 from __future__ import annotations
 
-from lceval.engine._context_policy import fill_context, full_transcript
-from lceval.types import CONTEXT_SLOT, ContextCut, Conversation, GenerationParams, Message, SharedPrefix
+from lceval.engine._context_policy import context_end, fill_context, full_transcript
+from lceval.types import ContextCut, Conversation, GenerationParams, Message, SharedPrefix
 
 #: a slow provider's pace, tokens per second, while it writes an answer and while it reads a
 #: prompt (so a request's duration is not under-estimated: a cache entry must outlive it)
@@ -42,10 +42,8 @@ def _first_turn(conv: Conversation, context: str) -> list[Message]:
 
 def _context_end(conv: Conversation, context: str) -> Position | None:
     """Where the context ends in the first turn's messages (None: the conversation has no slot)."""
-    for i, message in enumerate(full_transcript(conv, [], upto=0)):
-        if CONTEXT_SLOT in message.content:
-            return i, message.content.index(CONTEXT_SLOT) + len(context)
-    return None
+    end = context_end(full_transcript(conv, [], upto=0), context)
+    return (end[0], end[1]) if end is not None else None
 
 
 def _common(a: list[Message], b: list[Message]) -> Position:

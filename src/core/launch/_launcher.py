@@ -143,7 +143,7 @@ class Launch:
         self.records, self.work, self.scheduler = records, work, scheduler
         self.count, self.fingerprint = len(records), work["fingerprint"]
         self.overrides, self.command, self.timing = overrides, command, timing
-        self.models = list(config.models)
+        self.models = config.run_models()  # a --press-sweep: each model once per ratio
         self.jobs: dict[int, Job] = {}
         self.tries: dict[int, int] = {}
         self.waiting_for_folder: dict[int, float] = {}

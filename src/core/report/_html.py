@@ -219,6 +219,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
     from lceval.report._figures import (agreement_figures, curve_figures, depth_figures, overview_figures,
                                         ranking_figures, task_figures, task_order)
     from lceval.report._overview import anchor, cost_table, model_order, overview, runs_table
+    from lceval.report._press import press_figures
 
     runs = inputs.runs
     labels = run_labels(runs)
@@ -232,7 +233,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
         forest = figures_html(overview_figures(ctx, model_order(ctx), colors), specs)
         sections.append(("overview", "Overview", f'<div class="overview-row">{overview(ctx, anchors)}{forest}</div>'))
     panels, failures = plugin_figures(ctx, plugins)
-    extra = curve_figures(ctx, colors) + depth_figures(ctx)
+    extra = curve_figures(ctx, colors) + depth_figures(ctx) + press_figures(ctx, colors)
     for task in tasks:
         figs = [f for f in extra if f.section == task] + task_figures(ctx, task, colors)
         sections.append((anchors[task], task, task_section(ctx, task, figs, specs)))

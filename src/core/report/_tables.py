@@ -11,7 +11,8 @@ Laid out from results alone, driven by each task's spec, so any benchmark gets t
   the spec's breakdowns (e.g. question type and answer position, Table 8) with its tests
   (e.g. the one-tailed Welch p-value, Table 9, which the paper computed on test2 alone);
   the score by context length and kept share of the context in a table of their own;
-- context-length curves: the budgets of a `--context-lengths` run side by side.
+- context-length curves: the budgets of a `--context-lengths` run side by side;
+- press sweeps: a `--press-sweep`'s ratios, with the paired test, KV memory and time.
 Two runs of one model that both hold a task would share a cell: their rows are then told
 apart by judge, then model spec, then run id.
 """
@@ -274,6 +275,23 @@ def curve_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
     return out
 
 
+# -- press sweeps (--press-sweep) ---------------------------------------------------------
+
+def press_tables(runs: list[ReportRun]) -> list[Table]:
+    """Per press sweep and task: each ratio's score, its paired difference against the
+    uncompressed run, KV memory and seconds (report/_press.py)."""
+    from lceval.report._press import COLUMNS, find_sweeps, sweep_table_rows, sweep_tasks, table_notes
+
+    out = []
+    for sweep in find_sweeps(runs):
+        for task in sweep_tasks(sweep):
+            table = Table(f"{task}: {sweep.title}, by compression ratio", [Column(g, n) for g, n, _ in COLUMNS],
+                          digits=3, notes=table_notes(sweep))
+            table.rows = sweep_table_rows(sweep, task)
+            out.append(table)
+    return out
+
+
 # -- what the answers took ----------------------------------------------------------------
 
 def token_table(runs: list[ReportRun], labels: list[str]) -> Table | None:
@@ -361,8 +379,8 @@ def paper_tables(runs: list[ReportRun], fmt: str, pooled: bool = False, subset: 
         raise UserError("no run directories given", field="run_dirs")
     labels = row_labels(runs)
     tokens = token_table(runs, labels)
-    tables = [*main_tables(runs, labels), *curve_tables(runs, labels), *breakdown_tables(runs, labels, pooled),
-              *([tokens] if tokens else [])]
+    tables = [*main_tables(runs, labels), *curve_tables(runs, labels), *press_tables(runs),
+              *breakdown_tables(runs, labels, pooled), *([tokens] if tokens else [])]
     for table in tables if subset else []:
         table.title += f" (only samples with {subset})"
     sep = "\n" if fmt == "csv" else "\n\n"

@@ -32,11 +32,16 @@ CORPUS = ["(PERSON1) Hello everyone, let us start the meeting about the orange d
 def folder(tmp_path_factory) -> Path:
     """A llama-shaped model of 2 layers saved with its tokenizer (dtype float64, so `dtype=auto`
     runs it exactly and batched answers equal unbatched ones by construction)."""
+    return tiny_folder(tmp_path_factory.mktemp("tiny-hf"))
+
+
+def tiny_folder(out: Path, layers: int = 2, dtype: str = "float64") -> Path:
+    """The tiny model folder: a byte-level BPE tokenizer trained on CORPUS, the chat template,
+    random llama weights of `layers` layers in `dtype`."""
     import torch
     import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    out = tmp_path_factory.mktemp("tiny-hf")
     specials = ["<|end|>", "<|user|>", "<|system|>", "<|assistant|>"]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -47,11 +52,11 @@ def folder(tmp_path_factory) -> Path:
     fast.chat_template = TEMPLATE
     fast.save_pretrained(out)
     config = transformers.LlamaConfig(vocab_size=len(fast), hidden_size=64, intermediate_size=128,
-                                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                      num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
                                       max_position_embeddings=2048, initializer_range=0.3,
                                       eos_token_id=fast.eos_token_id, pad_token_id=fast.eos_token_id)
     torch.manual_seed(7)
-    transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float64).save_pretrained(out)
+    transformers.AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype)).save_pretrained(out)
     return out
 
 
@@ -77,18 +82,23 @@ def test_options_are_typed_and_checked(folder):
         make_hf(str(folder), {"dtype": "auto", "device_map": "auto", "device": "cpu"})
 
 
-def test_defaults_come_from_free_memory(folder, monkeypatch):
-    from lceval_plugins.backends import hf
+def test_defaults_come_from_the_memory_plan(folder):
+    """`memory_gib` stands for the free memory: the key/value capacity and the batch follow it."""
+    from lceval_plugins.backends.hf import make_hf
+    from lceval_plugins.backends.hf_memory import GiB, kv_bytes_per_token, scratch_bytes, weights_bytes
 
-    backend = hf.make_hf(str(folder), {"dtype": "auto", "n_ctx": "1024", "device": "cpu"})
-    per_token = hf.kv_bytes_per_token(backend._get_config(), 8)  # float64 weights, dtype=auto
+    probe = make_hf(str(folder), {"dtype": "auto", "n_ctx": "1024", "device": "cpu"})
+    config = probe._get_config()
+    per_token = kv_bytes_per_token(config, 8)  # float64 weights, dtype=auto
     assert per_token == 2 * 2 * 2 * 16 * 8  # keys and values, 2 layers, 2 key heads of 16 dims
-    weights = hf._weights_bytes(backend._get_config(), 8)
-    monkeypatch.setattr(hf, "_free_memory", lambda device: 2 * (weights + 5 * 1024 * per_token))
+    room = weights_bytes(config, 8) + scratch_bytes(config, 8, 1024, 1024) + 5 * 1024 * per_token
+    backend = make_hf(str(folder), {"dtype": "auto", "n_ctx": "1024", "device": "cpu",
+                                    "memory_gib": str(room / GiB)})
     assert backend.prefix_cache.kind == "shared" and backend.prefix_cache.shares_in_flight
-    assert backend.prefix_cache.capacity_tokens == 5 * 1024  # half the free memory, less the weights
+    assert backend.prefix_cache.capacity_tokens == 5 * 1024  # the weights and one chunk's scratch set aside
     assert backend.max_in_flight == 5  # five window-long prompts fit
     assert "batch_size" not in backend.identity() and "attn_implementation" not in backend.identity()
+    assert "memory_gib" not in backend.identity()  # how the answers are computed, not what they are
 
 
 def test_generate_is_thread_safe_and_batched_answers_equal_unbatched(folder):

@@ -7,8 +7,6 @@ in tests/integration/test_serving_orders.py (`--simulate`)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from typing import Any
 
 import pytest
@@ -17,7 +15,7 @@ from lceval.interfaces import ModelBackend
 from lceval.types import Generation, GenerationParams, GenerationRequest, Message
 
 from tests.plugins.backends import test_vllm_backend as fake_vllm
-from tests.paths import REPO
+from tests.paths import benchmark_script
 
 model_folder = fake_vllm.model_folder  # the fixture (an assignment keeps pyflakes quiet)
 
@@ -25,12 +23,8 @@ model_folder = fake_vllm.model_folder  # the fixture (an assignment keeps pyflak
 @pytest.fixture(scope="module")
 def orders() -> Any:
     """The benchmark script as a module."""
-    spec = importlib.util.spec_from_file_location("serving_orders", REPO / "benchmarks" / "serving_orders.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["serving_orders"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("serving_orders", None)
+    with benchmark_script("serving_orders") as module:
+        yield module
 
 
 class Ids:

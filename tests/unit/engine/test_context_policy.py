@@ -153,3 +153,17 @@ def test_truncated_conversations_of_one_context_share_the_smallest_cut(tmp_path)
     untouched = cuts(roomy, convs[:2], tmp_path / "roomy", "truncate-middle")
     assert [c.action for c in untouched.values()] == ["none", "none"]
     assert [context_of(roomy, "short"), context_of(roomy, "long")] == [CONTEXT, CONTEXT]
+
+
+def test_every_request_says_where_its_cut_context_ends(tmp_path):
+    """`hints["context_end"]` ([message, offset]) points just past the context as it was sent
+    (cut here), in every turn's request: where a backend that compresses the context alone (a
+    KV-cache press) splits the prompt."""
+    model = ScriptedModel(window=200)
+    serve(model, [conv(n_turns=2)], tmp_path, spec=settings("truncate-middle", answer=10, reserve=10))
+    assert len(model.calls) == 2
+    for request in model.calls:
+        index, offset = request.hints["context_end"]
+        text = request.messages[index].content
+        assert index == 0 and text[:offset].startswith(INSTRUCTION) and MARK in text[:offset]
+        assert text[offset:] == QUESTION

@@ -36,6 +36,7 @@ SAMPLES: dict[str, Any] = {
     "reasoning_effort": "high",
     "batch": True,
     "max_cost": 12.5,
+    "press_sweep": "snapkv:0,0.25,0.5",
     "retriever": "bm25",
     "overrides": {"options.history": "gold", "generation.max_new_tokens": 32},
     "contexts": ["dev/*", "test2/meeting_en_test2_004"],

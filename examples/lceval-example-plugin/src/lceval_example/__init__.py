@@ -1,11 +1,16 @@
-"""An lceval plugin outside the lceval distribution: a model scheme, a judge and a pairwise judge."""
+"""An lceval plugin outside the lceval distribution: a model scheme, a judge, a pairwise judge and
+a long-context method."""
 
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from lceval import hookimpl
+from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext, ModelBackend, PairwiseJudge, PrefixCache
+from lceval.methods import ContextMethod
 from lceval.options import NO_OPTIONS
 from lceval.types import (Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
                           PairJudgment)
@@ -143,3 +148,47 @@ def register_models(register):
 @hookimpl
 def register_judges(register):
     register("contains", make_contains, options_schema=NO_OPTIONS)
+
+
+class KeepEnds(ContextMethod):
+    """A KV-cache press kvpress does not have: once the context is prefilled, each layer keeps
+    its first `sink` positions and its most recent ones, `compression_ratio` of the context
+    removed from the middle. The backend prefills, answers and measures; the method only cuts
+    the cache (torch is the backend's, imported when the method runs)."""
+
+    def __init__(self, ratio: float, sink: int) -> None:
+        self.ratio, self.sink = ratio, sink
+
+    def identity(self) -> dict:
+        return {"method": "ends", "version": 1, "compression_ratio": self.ratio, "sink": self.sink}
+
+    @contextmanager
+    def prefilling(self, model: Any, cache: Any) -> Iterator[None]:
+        yield  # the backend prefills the context into `cache` here
+        import torch
+
+        for layer in cache.layers:
+            n = layer.keys.shape[-2]
+            kept = max(1, int(n * (1 - self.ratio)))  # kvpress's rule for the positions kept
+            if kept >= n:
+                continue
+            head = min(self.sink, kept)
+            index = torch.cat([torch.arange(head), torch.arange(n - (kept - head), n)]).to(layer.keys.device)
+            layer.keys = layer.keys.index_select(2, index)
+            layer.values = layer.values.index_select(2, index)
+
+
+ENDS_OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+    "sink": {"type": "integer", "minimum": 0, "default": 4, "description": "First positions always kept."}}}
+
+
+def make_ends(options: dict) -> KeepEnds:
+    """`hf:MODEL,press=ends,compression_ratio=0.5,press.sink=8`: the ratio comes from the backend."""
+    if options.get("compression_ratio") is None:
+        raise UserError("press 'ends' needs compression_ratio=R", field="compression_ratio")
+    return KeepEnds(options["compression_ratio"], options["sink"])
+
+
+@hookimpl
+def register_methods(register):
+    register("ends", make_ends, options_schema=ENDS_OPTIONS)

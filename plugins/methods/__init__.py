@@ -1,0 +1,1 @@
+"""Long-context methods a backend applies as a model setting (lceval.methods)."""
