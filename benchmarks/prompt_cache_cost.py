@@ -112,12 +112,25 @@ def one_run(server: ProviderServer, provider: str, task: str, home: Path, out: P
         raise SystemExit(err)
     run_dir = next(p for p in out.iterdir() if p.is_dir())
     usage = json.loads((run_dir / "manifest.json").read_text())["usage"]
-    return {"requests": usage["generated"], "lceval_usd": usage["cost_usd"], "server_usd": round(server.ledger.total(), 8),
+    billed = round(server.ledger.total(), 8)  # type: ignore[union-attr]
+    return {"requests": usage["generated"], "lceval_usd": usage["cost_usd"], "server_usd": billed,
             "dry_run_usd": estimate, "read": usage["cache_read_tokens"], "written": usage["cache_write_tokens"],
             "uncached": usage["uncached_prompt_tokens"], "reads_expected": usage["cache_reads_expected"],
             "reads_missed": usage["cache_reads_missed"],
             "seconds": round(time.perf_counter() - start, 1),
             "console": [line for line in shown.splitlines() if line.startswith(("cost:", "prompt cache"))]}
+
+
+def said(family: str, provider: str, row: dict[str, Any]) -> str:
+    """One line: both runs' bills (lceval's, the server's, the dry run's), the saving, the tokens."""
+    on, off = row["cached"], row["uncached"]
+    agree = all(abs(r["lceval_usd"] - r["server_usd"]) < 1e-6 for r in (on, off))
+    return (f"{family:<19} {provider:<9} {on['requests']:>4} requests  cached ${on['lceval_usd']:.4f} (server "
+            f"${on['server_usd']:.4f}; dry run at most ${on['dry_run_usd']:.4f})  uncached ${off['lceval_usd']:.4f} "
+            f"(server ${off['server_usd']:.4f}; dry run ${off['dry_run_usd']:.4f})  saved "
+            f"{1 - on['lceval_usd'] / off['lceval_usd']:.0%}  bills agree: {agree}  read {on['read']:,} written "
+            f"{on['written']:,} uncached {on['uncached']:,} tokens; reads "
+            f"{on['reads_expected'] - on['reads_missed']}/{on['reads_expected']}")
 
 
 def main() -> None:
@@ -142,14 +155,7 @@ def main() -> None:
                                          folder / f"{family}-{provider}-{mode}", mode == "cached")
                            for mode in ("cached", "uncached")}
                     results[f"{family} {provider}"] = row
-                    on, off = row["cached"], row["uncached"]
-                    agree = all(abs(r["lceval_usd"] - r["server_usd"]) < 1e-6 for r in (on, off))
-                    print(f"{family:<19} {provider:<9} {on['requests']:>4} requests  cached ${on['lceval_usd']:.4f} "
-                          f"(server ${on['server_usd']:.4f}; dry run at most ${on['dry_run_usd']:.4f})  uncached "
-                          f"${off['lceval_usd']:.4f} (server ${off['server_usd']:.4f}; dry run ${off['dry_run_usd']:.4f})"
-                          f"  saved {1 - on['lceval_usd'] / off['lceval_usd']:.0%}  bills agree: {agree}  read "
-                          f"{on['read']:,} written {on['written']:,} uncached {on['uncached']:,} tokens; reads "
-                          f"{on['reads_expected'] - on['reads_missed']}/{on['reads_expected']}", flush=True)
+                    print(said(family, provider, row), flush=True)
         finally:
             server.close()
     if args.json:

@@ -168,7 +168,8 @@ class Automatic(ProviderCache):
     def __init__(self, model: str, options: dict[str, Any], litellm: Any, how: str, minimum: int,
                  read_ratio: float | None = None, lifetimes: tuple[str, ...] = (), keyed: bool = False) -> None:
         super().__init__(model, options, litellm)
-        self.how, self._minimum, self.read_ratio, self.lifetimes, self.keyed = how, minimum, read_ratio, lifetimes, keyed
+        self.how, self._minimum, self.read_ratio = how, minimum, read_ratio
+        self.lifetimes, self.keyed = lifetimes, keyed
 
     def minimum(self) -> int:
         return self._minimum

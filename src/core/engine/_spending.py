@@ -152,7 +152,8 @@ def estimate(backend: ModelBackend, request: GenerationRequest, price: Price | N
     caching = backend.prompt_caching(request, batch) if request.shared is not None else None
     if caching is None:
         return Estimate(prompt, counted, answer, price)
-    head = GenerationRequest(request.request_id, request.shared.head(request.messages), request.params)  # type: ignore[union-attr]
+    shared_part = request.shared.head(request.messages)  # type: ignore[union-attr]
+    head = GenerationRequest(request.request_id, shared_part, request.params)
     shared = min(prompt, prompt_estimate(backend, head)[0])
     return Estimate(prompt, counted, answer, caching.price, cache_read=shared if primed else 0,
                     cache_write=0 if primed else shared)

@@ -201,8 +201,8 @@ def test_message_batches_carry_the_breakpoint_for_an_hour(long_home: Path, tmp_p
     ("litellm:gemini/gemini-2.0-flash,prompt_cache=on", "Gemini caches implicitly from its 2.5 models on"),
     ("litellm:anthropic/claude-sonnet-4-5,cache_ttl=10m", "cache_ttl"),
 ])
-def test_a_lifetime_or_cache_the_provider_does_not_offer_exits_2(option: str, said: str, long_home: Path,
-                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lifetime_or_cache_the_provider_does_not_offer_exits_2(option: str, said: str, long_home: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.setenv(name, "test-key-0000")
     code, out, err = call("run", "--tasks", "elitr_qa", "--model", option, "--data-home", long_home,

@@ -38,7 +38,8 @@ def requests(tmp_path: Path, user: str, rows: Path | None = None) -> list:
 
 def test_a_documents_questions_share_it_up_to_the_question(tmp_path: Path) -> None:
     calls = requests(tmp_path, "Read the minutes.\n\n{{ context }}\n\nQuestion: {{ question }}")
-    documents = [json.loads(line)["text"] for line in (TEST_DATA / "documents" / "notes.jsonl").read_text().splitlines()]
+    rows = (TEST_DATA / "documents" / "notes.jsonl").read_text().splitlines()
+    documents = [json.loads(line)["text"] for line in rows]
     assert len(calls) == 6
     for call in calls:
         head = call.shared.head(call.messages)
