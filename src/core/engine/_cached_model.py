@@ -374,7 +374,7 @@ class CachedModel:
         outs: list[Generation | None] = [None] * len(requests)
         reserved = [0.0] * len(requests)
         caching = [self._caching(r) for r in requests]
-        expects_read = [c is not None and self._is_primed(r) and not self.batching for r, c in zip(requests, caching)]
+        expects_read = [c is not None and self._is_primed(r) for r, c in zip(requests, caching)]
         send = []
         for i, (request, key) in enumerate(zip(requests, keys)):
             if self.budget is None or (self.batcher is not None and self.batcher.adopts(key)):

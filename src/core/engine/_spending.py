@@ -314,7 +314,7 @@ class UsageCounters:
     #: them the provider reported no cache read for (a cache that did not serve: said on the console)
     cache_reads_expected: int = 0
     cache_reads_missed: int = 0
-    #: USD the prompt cache saved against the same answers at the input price (part of no cost)
+    #: USD the prompt cache saved: the same answers at the input price less what they cost
     cache_saved_usd: float = 0.0
     by_task: dict[str, "UsageCounters"] = field(default_factory=dict)
 
