@@ -45,6 +45,9 @@ class BatchServer:
         self.create_faults: list[str] = []
         #: the answer to an item (the last user message)
         self.reply: Callable[[str], str] = lambda item: f"answer to {item[-40:]}"
+        #: the providers' prompt caches and their charges (tests/provider_caches.py); None: every
+        #: prompt is PROMPT_TOKENS tokens
+        self.ledger: Any = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -213,6 +216,16 @@ class BatchServer:
             self.direct += 1
         return 500, {"error": {"message": "this test sends everything through batches"}}, None
 
+    def _usage(self, kind: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A batch answer's usage: its tokens counted, cached and charged by the ledger, in the
+        order the batch's requests are processed; else the fixed counts."""
+        if self.ledger is not None:
+            counted = self.ledger.anthropic if kind == "anthropic" else self.ledger.openai
+            return counted(params["model"], params, COMPLETION_TOKENS, batch=True)
+        if kind == "anthropic":
+            return {"input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS}
+        return {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS}
+
     def _advance(self, bid: str) -> None:
         """End the batch at the first poll once it is no longer held: answer, fail or leave each request."""
         with self.lock:
@@ -223,6 +236,7 @@ class BatchServer:
             done, failed, expired = [], [], False
             for cid, params in b["requests"].items():
                 item = params["messages"][-1]["content"]
+                item = item if isinstance(item, str) else "".join(block.get("text", "") for block in item)
                 queue = self.script.get(item) or []
                 fate = queue.pop(0) if queue else "ok"
                 if fate == "expire" or b.get("cancel"):
@@ -239,7 +253,7 @@ class BatchServer:
                     "id": "x", "object": "chat.completion", "model": params["model"],
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS}}}}
+                    "usage": self._usage("openai", params)}}}
                     for i, (cid, params, text) in enumerate(done)]
                 errors = [{"id": "e", "custom_id": cid, "error": None, "response": {"status_code": 500, "body": {
                     "error": {"message": "scripted failure"}}}} for cid in failed]
@@ -255,8 +269,7 @@ class BatchServer:
                 b["state"] = "ended"
                 lines = [{"custom_id": cid, "result": {"type": "succeeded", "message": {
                     "id": "m", "type": "message", "role": "assistant", "content": [{"type": "text", "text": text}],
-                    "stop_reason": "end_turn", "usage": {"input_tokens": PROMPT_TOKENS,
-                                                         "output_tokens": COMPLETION_TOKENS}}}}
+                    "stop_reason": "end_turn", "usage": self._usage("anthropic", params)}}}
                          for cid, params, text in done]
                 lines += [{"custom_id": cid, "result": {"type": "errored", "error": {"type": "error", "error": {
                     "type": "api_error", "message": "scripted failure"}}}} for cid in failed]

@@ -25,6 +25,10 @@ sees the request lceval really sent and what lceval makes of the provider's own 
 Every model thinks `THOUGHT` tokens then answers in `ANSWER` tokens; when its token limit
 leaves less than that, the thinking is cut and no answer comes (`finish_reason: length`).
 `requests` holds every (path, body) received; `answer(question)` gives the answer text.
+
+With a `ledger` (tests/provider_caches.py), Anthropic's, OpenAI's (`gpt-4.1`) and Gemini's
+answers count their prompt's tokens from its text and cache and charge them as each provider
+documents (breakpoints, the automatic caches); without one, every prompt is `PROMPT` tokens.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+from tests.provider_caches import CacheLedger, Refusal
 
 PROMPT, THOUGHT, ANSWER = 100, 1000, 5
 #: the thinking of a question in `ProviderServer.long`: longer than any token limit a run gives
@@ -70,6 +76,8 @@ class ProviderServer:
         self.markers = ("<think>\n", "\n</think>\n\n")
         #: a model that never thinks, whatever the request says
         self.silent = False
+        #: the providers' prompt caches and their charges (None: every prompt is PROMPT tokens)
+        self.ledger: CacheLedger | None = None
         self.lock = threading.Lock()
         server = self
 
@@ -119,9 +127,14 @@ class ProviderServer:
                     return 200, self.deepseek(body)
                 if re.match(r"^(o\d|gpt-5)", model):
                     return 200, self.openai_reasoning(body)
+                if self.ledger is not None and model.startswith("gpt-4"):
+                    return 200, self.openai_chat(body)
                 return 200, self.own_server(body)
         except Refused as exc:
             return 400, exc.body
+        except Refusal as exc:  # the prompt cache's own rules, in the provider's error body
+            error = {"type": "invalid_request_error", "message": str(exc)}
+            return 400, ({"type": "error", "error": error} if path.endswith("/messages") else {"error": error})
         return 404, {"error": {"message": f"no route {path}"}}
 
     @staticmethod
@@ -195,6 +208,14 @@ class ProviderServer:
                           "output_tokens_details": {"reasoning_tokens": thought},
                           "total_tokens": PROMPT + completion}}
 
+    # -- OpenAI's chat models, with the automatic prompt cache (a ledger) ----------------------
+    def openai_chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        assert self.ledger is not None
+        question = self._question(body["messages"])
+        reply = self._chat(body, {"role": "assistant", "content": self.answer(question)}, True, ANSWER, None)
+        reply["usage"] = self.ledger.openai(str(body["model"]), body, ANSWER)
+        return reply
+
     # -- DeepSeek --------------------------------------------------------------------------------
     def deepseek(self, body: dict[str, Any]) -> dict[str, Any]:
         thinking = (body.get("thinking") or {}).get("type", "enabled")
@@ -249,9 +270,10 @@ class ProviderServer:
         content: list[dict[str, Any]] = [{"type": "thinking", "thinking": THINKING, "signature": "sig"}] if thinks else []
         if answered:
             content.append({"type": "text", "text": self.answer(question)})
+        usage = ({"input_tokens": PROMPT, "output_tokens": completion} if self.ledger is None
+                 else self.ledger.anthropic(str(body.get("model")), body, completion))
         return {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"), "content": content,
-                "stop_reason": "end_turn" if answered else "max_tokens", "stop_sequence": None,
-                "usage": {"input_tokens": PROMPT, "output_tokens": completion}}
+                "stop_reason": "end_turn" if answered else "max_tokens", "stop_sequence": None, "usage": usage}
 
     # -- Gemini -----------------------------------------------------------------------------------
     def gemini(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -273,6 +295,9 @@ class ProviderServer:
             parts.append({"text": self.answer(question)})
         usage = {"promptTokenCount": PROMPT, "candidatesTokenCount": completion - thoughts,
                  "totalTokenCount": PROMPT + completion}
+        if self.ledger is not None:  # the prompt's tokens counted, cached and charged
+            usage.update(self.ledger.gemini(path.rsplit("/", 1)[-1].split(":")[0], body, completion))
+            usage["totalTokenCount"] = usage["promptTokenCount"] + completion
         if thoughts:
             usage["thoughtsTokenCount"] = thoughts
         return {"candidates": [{"content": {"role": "model", "parts": parts},

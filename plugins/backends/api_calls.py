@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from lceval.interfaces import Price
+
 #: Kinds of failed attempts, in the order `stats()` lists them.
 RETRYABLE_KINDS = ("rate_limit", "server", "timeout", "connection", "malformed")
 FINAL_KINDS = ("bad_request", "context_window")  # not retried: the same request fails again
@@ -214,6 +216,31 @@ def reported_cached_tokens(usage: Any) -> int | None:
         return None
     value = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
     return None if value is None else int(value)
+
+
+def reported_cache_writes(usage: Any) -> int | None:
+    """Prompt tokens the provider says it wrote into its prompt cache (Anthropic's
+    `cache_creation_input_tokens`, which litellm keeps on the usage), or None when it says nothing."""
+    value = getattr(usage, "cache_creation_input_tokens", None)
+    if value is None and isinstance(usage, dict):
+        value = usage.get("cache_creation_input_tokens")
+    if value is None:
+        details = getattr(usage, "prompt_tokens_details", None)
+        value = getattr(details, "cache_creation_tokens", None) if details is not None else None
+    return None if value is None else int(value)
+
+
+def map_price(info: dict[str, Any], batch: bool, factor: float) -> Price | None:
+    """A model's price from litellm's map entry: per million tokens, a batch at the map's batch
+    price, else at `factor` of the direct one (None: the map gives no price)."""
+    direct_in, direct_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if direct_in is None or direct_out is None:
+        return None
+    if batch:
+        tin, tout = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
+        if tin is not None and tout is not None:
+            return Price(float(tin) * 1e6, float(tout) * 1e6)
+    return Price(float(direct_in) * 1e6 * factor, float(direct_out) * 1e6 * factor)
 
 
 class SamplingRecord:

@@ -20,7 +20,9 @@ body, `Shape.shape` puts it in the provider's terms) and its reasoning controls.
   model string declares (`reasoning=separate|inline|none`), the chat template's switch in
   `chat_template_kwargs`, an effort only where declared (gpt-oss).
 
-Further request shaping a provider needs (prompt-cache breakpoints) belongs here too.
+Each shape also names its provider's prompt cache (`cache()`, rules in `api_caching`): where a
+request about a context marks the part it shares with the others (Anthropic's breakpoints), or
+what lets the provider find it (OpenAI's `prompt_cache_key`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from lceval.errors import UserError
 from lceval.interfaces import ReasoningControls
 from lceval.reasoning import FALLBACK_BUDGET, default_budget
 from lceval.types import GenerationParams
+
+from .api_caching import NoCache, ProviderCache, deepseek_cache, gemini_cache, marked_message, openai_cache
 
 EFFORTS = ("low", "medium", "high")
 #: OpenAI's reasoning guide: "reserve at least 25,000 tokens for reasoning and outputs"
@@ -68,7 +72,13 @@ class Shape:
                                  room_source="its family's guidance", api=self.api)
 
     def check(self) -> None:
-        """Raise UserError for what makes every request to this model fail (before any is sent)."""
+        """Raise UserError for what makes every request to this model fail (before any is sent),
+        and for the prompt-cache options the provider cannot honour."""
+        self.cache().check(self.api or f"model '{self.model}'")
+
+    def cache(self) -> ProviderCache:
+        """The provider's prompt cache (`api_caching`); the base has none."""
+        return NoCache(self.model, self.options, self.litellm)
 
     # -- what is sent --------------------------------------------------------------------------
     def shape(self, params: GenerationParams, body: dict[str, Any]) -> None:
@@ -91,6 +101,12 @@ class Shape:
         """The reasoning tokens of a response as the provider counted them (None: it did not)."""
         return value
 
+    def cache_tokens(self, read: int | None, write: int | None) -> tuple[int | None, int | None]:
+        """A response's prompt tokens read from and written into the provider's cache, as it
+        reported them (None: it said nothing); a provider that reports reads and bills no
+        writes (OpenAI, DeepSeek) wrote none."""
+        return read, (write if write is not None else (0 if read is not None else None))
+
 
 def _drop(body: dict[str, Any], *names: str) -> None:
     for name in names:
@@ -105,6 +121,9 @@ class OpenAIPlain(Shape):
 
     def controls(self) -> ReasoningControls:
         return ReasoningControls(thinks=False, switch=False, efforts=(), api=self.api)
+
+    def cache(self) -> ProviderCache:
+        return openai_cache(self.model, self.options, self.litellm)
 
 
 class OpenAIReasoning(Shape):
@@ -126,9 +145,13 @@ class OpenAIReasoning(Shape):
         except Exception:  # noqa: BLE001 - a model the map does not hold: chat completions
             return False
 
+    def cache(self) -> ProviderCache:
+        return openai_cache(self.model, self.options, self.litellm)
+
     def check(self) -> None:
         import importlib.util
 
+        super().check()
         if self.responses_route() and importlib.util.find_spec("mcp") is None:
             raise UserError(f"litellm sends model '{self.model}' through OpenAI's Responses API, and its bridge there "
                             "imports the package mcp, which is not installed: every request would fail",
@@ -149,6 +172,9 @@ class DeepSeek(Shape):
     name = "deepseek"
     api = "DeepSeek's API"
     _thinks: bool | None = None
+
+    def cache(self) -> ProviderCache:
+        return deepseek_cache(self.model, self.options, self.litellm)
 
     def _reasons(self) -> bool:
         """Whether the model thinks unless told not to (its reasoner), asked of the map once."""
@@ -185,6 +211,11 @@ class Anthropic(Shape):
     name = "anthropic"
     api = "Anthropic's Messages API"
 
+    def cache(self) -> ProviderCache:
+        from .api_caching import Anthropic as Breakpoints
+
+        return Breakpoints(self.model, self.options, self.litellm)
+
     def controls(self) -> ReasoningControls:
         # off unless switched on; a model the map knows and says does not reason (Claude 3.5)
         # cannot be, one it does not know yet (it lags Anthropic's releases) is let through
@@ -203,14 +234,25 @@ class Anthropic(Shape):
             if body.get("top_p", 1.0) < 0.95:
                 _drop(body, "top_p")
 
-    def messages_body(self, params: GenerationParams, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def messages_body(self, params: GenerationParams, messages: list[dict[str, str]],
+                      mark: tuple[int, int, str | None] | None = None) -> dict[str, Any]:
         """A request in the Messages API's own terms (a batch line): the system messages apart,
-        stop strings as `stop_sequences`, the thinking as `shape` puts it."""
-        body: dict[str, Any] = {"messages": [m for m in messages if m["role"] != "system"],
-                                "max_tokens": params.max_new_tokens, "temperature": params.temperature}
-        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        if system:
+        stop strings as `stop_sequences`, the thinking as `shape` puts it; with `mark` (message,
+        characters, lifetime) a cache breakpoint where the shared part ends."""
+        index, chars, lifetime = mark if mark is not None else (-1, 0, None)
+        systems = [i for i, m in enumerate(messages) if m["role"] == "system"]
+        chat = [dict(m) for m in messages if m["role"] != "system"]
+        body: dict[str, Any] = {"messages": chat, "max_tokens": params.max_new_tokens,
+                                "temperature": params.temperature}
+        system = "\n\n".join(messages[i]["content"] for i in systems)
+        if index in systems:  # the shared part ends in the system text, as joined
+            before = sum(len(messages[i]["content"]) + 2 for i in systems if i < index)
+            body["system"] = marked_message({"content": system}, before + chars, lifetime)["content"]
+        elif system:
             body["system"] = system
+        if index >= 0 and index not in systems:
+            at = index - sum(1 for i in systems if i < index)
+            chat[at] = marked_message(chat[at], chars, lifetime)
         if params.top_p != 1.0:
             body["top_p"] = params.top_p
         if params.stop:
@@ -227,6 +269,13 @@ class Anthropic(Shape):
 class Gemini(Shape):
     name = "gemini"
     api = "Gemini's API"
+
+    def cache(self) -> ProviderCache:
+        return gemini_cache(self.model, self.options, self.litellm)
+
+    def cache_tokens(self, read: int | None, write: int | None) -> tuple[int | None, int | None]:
+        # Gemini's JSON leaves out fields at zero: no cachedContentTokenCount is no token read
+        return (read or 0), (write or 0)
 
     def _version3(self) -> bool:
         return "gemini-3" in self.model or "gemini-4" in self.model
@@ -258,6 +307,10 @@ class OwnServer(Shape):
     def __init__(self, model: str, options: dict[str, Any], litellm: Any, local_thinks: Any = None) -> None:
         super().__init__(model, options, litellm)
         self._local_thinks = local_thinks
+
+    def cache(self) -> ProviderCache:
+        return NoCache(self.model, self.options, self.litellm, "a server of one's own bills no cache; its prefix "
+                       "cache orders the requests (prefix_cache=shared)")
 
     @property
     def declared(self) -> str:

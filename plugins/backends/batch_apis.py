@@ -17,7 +17,9 @@ resumed run needs):
   is cancelled, nothing is sent again). Docs: https://docs.anthropic.com/en/api/creating-message-batches
 
 Both charge half their direct price. Each answer's cost is its tokens at the model's batch
-price (`LiteLLMBackend.price(batch=True)`). A request the provider failed comes back as an
+price (`LiteLLMBackend.price(batch=True)`), the prompt tokens the provider read from or wrote
+into its prompt cache at its cache prices (Anthropic's lines carry the cache breakpoint a direct
+request would, at the lifetime a batch asks for: 1 hour unless `cache_ttl` says otherwise). A request the provider failed comes back as an
 error answer (the engine sends it again in a later batch); one an expired or cancelled batch
 did not finish is left out of the results (the engine sends it again). 401/403 stop the run.
 """
@@ -192,13 +194,15 @@ class OpenAIBatches(BatchAPI):
         thought = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or None
         reasoning = message.get("reasoning_content") or message.get("reasoning") or ("" if thought else None)
         extras: dict[str, Any] = {"batched": True}
-        if price is not None:
-            extras["cost_usd"] = round(price.cost(prompt, completion), 8)
+        read = None if cached is None else int(cached)
+        if price is not None:  # the prompt cache's reads at its price (OpenAI bills no writes)
+            extras["cost_usd"] = round(price.cost(prompt, completion, read or 0), 8)
         return Generation(request_id=cid, text=text, prompt_tokens=prompt,
-                          prefilled_tokens=None if cached is None else max(0, prompt - int(cached)),
+                          prefilled_tokens=None if read is None else max(0, prompt - read),
                           completion_tokens=completion,
                           finish_reason=_finish(choice.get("finish_reason") == "length", text, reasoning),
-                          extras=extras, reasoning=reasoning, reasoning_tokens=int(thought) if thought else None)
+                          extras=extras, reasoning=reasoning, reasoning_tokens=int(thought) if thought else None,
+                          cache_read_tokens=read, cache_write_tokens=None if read is None else 0)
 
     def cancel(self, handle: dict[str, Any]) -> None:
         self.client.json("POST", f"/batches/{handle['id']}/cancel", {})
@@ -304,16 +308,17 @@ class AnthropicBatches(BatchAPI):
         thinking = "\n\n".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking") or None
         usage = message.get("usage") or {}
         read = int(usage.get("cache_read_input_tokens") or 0)
-        prompt = int(usage.get("input_tokens") or 0) + read + int(usage.get("cache_creation_input_tokens") or 0)
+        written = int(usage.get("cache_creation_input_tokens") or 0)
+        prompt = int(usage.get("input_tokens") or 0) + read + written
         completion = int(usage.get("output_tokens") or 0)
         extras: dict[str, Any] = {"batched": True}
-        if price is not None:
-            extras["cost_usd"] = round(price.cost(prompt, completion), 8)
+        if price is not None:  # the cache's writes and reads at their prices (the batch's lifetime)
+            extras["cost_usd"] = round(price.cost(prompt, completion, read, written), 8)
         # the Messages API counts the thinking inside output_tokens only: its tokens are unknown
         return Generation(request_id=cid, text=text, prompt_tokens=prompt, prefilled_tokens=prompt - read,
                           completion_tokens=completion,
                           finish_reason=_finish(message.get("stop_reason") == "max_tokens", text, thinking),
-                          extras=extras, reasoning=thinking)
+                          extras=extras, reasoning=thinking, cache_read_tokens=read, cache_write_tokens=written)
 
     def cancel(self, handle: dict[str, Any]) -> None:
         if "id" in handle:  # a candidate not proven ours is never cancelled

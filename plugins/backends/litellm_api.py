@@ -25,6 +25,12 @@ owns three things the others do not need:
   repeat_penalty 1.0) are not sent unless `explicit_sampling=true`: `stats()["sampling"]`
   says which values were sent and which were left to the server's own default.
 
+Prompt caches (`api_caching`, model options `prompt_cache`, `cache_ttl`): every request about a
+context carries the part the context's requests share (`request.shared`); the backend marks it
+for Anthropic (a `cache_control` breakpoint), keys it for OpenAI (`prompt_cache_key`), and counts
+what each provider reports it read from and wrote into its cache (`Generation.cache_read_tokens`,
+`cache_write_tokens`), priced at the provider's cache prices (`price()`, `prompt_caching()`).
+
 Batches (`--batch`, or the model option `batch=true`; the engine gathers, records, polls and
 resumes them, docs/judging-at-scale.md): OpenAI's Batch API for `openai/` models (and any
 OpenAI-compatible server at `api_base` that speaks `/v1/batches`, as vLLM's does), Anthropic's
@@ -42,6 +48,7 @@ litellm is imported only inside functions, with its remote cost map and telemetr
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import threading
@@ -50,11 +57,12 @@ from typing import Any, Callable
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import BatchAPI, ModelBackend, PrefixCache, Price, ReasoningControls, requires
+from lceval.interfaces import BatchAPI, ModelBackend, PrefixCache, Price, PromptCaching, ReasoningControls, requires
 from lceval.types import Generation, GenerationRequest, Message
 
+from .api_caching import ProviderCache, cache_price, caching_of, shared_tokens
 from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, SamplingRecord, classify,
-                        environment_secrets, read_reply, reasoning_tokens_of,
+                        environment_secrets, map_price, read_reply, reasoning_tokens_of, reported_cache_writes,
                         reported_cached_tokens, retry_after_seconds, scrub)
 from .api_shapes import Anthropic, Shape, shape_of
 
@@ -62,6 +70,9 @@ from .litellm_options import OPTIONS, SCHEME, _api_base, check_model_name, impor
 
 __all__ = ["OPTIONS", "SCHEME", "LiteLLMBackend", "_api_base", "check_model_name", "import_litellm", "make_litellm",
            "parse_options", "register_models"]
+
+
+_UNASKED = object()
 
 
 class LiteLLMBackend(ModelBackend):
@@ -92,6 +103,8 @@ class LiteLLMBackend(ModelBackend):
         self._litellm: Any = None
         self._shape: Shape | None = None
         self._controls: ReasoningControls | None = None
+        self._cache: ProviderCache | None = None
+        self._info: Any = _UNASKED
         self._tokenizer_backend: ModelBackend | None = None
         #: waits `seconds` unless the batch is being abandoned; tests replace it
         self.sleep: Callable[[float], Any] = self._stop.wait
@@ -118,25 +131,59 @@ class LiteLLMBackend(ModelBackend):
     # -- prices and batches ----------------------------------------------------------------
     def price(self, batch: bool = False) -> Price | None:
         """The user's per-million-token prices, else litellm's bundled map; a batch at the
-        map's batch price, else at `batch_price_factor` of the direct one. None: unknown."""
+        map's batch price, else at `batch_price_factor` of the direct one; with the provider's
+        prompt-cache prices (`api_caching.cache_price`) at the lifetime a direct request or a
+        batch asks for by default. None: unknown."""
+        return self._price_at(batch, self.cache.lifetime(math.inf if batch else 0.0))
+
+    def _price_at(self, batch: bool, lifetime: str | None) -> Price | None:
         factor = self.options.get("batch_price_factor", 0.5) if batch else 1.0
         pin, pout = self.options.get("input_cost_per_mtok"), self.options.get("output_cost_per_mtok")
+        info = self._map_info()
         if pin is not None or pout is not None:
-            return Price((pin or 0.0) * factor, (pout or 0.0) * factor)
-        try:
-            info = self._import().get_model_info(self.model)
-        except UserError:
-            raise
-        except Exception:  # noqa: BLE001 - a model litellm's map does not hold
-            return None
-        direct_in, direct_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
-        if direct_in is None or direct_out is None:
-            return None
-        if batch:
-            tin, tout = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
-            if tin is not None and tout is not None:
-                return Price(float(tin) * 1e6, float(tout) * 1e6)
-        return Price(float(direct_in) * 1e6 * factor, float(direct_out) * 1e6 * factor)
+            base: Price | None = Price((pin or 0.0) * factor, (pout or 0.0) * factor)
+        else:
+            base = map_price(info, batch, factor) if info is not None else None
+        if base is None or not self.cache.how:
+            return base
+        return cache_price(base, self.cache, lifetime, batch, info, self.options, factor)
+
+    def _map_info(self) -> dict[str, Any] | None:
+        """The model's entry in litellm's map, asked once (every request's price reads it)."""
+        if self._info is _UNASKED:
+            try:
+                self._info = dict(self._import().get_model_info(self.model))
+            except UserError:
+                raise
+            except Exception:  # noqa: BLE001 - a model litellm's map does not hold
+                self._info = None
+        return self._info  # type: ignore[return-value]
+
+    # -- the provider's prompt cache (`api_caching`) ---------------------------------------------
+    @property
+    def cache(self) -> ProviderCache:
+        """The provider's prompt cache, its options checked (once, before any request)."""
+        if self._cache is None:
+            self.reasoning_controls()  # the shape's checks, the cache options among them
+            self._cache = self.shape.cache()
+        return self._cache
+
+    def prompt_caching(self, request: GenerationRequest, batch: bool = False) -> PromptCaching | None:
+        use, priced = self._cache_plan(request, batch)
+        return use if priced else None
+
+    def _cache_plan(self, request: GenerationRequest, batch: bool) -> tuple[PromptCaching | None, bool]:
+        """How the request uses the provider's cache (None: it does not; it is then not marked),
+        and whether its price is known (an unknown one decides at the provider's ratios)."""
+        shared, cache = request.shared, self.cache
+        if shared is None or not cache.how:
+            return None, False
+        lifetime = cache.lifetime(shared.reuse_within_s)
+        known = self._price_at(batch, lifetime)
+        price = known or cache_price(Price(1.0, 1.0), cache, lifetime, batch, None, {}, 1.0)
+        head = shared.head(request.messages)
+        tokens = shared_tokens(self.count_tokens(head), sum(len(m.content) for m in head))
+        return caching_of(cache, shared, price, tokens), known is not None
 
     def batch_protocol(self) -> str | None:
         """"openai", "anthropic" or None: which batch API this model has."""
@@ -165,14 +212,18 @@ class LiteLLMBackend(ModelBackend):
     def _batch_body(self, request: GenerationRequest) -> dict[str, Any]:
         """A request as the chat completions body the provider's HTTP API takes (what litellm
         would have sent: its `extra_body` fields at the top level, its names for the fields)."""
-        return self.shape.wire(self._payload(request))
+        return self.shape.wire(self._payload(request, batch=True))
 
     def _messages_body(self, request: GenerationRequest) -> dict[str, Any]:
-        """A request in Anthropic's Messages terms (its batch API's lines)."""
+        """A request in Anthropic's Messages terms (its batch API's lines), with its cache
+        breakpoint where the shared part ends."""
         shape = self.shape
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         if isinstance(shape, Anthropic):
-            return shape.messages_body(request.params, messages)
+            use, _ = self._cache_plan(request, batch=True)
+            mark = ((request.shared.message, request.shared.chars, use.lifetime)  # type: ignore[union-attr]
+                    if use is not None and use.marked else None)
+            return shape.messages_body(request.params, messages, mark)
         return Anthropic(self.model, self.options, self._import()).messages_body(request.params, messages)
 
     # -- a reasoning model: what its provider's API takes (`api_shapes`) ------------------------
@@ -294,7 +345,7 @@ class LiteLLMBackend(ModelBackend):
             kwargs["api_key"] = "no-key"
         return kwargs
 
-    def _payload(self, request: GenerationRequest) -> dict[str, Any]:
+    def _payload(self, request: GenerationRequest, batch: bool = False) -> dict[str, Any]:
         params = request.params
         explicit = bool(self.options.get("explicit_sampling"))
         body: dict[str, Any] = {
@@ -320,6 +371,9 @@ class LiteLLMBackend(ModelBackend):
                 hint="Set it to 1.0, or name the server's body field with "
                      "repeat_penalty_field=repetition_penalty (vLLM) or repeat_penalty (llama.cpp).")
         self._sampling.note(params, body, penalty_field=name)
+        use, _ = self._cache_plan(request, batch)
+        if use is not None:  # the shared part marked, or the provider's key for it
+            self.cache.mark(body, request.shared, use.lifetime)  # type: ignore[arg-type]
         return body
 
     def _secrets(self, base: dict[str, Any]) -> list[str]:
@@ -394,8 +448,8 @@ class LiteLLMBackend(ModelBackend):
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
         thought = self.shape.reported_reasoning_tokens(reasoning_tokens_of(usage))
-        cached = reported_cached_tokens(usage)
-        cost = self._cost(response, prompt, completion, litellm)
+        cached, written = self.shape.cache_tokens(reported_cached_tokens(usage), reported_cache_writes(usage))
+        cost = self._cost(request, response, (prompt, completion, cached or 0, written or 0), litellm)
         stats = self._stats
         with stats.lock:
             stats.succeeded += 1
@@ -423,14 +477,18 @@ class LiteLLMBackend(ModelBackend):
                           prefilled_tokens=None if cached is None else max(0, prompt - cached),
                           completion_tokens=completion,
                           finish_reason=finish, seconds=time.perf_counter() - start, extras=extras,
-                          reasoning=reasoning, reasoning_tokens=thought)
+                          reasoning=reasoning, reasoning_tokens=thought, cache_read_tokens=cached,
+                          cache_write_tokens=written)
 
-    def _cost(self, response: Any, prompt: int, completion: int, litellm: Any) -> float | None:
-        """The user's per-million-token prices win; then litellm's bundled price map; else
-        unknown (never a guess)."""
-        pin, pout = self.options.get("input_cost_per_mtok"), self.options.get("output_cost_per_mtok")
-        if pin is not None or pout is not None:
-            return (prompt * (pin or 0.0) + completion * (pout or 0.0)) / 1e6
+    def _cost(self, request: GenerationRequest, response: Any, tokens: tuple[int, int, int, int],
+              litellm: Any) -> float | None:
+        """The user's per-million-token prices win (the cache's reads and writes at their cache
+        prices); then litellm's bundled price map, which prices them too; else unknown (never
+        a guess)."""
+        if "input_cost_per_mtok" in self.options or "output_cost_per_mtok" in self.options:
+            lifetime = self.cache.lifetime(request.shared.reuse_within_s if request.shared else 0.0)
+            price = self._price_at(False, lifetime)
+            return price.cost(*tokens) if price is not None else None
         try:
             cost = litellm.completion_cost(completion_response=response)
         except Exception:  # noqa: BLE001  (unknown model: litellm raises)

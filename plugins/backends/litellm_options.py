@@ -71,6 +71,25 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
                                        "none: the template has no switch."},
     "takes_effort": {"type": "boolean", "default": False,
                      "description": "the server's model takes --reasoning-effort (gpt-oss behind vLLM or SGLang)."},
+    "prompt_cache": {"enum": ["auto", "on", "off"], "default": "auto",
+                     "description": "the provider's prompt cache for the part a context's requests share (system message "
+                                    "and context): auto uses it where the provider has one (Anthropic's cache breakpoints, "
+                                    "OpenAI's automatic cache with prompt_cache_key, Gemini 2.5's implicit cache, "
+                                    "DeepSeek's) and prices it; on also refuses a provider without one; off marks nothing "
+                                    "and estimates without it (an automatic cache's reads are still counted)."},
+    "cache_ttl": {"enum": ["5m", "1h", "24h"],
+                  "description": "how long the provider keeps a context's cache entry unused: Anthropic 5m or 1h "
+                                 "(default: 5m, 1h when a context may wait longer than 150 s between two requests: "
+                                 "long answers or thinking, batches), OpenAI 24h (its extended retention; default: in "
+                                 "memory, 5-10 minutes)."},
+    "cache_read_cost_per_mtok": {"type": "number", "minimum": 0,
+                                 "description": "USD per million prompt tokens read from the provider's cache, beside "
+                                                "input_cost_per_mtok (default: that price at the map's or the "
+                                                "provider's cache discount)."},
+    "cache_write_cost_per_mtok": {"type": "number", "minimum": 0,
+                                  "description": "USD per million prompt tokens written into the provider's cache, "
+                                                 "beside input_cost_per_mtok (default: that price times the provider's "
+                                                 "write premium: Anthropic 1.25 for 5m, 2 for 1h; others 1)."},
 }}
 
 

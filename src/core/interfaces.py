@@ -13,8 +13,9 @@ from lceval.types import (Conversation, FinishedRun, Generation, GenerationReque
 
 __all__ = ["BatchAPI", "BatchStatus", "Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory",
            "JudgeModel", "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache", "Price",
-           "ReasoningControls", "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RetrieverFactory", "TaskContext",
-           "TaskType", "is_recomputable", "missing_requirements", "recomputable", "requires"]
+           "PromptCaching", "ReasoningControls", "ReportContext", "ReportFigure", "ReportPanel", "Retriever",
+           "RetrieverFactory", "TaskContext", "TaskType", "is_recomputable", "missing_requirements", "recomputable",
+           "requires"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,26 @@ class Price:
 
     input_per_mtok: float
     output_per_mtok: float
+    cache_read_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+    def cost(self, prompt_tokens: int, completion_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float:
+        """`cache_read`/`cache_write` of the prompt at the prompt cache's prices (None: input), the rest at input."""
+        read, write = (self.input_per_mtok if v is None else v for v in (self.cache_read_per_mtok,
+                                                                          self.cache_write_per_mtok))
+        plain = max(0, prompt_tokens - cache_read - cache_write) * self.input_per_mtok
+        return (plain + cache_read * read + cache_write * write + completion_tokens * self.output_per_mtok) / 1e6
+
+
+@dataclass(frozen=True)
+class PromptCaching:
+    """A request's shared part in a provider's prompt cache: the first request about a context writes
+    it, later ones read it (at `price`'s cache prices); `lifetime` asked ("5m", "1h"; None: the
+    provider's); `marked`: the request marks it (Anthropic), else the provider finds it itself."""
+
+    price: Price
+    lifetime: str | None = None
+    marked: bool = False
 
 
 @dataclass(frozen=True)
@@ -249,6 +267,10 @@ class ModelBackend(ABC):
         a response's cost from its `extras["cost_usd"]` when the backend reports one, else
         from this price and the response's tokens."""
         return Price(0.0, 0.0)
+
+    def prompt_caching(self, request: GenerationRequest, batch: bool = False) -> PromptCaching | None:
+        """How the provider's prompt cache serves `request.shared`; None (a local model): nothing apart."""
+        return None
 
     def batch_api(self) -> BatchAPI | None:
         """The provider's batch API for this model (`--batch`), or None when it has none (the

@@ -11,7 +11,7 @@ from lceval.errors import UserError
 
 __all__ = ["CONTEXT_SLOT", "ContextCut", "Conversation", "FinishedRun", "Generation", "GenerationParams",
            "GenerationRequest", "JudgeInput", "Judgment", "Message", "PairInput", "PairJudgment", "Role",
-           "Sample", "ScoreSource", "ScoredItem", "Turn", "is_scored"]
+           "Sample", "ScoreSource", "ScoredItem", "SharedPrefix", "Turn", "is_scored"]
 
 #: The one place in a conversation where the long context (a transcript, a haystack) goes.
 #: Task types put it in exactly one message; the context policy fills it after cutting the
@@ -120,6 +120,34 @@ class GenerationParams:
         return out
 
 
+@dataclass(frozen=True)
+class SharedPrefix:
+    """The part of a request that every request about the same context begins with, byte for
+    byte (the system message, the instructions and the context itself, before the question):
+    `messages[:message]` whole, then the first `chars` characters of `messages[message]`. The
+    engine sets it on each request of a context it asks more than once, so an API provider's
+    prompt cache can hold that part for the others (Anthropic's cache breakpoints, OpenAI's
+    automatic cache); a backend without such a cache ignores it. Never part of the cache key."""
+
+    #: the context's key: the requests with the same `group` share the part
+    group: str
+    message: int
+    chars: int
+    #: how many requests of the run are about this context (at least 2)
+    requests: int
+    #: the longest the engine may take between two requests of this context, in seconds (one
+    #: request's prefill and answer; the batch API's processing window when batching): what
+    #: a provider's cache entry must outlive unused
+    reuse_within_s: float
+
+    def head(self, messages: list[Message]) -> list[Message]:
+        """The shared part of `messages`, as messages (the last one cut at `chars`)."""
+        if self.message >= len(messages):
+            return list(messages)
+        cut = messages[self.message]
+        return [*messages[:self.message], Message(cut.role, cut.content[:self.chars])]
+
+
 @dataclass
 class GenerationRequest:
     request_id: str  # the item id it answers; backends echo it back
@@ -128,6 +156,8 @@ class GenerationRequest:
     #: Free-form hints from the engine to the backend (e.g. {"item_id": ..., "model_name": ...}
     #: for the replay backend). Never part of the cache key.
     hints: dict[str, Any] = field(default_factory=dict)
+    #: the part the other requests about its context share (None: asked once, or nothing shared)
+    shared: SharedPrefix | None = None
 
 
 @dataclass
@@ -156,6 +186,11 @@ class Generation:
     #: the answer as the model wrote it, when it differs from `text` (which the engine strips of
     #: surrounding whitespace, as every judge and most metrics want it); None: the same
     raw_text: str | None = None
+    #: of `prompt_tokens`, those an API provider read from its prompt cache and those it wrote
+    #: into it (billed at its cache-read and cache-write prices; the rest at the input price);
+    #: None: the provider said nothing about its cache
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 @dataclass
@@ -234,6 +269,10 @@ class Sample:
     reasoning_tokens: int | None = None
     #: the answer as the model wrote it, when it differs from `response` (stripped)
     raw_response: str | None = None
+    #: prompt tokens the provider read from its prompt cache and wrote into it (see
+    #: Generation); samples.jsonl has them only where the provider reported its cache
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 @dataclass

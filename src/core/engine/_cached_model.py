@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from lceval.engine._cache import Cache
 from lceval.engine._dispatch import Dispatcher
-from lceval.engine._spending import Budget, UsageCounters, cost_of, estimate_prompt_tokens, most_answer_tokens
+from lceval.engine._spending import Budget, UsageCounters, cost_of, estimate
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend, PrefixCache, Price
+from lceval.interfaces import ModelBackend, PrefixCache, Price, PromptCaching
 from lceval.io import canonical_hash
 from lceval.reasoning import EARLY_STOP, ReasoningOptions, split_reasoning
 from lceval.types import Generation, GenerationRequest, Message
@@ -92,6 +92,9 @@ class CachedModel:
         #: and the model's options): answers with no thinking at all are then an error
         self.expects_thinking = False
         self._identity = strip_secrets(backend.identity())
+        #: contexts (`SharedPrefix.group`) one of whose requests has come back: the provider's
+        #: prompt cache holds their shared part, so later requests read it
+        self._primed: set[str] = set()
         self._lock = threading.Lock()
         self._busy = 0
         self._busy_since = 0.0
@@ -370,6 +373,8 @@ class CachedModel:
         "cost_limit", asked again by the next run)."""
         outs: list[Generation | None] = [None] * len(requests)
         reserved = [0.0] * len(requests)
+        caching = [self._caching(r) for r in requests]
+        expects_read = [c is not None and self._is_primed(r) for r, c in zip(requests, caching)]
         send = []
         for i, (request, key) in enumerate(zip(requests, keys)):
             if self.budget is None or (self.batcher is not None and self.batcher.adopts(key)):
@@ -408,10 +413,16 @@ class CachedModel:
             raise RuntimeError(f"backend returned {len(answers)} answers for {len(send)} requests")
         price = self.price() if send else None
         costs: list[float | None] = [None] * len(requests)
+        saved = [0.0] * len(requests)
         for i, gen in zip(send, answers):
             outs[i] = gen
             if gen.finish_reason != "error":
                 costs[i] = cost_of(gen, price)
+                saved[i] = self._saved(gen, caching[i], price)
+                shared = requests[i].shared
+                if shared is not None:
+                    with self._lock:
+                        self._primed.add(shared.group)
                 if costs[i] and "cost_usd" not in gen.extras:  # what it cost, kept with it (at today's price)
                     gen = outs[i] = replace(gen, extras={**gen.extras, "cost_usd": round(costs[i], 8)})
                 if self.batcher is None:  # the batcher stored it the moment its batch ended
@@ -427,15 +438,46 @@ class CachedModel:
             for i, gen in enumerate(outs):
                 assert gen is not None
                 self._count(lambda u, gen=gen, cost=costs[i]: u.add(gen, cost, batched=batched))
+                if gen.finish_reason != "error" and i in send:
+                    self._count(lambda u, i=i, gen=gen: _cache_use(u, expects_read[i], gen, saved[i]))
         return [gen for gen in outs if gen is not None]
+
+    # -- a provider's prompt cache -------------------------------------------------------------
+    def _caching(self, request: GenerationRequest) -> PromptCaching | None:
+        if request.shared is None:
+            return None
+        try:
+            return self.backend.prompt_caching(request, self.batching)
+        except UserError:
+            raise
+        except Exception:  # noqa: BLE001 - a backend that cannot tell: nothing counted as cached
+            return None
+
+    def _is_primed(self, request: GenerationRequest) -> bool:
+        """Whether an earlier request about the request's context came back (the provider's
+        cache holds its shared part); never for a batch, whose requests are processed at once."""
+        with self._lock:
+            return request.shared is not None and request.shared.group in self._primed and not self.batching
+
+    def _saved(self, gen: Generation, caching: PromptCaching | None, price: Price | None) -> float:
+        """What the provider's prompt cache saved on `gen`, against its prompt at the input price."""
+        if not (gen.cache_read_tokens or gen.cache_write_tokens):
+            return 0.0
+        at = caching.price if caching is not None else price
+        if at is None:
+            return 0.0
+        prompt, completion = int(gen.prompt_tokens or 0), int(gen.completion_tokens or 0)
+        return at.cost(prompt, completion) - at.cost(prompt, completion, int(gen.cache_read_tokens or 0),
+                                                     int(gen.cache_write_tokens or 0))
 
     def _estimate(self, request: GenerationRequest) -> float:
         """What the request may cost at most (its prompt counted or over-estimated, every
-        answer token it may write) at the model's price."""
+        answer token it may write) at the model's price, its shared part at the prompt cache's
+        price where the provider caches it (`_spending.estimate`, the dry run's arithmetic)."""
         price = self.price()
         if price is None:
             return 0.0  # refused before the run started (`Session`): a limit needs a price
-        return price.cost(estimate_prompt_tokens(self.backend, request), most_answer_tokens(request))
+        return estimate(self.backend, request, price, self.batching, self._is_primed(request)).usd or 0.0
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         """Answers in the order asked (a thinking model's reasoning split off each): cached
@@ -462,3 +504,11 @@ class CachedModel:
             for i, gen in zip(done, outs):
                 results[i] = gen
         return [r for r in results if r is not None]
+
+
+def _cache_use(u: UsageCounters, expected_read: bool, gen: Generation, saved: float) -> None:
+    """An answer's use of the provider's prompt cache, beside its tokens (`UsageCounters.add`)."""
+    u.cache_saved_usd += saved
+    if expected_read:
+        u.cache_reads_expected += 1
+        u.cache_reads_missed += not gen.cache_read_tokens

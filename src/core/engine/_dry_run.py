@@ -25,10 +25,12 @@ from lceval.engine._model_spec import ModelSpec
 from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
-from lceval.engine._spending import CHARS_PER_TOKEN, most_answer_tokens, prompt_estimate
+from lceval.engine._scheduler import ConversationState, make_groups
+from lceval.engine._shared_prefix import shared_prefixes
+from lceval.engine._spending import CHARS_PER_TOKEN, estimate
 from lceval.engine._thinking import controls_of, thinking_settings
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend
+from lceval.interfaces import ModelBackend, PrefixCache, Price
 from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, is_scored)
 
 
@@ -121,18 +123,41 @@ def dry_run(plan: RunPlan, handle: ModelHandle, plugins: Plugins, data_home: Pat
 
 @dataclass
 class _Tally:
+    """Requests' estimates added up: directly, without the provider's prompt cache, and through
+    the batch API (None: a price is unknown, or there is no batch API)."""
+
     requests: int = 0
     prompt: int = 0
     answer: int = 0
     counted: bool = True  # every prompt counted by the model's own tokenizer
+    cache_read: int = 0
+    cache_write: int = 0
+    direct: float | None = 0.0
+    uncached: float | None = 0.0
+    batched: float | None = 0.0
 
-    def add(self, backend: ModelBackend, request: GenerationRequest) -> None:
+    def add(self, backend: ModelBackend, request: GenerationRequest, prices: tuple[Price | None, Price | None],
+            primed: bool, batching: bool) -> None:
+        """`primed`: sent directly, an earlier request about its context would have come back
+        before it (`_model_requests`); through a batch none has."""
         # the estimate a cost limit reserves, so `--max-cost` set to this "at most" holds
-        tokens, counted = prompt_estimate(backend, request)
-        self.counted &= counted
+        direct, batch = prices
+        sent = estimate(backend, request, batch if batching else direct, batching, primed and not batching)
+        self.counted &= sent.counted
         self.requests += 1
-        self.prompt += tokens
-        self.answer += most_answer_tokens(request)
+        self.prompt += sent.prompt
+        self.answer += sent.answer
+        self.cache_read += sent.cache_read
+        self.cache_write += sent.cache_write
+        alone = estimate(backend, request, direct, False, primed) if batching else sent
+        together = sent if batching else (estimate(backend, request, batch, True, False) if batch is not None else None)
+        self.direct = _plus(self.direct, alone.usd)
+        self.batched = _plus(self.batched, together.usd if together is not None else None)
+        self.uncached = _plus(self.uncached, direct.cost(sent.prompt, sent.answer) if direct is not None else None)
+
+
+def _plus(total: float | None, amount: float | None) -> float | None:
+    return None if total is None or amount is None else total + amount
 
 
 class _Recorder:
@@ -149,19 +174,29 @@ class _Recorder:
 
 
 def _model_requests(spec: TaskSpec, conversations: list[Conversation], backend: ModelBackend,
-                    seeds: list[int]) -> list[GenerationRequest]:
+                    seeds: list[int], batching: bool) -> list[tuple[GenerationRequest, bool]]:
     """The requests of a task's selected turns (later turns with placeholder answers), once
-    per seed unless greedy decoding makes the seeds share their answers."""
+    per seed unless greedy decoding makes the seeds share their answers, each with the part its
+    context's requests share and whether an earlier one about its context primed the
+    provider's cache before it were sent directly (as the scheduler orders them: a context's
+    first request alone, then the others; not without a prefix cache to plan for)."""
     fitted, _ = _fit(spec, conversations, backend)
+    sizes = {g.key: g.tokens for g in make_groups([ConversationState(c, t, cut) for c, t, cut in fitted])}
+    orderly = getattr(backend, "prefix_cache", PrefixCache()).kind != "none"
     out = []
     for seed in (seeds if spec.generation_params(0).temperature > 0 else seeds[:1]):
         params = spec.generation_params(seed)
+        shared = shared_prefixes(fitted, params, batching, sizes)
+        asked: set[str] = set()
         for conv, text, cut in fitted:
             for i, turn in enumerate(conv.turns if text is not None else []):
                 answers = [t.reference for t in conv.turns[:i]] if conv.history == "gold" else \
                     [_answer_placeholder(k) for k in range(i)]
                 messages = context_policy.fill_context(context_policy.full_transcript(conv, answers, upto=i), text)
-                out.append(GenerationRequest(request_id=turn.item_id, messages=messages, params=params))
+                out.append((GenerationRequest(request_id=turn.item_id, messages=messages, params=params,
+                                              shared=shared.get(conv.context_id)),
+                            orderly and conv.context_id in asked))
+                asked.add(conv.context_id)
     return out
 
 
@@ -183,23 +218,30 @@ def _judge_requests(spec: TaskSpec, conversations: list[Conversation], plan: Run
     return asked
 
 
+def _prices(backend: ModelBackend) -> tuple[Price | None, Price | None]:
+    """The model's price directly and (where it has a batch API) through it."""
+    return backend.price(batch=False), (backend.price(batch=True) if backend.batch_api() is not None else None)
+
+
 def _priced(tally: _Tally, backend: ModelBackend, batching: bool) -> tuple[str, float | None, float | None]:
     """The tally in words with its cost, and its cost directly and (where there is one)
     through the batch API (None: unknown)."""
     how = "counted by the model's tokenizer" if tally.counted else \
         f"over-estimated at {CHARS_PER_TOKEN:g} characters a token without a tokenizer, as --max-cost reserves"
-    line = (f"{tally.requests:,} requests, {tally.prompt:,} prompt tokens ({how}), at most {tally.answer:,} answer "
-            "tokens")
+    cache = (f"; {tally.cache_read:,} of them read from the provider's prompt cache, {tally.cache_write:,} written "
+             "into it" if tally.cache_read or tally.cache_write else "")
+    line = (f"{tally.requests:,} requests, {tally.prompt:,} prompt tokens ({how}{cache}), at most {tally.answer:,} "
+            "answer tokens")
     direct = backend.price(batch=False)
-    if direct is None:
+    if direct is None or tally.direct is None:
         return line + ": price unknown (give input_cost_per_mtok= and output_cost_per_mtok=)", None, None
-    cost = direct.cost(tally.prompt, tally.answer)
-    line += f": {usd(cost)} at ${direct.input_per_mtok:g}/${direct.output_per_mtok:g} per million tokens"
-    batch = backend.price(batch=True) if backend.batch_api() is not None else None
-    batch_cost = batch.cost(tally.prompt, tally.answer) if batch is not None else None
+    line += f": {usd(tally.direct)} at ${direct.input_per_mtok:g}/${direct.output_per_mtok:g} per million tokens"
+    if (tally.cache_read or tally.cache_write) and tally.uncached is not None:
+        line += f" ({usd(tally.uncached)} without the prompt cache)"
+    batch_cost = tally.batched if backend.batch_api() is not None else None
     if batch_cost is not None:
         line += f"; through its batch API{' (as this run asks)' if batching else ''}: {usd(batch_cost)}"
-    return line, cost, batch_cost
+    return line, tally.direct, batch_cost
 
 
 def estimate_cost(plan: RunPlan, loaded: list[tuple[TaskSpec, list[Conversation]]], backend: ModelBackend,
@@ -210,13 +252,16 @@ def estimate_cost(plan: RunPlan, loaded: list[tuple[TaskSpec, list[Conversation]
     first asks. A cache that already holds answers makes the run cheaper than this."""
     seeds = list(plan.config.seeds)
     gen, judged = _Tally(), _Tally()
+    batching = _batching(model, backend, plan)
+    prices = _prices(backend)
     for spec, conversations in loaded:
-        for request in _model_requests(spec, conversations, backend, seeds):
-            gen.add(backend, request)
+        for request, primed in _model_requests(spec, conversations, backend, seeds, batching):
+            gen.add(backend, request, prices, primed, batching)
         if judge is not None:
+            judge_prices, judge_batching = _prices(judge[1]), _batching(judge[0], judge[1], plan)
             for request in _judge_requests(spec, conversations, plan, plugins, judge[1], seeds):
-                judged.add(judge[1], request)
-    parts = [("generation", *_priced(gen, backend, _batching(model, backend, plan)))]
+                judged.add(judge[1], request, judge_prices, False, judge_batching)
+    parts = [("generation", *_priced(gen, backend, batching))]
     if judge is not None and judged.requests:
         parts.append((f"judging ({judge[0].text}; first asks, retries of unusable verdicts come on top)",
                       *_priced(judged, judge[1], _batching(judge[0], judge[1], plan))))

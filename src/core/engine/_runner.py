@@ -22,6 +22,7 @@ from lceval.engine._plugin_host import Plugins
 from lceval.engine._progress import RunProgress, TaskProgress
 from lceval.engine._run_config import RunConfig
 from lceval.engine._scheduler import ConversationState
+from lceval.engine._shared_prefix import shared_prefixes
 from lceval.engine._spec import TaskSpec
 from lceval.engine._spending import usage_scope
 from lceval.engine._thinking import controls_of, expects_thinking, thinking_settings
@@ -107,6 +108,8 @@ def sample_of(spec: TaskSpec, conv: Conversation, i: int, gen: Generation | None
         generation_extras=extras,
         question=turn.question, reasoning=reasoning[0], reasoning_tokens=reasoning[1],
         raw_response=gen.raw_text if gen and not unclosed else None,
+        cache_read_tokens=gen.cache_read_tokens if gen else None,
+        cache_write_tokens=gen.cache_write_tokens if gen else None,
     )
 
 
@@ -142,6 +145,8 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     groups = scheduler.make_groups(list(states))
     sizes = {g.key: g.tokens for g in groups}
     turns = {g.key: sum(len(st.conv.turns) for st in g.states) for g in groups}
+    # what a context's requests share, for a provider's prompt cache (`_shared_prefix`)
+    shared = shared_prefixes(fitted, params, model.batching, sizes)
     own_progress = None
     if not isinstance(progress, TaskProgress):
         own_progress = RunProgress(bool(progress))
@@ -166,7 +171,8 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
                 return None  # an earlier answer ran past the reserve: stop here, never overflow
         hints = {**st.conv.metadata, **turn.metadata, "item_id": turn.item_id, "question": turn.question,
                  **({"context_end": end} if end is not None else {})}
-        return GenerationRequest(request_id=turn.item_id, messages=messages, params=params, hints=hints)
+        return GenerationRequest(request_id=turn.item_id, messages=messages, params=params, hints=hints,
+                                 shared=shared.get(st.conv.context_id))
 
     samples: dict[tuple[int, int], Sample] = {}
 

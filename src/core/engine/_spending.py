@@ -10,6 +10,13 @@ may write, `max_new_tokens` and any thinking budget) is reserved; when the answe
 the reservation becomes what the provider charged. The first request that would take spent
 plus reserved past a limit is refused and so is every later one (the limit is *hit*): no new
 request is sent, those in flight finish, and the run is written as partial.
+
+Where an API provider caches the part a context's requests share (`ModelBackend.prompt_caching`),
+the estimate counts the cache the run will get (`estimate`, the dry run's arithmetic too): the
+part at the cache-write price until a request about the context has come back, at the
+cache-read price after (through a batch, whose requests are processed at once, every request
+may write). A provider that misses its own cache bills more than was reserved; the next
+reservations see it (what was spent is what the provider billed).
 """
 
 from __future__ import annotations
@@ -108,25 +115,61 @@ def prompt_estimate(backend: ModelBackend, request: GenerationRequest) -> tuple[
     return sum(math.ceil(len(m.content) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE for m in request.messages), False
 
 
-def estimate_prompt_tokens(backend: ModelBackend, request: GenerationRequest) -> int:
-    """The prompt's tokens: the model's own count when it has a tokenizer, else an over-estimate."""
-    return prompt_estimate(backend, request)[0]
-
-
 def most_answer_tokens(request: GenerationRequest) -> int:
     """Every token the answer may take: its own and its thinking's (a budget, or room)."""
     return int(request.params.max_new_tokens) + request.params.thinking_allowance
 
 
+@dataclass(frozen=True)
+class Estimate:
+    """What one request is estimated to cost before it is sent: its prompt's tokens (counted,
+    or over-estimated), those of them the provider's prompt cache will read or write, and every
+    answer token it may take, at `price` (the cache's prices where it caches; None: unknown)."""
+
+    prompt: int
+    counted: bool
+    answer: int
+    price: Price | None
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def usd(self) -> float | None:
+        if self.price is None:
+            return None
+        return self.price.cost(self.prompt, self.answer, self.cache_read, self.cache_write)
+
+
+def estimate(backend: ModelBackend, request: GenerationRequest, price: Price | None, batch: bool,
+             primed: bool) -> Estimate:
+    """The one arithmetic behind the dry run's "at most" and what a cost limit reserves, with
+    the cache the run will get: a request whose context the provider caches
+    (`backend.prompt_caching`) pays its shared part at the cache-write price until an earlier
+    request about the context has come back (`primed`), and at the cache-read price after;
+    the rest of its prompt at the input price. `price` is the model's, without a cache."""
+    prompt, counted = prompt_estimate(backend, request)
+    answer = most_answer_tokens(request)
+    caching = backend.prompt_caching(request, batch) if request.shared is not None else None
+    if caching is None:
+        return Estimate(prompt, counted, answer, price)
+    shared_part = request.shared.head(request.messages)  # type: ignore[union-attr]
+    head = GenerationRequest(request.request_id, shared_part, request.params)
+    shared = min(prompt, prompt_estimate(backend, head)[0])
+    return Estimate(prompt, counted, answer, caching.price, cache_read=shared if primed else 0,
+                    cache_write=0 if primed else shared)
+
+
 def cost_of(gen: Generation, price: Price | None) -> float | None:
     """What an answer cost: the backend's own count (`extras["cost_usd"]`), else its tokens at
-    `price`; None when neither is known."""
+    `price` (those its provider read from or wrote into its prompt cache at the cache prices);
+    None when neither is known."""
     reported = gen.extras.get("cost_usd") if isinstance(gen.extras, dict) else None
     if isinstance(reported, (int, float)) and not isinstance(reported, bool):
         return float(reported)
     if price is None:
         return None
-    return price.cost(int(gen.prompt_tokens or 0), int(gen.completion_tokens or 0))
+    return price.cost(int(gen.prompt_tokens or 0), int(gen.completion_tokens or 0), int(gen.cache_read_tokens or 0),
+                      int(gen.cache_write_tokens or 0))
 
 
 class Budget:
@@ -260,11 +303,24 @@ class UsageCounters:
     cached_cost_usd: float = 0.0
     #: requests not sent because a cost limit was reached (`--max-cost`, `max_cost=`)
     cost_limited: int = 0
+    #: of the generated answers' prompt tokens: those the provider read from its prompt cache,
+    #: those it wrote into it, and the rest (billed at the input price)
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    uncached_prompt_tokens: int = 0
+    #: generated answers whose provider said nothing about its prompt cache
+    cache_unreported: int = 0
+    #: answers sent after their context's cache was primed (expected to read it), and those of
+    #: them the provider reported no cache read for (a cache that did not serve: said on the console)
+    cache_reads_expected: int = 0
+    cache_reads_missed: int = 0
+    #: USD the prompt cache saved: the same answers at the input price less what they cost
+    cache_saved_usd: float = 0.0
     by_task: dict[str, "UsageCounters"] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "by_task"}
-        for name in ("cost_usd", "batch_cost_usd", "cached_cost_usd"):
+        for name in ("cost_usd", "batch_cost_usd", "cached_cost_usd", "cache_saved_usd"):
             out[name] = round(out[name], 8)
         if self.by_task:
             out["by_task"] = {name: child.as_dict() for name, child in self.by_task.items()}
@@ -305,6 +361,11 @@ class UsageCounters:
         self.generated += 1
         self.prompt_tokens += gen.prompt_tokens
         self.completion_tokens += gen.completion_tokens
+        read, written = int(gen.cache_read_tokens or 0), int(gen.cache_write_tokens or 0)
+        self.cache_read_tokens += read
+        self.cache_write_tokens += written
+        self.uncached_prompt_tokens += max(0, gen.prompt_tokens - read - written)
+        self.cache_unreported += gen.cache_read_tokens is None and gen.cache_write_tokens is None
         if gen.prefilled_tokens is None:
             self.prefill_unknown += 1
             self.prefilled_tokens = None

@@ -70,3 +70,26 @@ def format_cost(summary: dict[str, Any]) -> str:
         said.append(text + (f" ({'; '.join(notes)})" if notes else ""))
     return (f"cost: {usd(summary['total_usd'], summary['unknown'])} = " + " + ".join(said)
             + f"; paid by this command: {usd(summary['paid_usd'], summary['unknown'])}")
+
+
+def format_prompt_cache(usage: dict[str, Any] | None, judge_usage: dict[str, Any] | None) -> str:
+    """Console lines on an API provider's prompt cache: per part, the prompt tokens it wrote,
+    read and billed in full, and what it saved; and, so a cache that does not serve is not
+    missed, the answers sent after their context was cached that the provider reported no
+    cache read for. "" when no provider reported a cache."""
+    lines = []
+    for name, part in (("generation", usage), ("judging", judge_usage)):
+        if not part:
+            continue
+        read, written = int(part.get("cache_read_tokens") or 0), int(part.get("cache_write_tokens") or 0)
+        if read or written:
+            wrote = f"{written:,} written into it, " if written else ""
+            lines.append(f"prompt cache ({name}): {read:,} prompt tokens read from the provider's cache, {wrote}"
+                         f"{int(part.get('uncached_prompt_tokens') or 0):,} billed in full; "
+                         f"{usd(float(part.get('cache_saved_usd') or 0.0))} saved against no cache")
+        missed, expected = int(part.get("cache_reads_missed") or 0), int(part.get("cache_reads_expected") or 0)
+        if missed:
+            lines.append(f"prompt cache ({name}): the provider reported no cache read for {missed} of the {expected} "
+                         "answers sent after their context was cached; their prompts were billed in full (the run "
+                         "went on)")
+    return "\n".join(lines)

@@ -22,7 +22,7 @@ from lceval import __version__
 from lceval.io import atomic_directory, replaced_directory
 from lceval.types import FinishedRun
 from lceval.engine import Plugins, RunState, model_label
-from lceval.results._cost import cost_summary, format_cost
+from lceval.results._cost import cost_summary, format_cost, format_prompt_cache
 from lceval.results._curves import length_curves
 from lceval.results._scoring import DIFFERS_MARK, UNCENSORED, differs_from_paper, headline_block, score_task
 from lceval.io import load_schema
@@ -169,6 +169,9 @@ def sample_record(sample: Any) -> dict[str, Any]:
         rec.pop("reasoning_tokens", None)
     if rec.get("raw_response") is None:  # as written = as stripped
         rec.pop("raw_response", None)
+    for name in ("cache_read_tokens", "cache_write_tokens"):  # only where a provider reported its prompt cache
+        if rec.get(name) is None:
+            rec.pop(name, None)
     if rec["context_cut"].get("head_tokens") is None:  # a cut in the context's middle
         rec["context_cut"].pop("head_tokens", None)
     return rec
@@ -284,7 +287,8 @@ def console_text(state: RunState, results: dict[str, Any]) -> str:
     facts and, for a model that thought, its thinking."""
     facts = format_context_facts(state)
     thinking = "\n".join([*state.reasoning_used, format_thinking(results)]).strip()
-    cost = format_cost(cost_summary(state.usage, state.judge_usage))
+    cost = "\n".join(t for t in (format_cost(cost_summary(state.usage, state.judge_usage)),
+                                   format_prompt_cache(state.usage, state.judge_usage)) if t)
     partial = ("PARTIAL: a cost limit stopped the run (" + str(state.stopped["limit"]) + "); the scores are of the "
                "answers it got" if state.stopped else "")
     return (format_table(results) + (f"\n\n{facts}" if facts else "") + (f"\n\n{thinking}" if thinking else "")

@@ -392,6 +392,13 @@ def token_totals(samples: list[Sample]) -> dict[str, Any]:
         "prefill_unknown": unknown,
         "completion": sum(s.completion_tokens for s in answered),
     }
+    reported = [s for s in answered if s.cache_read_tokens is not None or s.cache_write_tokens is not None]
+    if reported:  # an API provider's prompt cache: its reads and writes apart from the input it billed in full
+        read = sum(s.cache_read_tokens or 0 for s in answered)
+        written = sum(s.cache_write_tokens or 0 for s in answered)
+        out["cache_read"], out["cache_write"] = read, written
+        out["uncached_input"] = out["prompt"] - read - written
+        out["cache_unreported"] = len(answered) - len(reported)
     thought = [s for s in answered if s.reasoning is not None]
     if thought:  # a reasoning model: its thinking (part of completion, as providers bill it)
         unknown_thought = sum(1 for s in thought if s.reasoning_tokens is None)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from lceval.interfaces import Price
+from lceval.interfaces import Price, PromptCaching
 from lceval.results import load_run
+from lceval.types import Generation, GenerationRequest
 from tests.cli import call
 from tests.conftest import ScriptedModel, serve_scripted
 
@@ -127,3 +129,60 @@ def test_a_dry_run_prints_what_the_run_then_costs(tiny_home: Path, tmp_path: Pat
     assert code == 0, err
     run = load_run(next((tmp_path / "runs").iterdir()))
     assert run.manifest["cost"]["total_usd"] == pytest.approx(estimate, abs=1e-4)
+
+
+#: the same, with a prompt cache that reads at a tenth of the input price and writes at 1.25x
+CACHED_PRICE = Price(1000.0, 1000.0, cache_read_per_mtok=100.0, cache_write_per_mtok=1250.0)
+
+
+class CachingModel(PricedModel):
+    """An API whose provider caches the part a context's requests share (`request.shared`), as
+    lceval's arithmetic says: the first request about a context writes it, the later ones read it."""
+
+    def __init__(self, window: int | None = None) -> None:
+        super().__init__(window)
+        self.written: set[str] = set()
+
+    def price(self, batch: bool = False) -> Price | None:
+        return CACHED_PRICE
+
+    def prompt_caching(self, request: GenerationRequest, batch: bool = False) -> PromptCaching | None:
+        return PromptCaching(CACHED_PRICE) if request.shared is not None else None
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        out = []
+        for request, gen in zip(requests, super().generate(requests)):
+            shared = request.shared
+            part = self.count_tokens(shared.head(request.messages)) if shared is not None else 0
+            read = shared is not None and shared.group in self.written
+            if shared is not None:
+                self.written.add(shared.group)
+            out.append(replace(gen, cache_read_tokens=part if read else 0, cache_write_tokens=0 if read else part))
+        return out
+
+
+def test_the_dry_run_and_max_cost_count_the_prompt_cache_the_run_gets(tiny_home: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each meeting's first question writes its transcript, the others read it: the dry run's
+    estimate is what the run then pays, and what --max-cost reserves before each request is the
+    same arithmetic, so a limit at the estimate lets every request through and one a hundredth
+    of a cent lower (the figure is rounded up there) stops the last (this model answers one
+    request at a time, at its full length)."""
+    serve_scripted(monkeypatch, lambda: CachingModel(window=4096))
+    code, out, err = _run(tiny_home, tmp_path / "dry", tmp_path / "dry.sqlite", "--dry-run")
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if x.startswith("generation: ")]
+    assert "read from the provider's prompt cache" in line and "without the prompt cache" in line
+    estimate = float(out.split("\ntotal: $")[1].split()[0].rstrip(";"))
+    uncached = float(line.split(" without the prompt cache")[0].rsplit("$", 1)[1])
+    assert estimate < uncached
+
+    code, _, err = _run(tiny_home, tmp_path / "all", tmp_path / "all.sqlite", "--max-cost", str(estimate))
+    assert code == 0, err
+    run = load_run(next((tmp_path / "all").iterdir()))
+    usage = run.manifest["usage"]
+    assert usage["cost_usd"] == pytest.approx(estimate, abs=1e-4) and usage["cost_limited"] == 0
+    assert usage["cache_reads_expected"] == 4 and usage["cache_reads_missed"] == 0 and usage["cache_write_tokens"] > 0
+    code, _, err = _run(tiny_home, tmp_path / "less", tmp_path / "less.sqlite", "--max-cost", f"{estimate - 1e-4:.4f}")
+    assert code == 3, err
+    assert json.loads((next((tmp_path / "less").iterdir()) / "manifest.json").read_text())["usage"]["cost_limited"] == 1
