@@ -27,6 +27,7 @@ from pathlib import Path
 from lceval.interfaces import JudgeContext
 from lceval.analysis import Ranking, RankOptions, collect_systems, rank
 from lceval.analysis import format_ranking
+from lceval.engine import RunConfig, RunRecord, TaskSpec
 from lceval.results import FinishedRun
 from lceval.types import ContextCut, JudgeInput, Sample
 from lceval_plugins.cream.judges import make_cream_lexical, make_keyfacts_lexical
@@ -73,8 +74,8 @@ def pseudo_run(root: Path) -> FinishedRun:
                                   context_cut=ContextCut("error", None, None)))
     return FinishedRun(path=root, results={"run_id": "human-vs-extractive", "model": "human",
                                            "tasks": {"cream_elitr": {}}},
-                       manifest={"config": {"model": "human"},
-                                 "resolved": {"tasks": {"cream_elitr": {"spec": {"rank": RANK}}}}},
+                       record=RunRecord(config=RunConfig(models=["human"]), tasks={"cream_elitr": TaskSpec(
+                           "cream_elitr", root, {"rank": RANK}, {})}),
                        samples=samples)
 
 

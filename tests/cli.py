@@ -38,10 +38,10 @@ def lceval(*argv: str | Path) -> str:
 def run_config(config: Any, plugins: Any = None) -> list[tuple[Path, str]]:
     """`lceval run` of a `RunConfig`, as a program runs it: (run directory, console table) per model."""
     from lceval.engine import Session
-    from lceval.results import RUN_OUTPUTS, console_text
+    from lceval.results import console_text, run_and_write
 
-    with Session(config, plugins, outputs=RUN_OUTPUTS) as session:
-        return [(run_dir, console_text(state, results)) for run_dir, results, state in session.run()]
+    with Session(config, plugins) as session:
+        return [(run_dir, console_text(state, results)) for run_dir, results, state in run_and_write(session)]
 
 
 # -- the commands as functions, through the CLI in-process -------------------------------------

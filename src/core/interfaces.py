@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
-from lceval.types import (Conversation, FinishedRun, Generation, GenerationRequest, JudgeInput, Judgment, Message,
-                          PairInput, PairJudgment)
+from lceval.types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
+                          PairJudgment, Sample)
 
 __all__ = ["BatchAPI", "BatchStatus", "Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory",
            "JudgeModel", "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache", "Price",
-           "PromptCaching", "ReasoningControls", "ReportContext", "ReportFigure", "ReportPanel", "Retriever",
+           "PromptCaching", "ReasoningControls", "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RunView",
            "RetrieverFactory", "TaskContext", "TaskType", "is_recomputable", "missing_requirements", "recomputable",
            "requires"]
 
@@ -585,13 +585,34 @@ class ReportFigure:
     points: int = 0
 
 
+class RunView(Protocol):
+    """What a report panel reads of a finished run: its folder, results.json, its samples and
+    the resolved spec each task ran with. The runs a panel is given are
+    ``lceval.results.FinishedRun``s (whose manifest is typed by the engine, above this
+    contract: hence a view here)."""
+
+    path: Path
+    results: dict[str, Any]
+    samples: list[Sample]
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def task_samples(self, task: str) -> list[Sample]: ...
+
+    def task_spec(self, task: str) -> dict[str, Any]: ...
+
+
 @dataclass
 class ReportContext:
     """What a report panel (``register_report_panels``) is given: the finished runs of the
     report (``labels[i]`` names ``runs[i]`` as its rows and legends do) and the rankings
     (``rankings.json`` of each ``lceval rank`` directory given)."""
 
-    runs: list[FinishedRun]
+    runs: list[RunView]
     labels: list[str]
     rankings: list[dict[str, Any]] = field(default_factory=list)
 

@@ -36,7 +36,7 @@ import copy
 import difflib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Sequence
 
 import jsonschema
@@ -44,9 +44,9 @@ import yaml
 
 from lceval.errors import UserError
 
-__all__ = ["NO_OPTIONS", "CheckedFactory", "OptionRow", "OptionsSchema", "check_options", "check_schema",
-           "defaults", "describe", "did_you_mean", "options_schema_of", "parse_judge_flag", "split_options", "unwrap",
-           "whole_number"]
+__all__ = ["NO_OPTIONS", "CheckedFactory", "Flag", "OptionRow", "OptionsSchema", "check_options", "check_schema",
+           "defaults", "describe", "did_you_mean", "flag", "flags_of", "from_flags", "options_schema_of",
+           "parse_judge_flag", "split_options", "unwrap", "whole_number"]
 
 OptionsSchema = dict[str, Any]
 
@@ -403,3 +403,58 @@ def whole_number(flag: str, minimum: int = 1) -> Callable[[Any], int]:
             raise UserError(f"{flag} must be at least {minimum}, got {value}", field=flag)
         return value
     return parse
+
+
+# -- command-line flags, declared on the settings they set -----------------------------------
+
+@dataclass(frozen=True)
+class Flag:
+    """How one field of a settings dataclass (`lceval run`'s `RunConfig`, `lceval launch`'s
+    `LaunchSettings`) is spelled and read on the command line. The CLI builds its options from
+    these declarations (`flags_of`) and `from_flags` turns the given text into the field's
+    value, so an option is declared once, and a bad value is one line naming its flag."""
+
+    names: tuple[str, ...]
+    help: str
+    metavar: str | None = None
+    #: given several times, each value kept (argparse's "append")
+    repeat: bool = False
+    #: a switch without a value (True when given)
+    switch: bool = False
+    required: bool = False
+    #: the only values argparse accepts
+    choices: tuple[str, ...] | None = None
+    #: the given text (a list of texts for `repeat`) -> the field's value; None keeps the text
+    parse: Callable[[Any], Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+def flag(*names: str, help: str, default: Any = None, default_factory: Callable[[], Any] | None = None,
+         metadata: Mapping[str, Any] | None = None, **kind: Any) -> Any:
+    """A dataclass field set by the flag `names` (`kind`: `Flag`'s other attributes);
+    `metadata` is kept beside the flag for the settings' own use."""
+    meta = {**(metadata or {}), "flag": Flag(names=names, help=help, **kind)}
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def flags_of(settings: type) -> list[tuple[str, Flag]]:
+    """(field name, its flag) for every flagged field of the dataclass `settings`, in
+    declaration order."""
+    return [(f.name, f.metadata["flag"]) for f in fields(settings) if "flag" in f.metadata]
+
+
+def from_flags(settings: type, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of the flags given (`given`: the command line's text by field name; None,
+    or False for a switch, is not given), each converted by its flag's `parse`."""
+    values: dict[str, Any] = {}
+    for name, declared in flags_of(settings):
+        raw = given.get(name)
+        if raw is None or (declared.switch and raw is False):
+            continue
+        values[name] = declared.parse(raw) if declared.parse is not None else raw
+    return values

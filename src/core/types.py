@@ -4,12 +4,9 @@ backends and judges consume it. Nothing here imports a backend or a benchmark.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from lceval.errors import UserError
-
-__all__ = ["CONTEXT_SLOT", "ContextCut", "Conversation", "FinishedRun", "Generation", "GenerationParams",
+__all__ = ["CONTEXT_SLOT", "ContextCut", "Conversation", "Generation", "GenerationParams",
            "GenerationRequest", "JudgeInput", "Judgment", "Message", "PairInput", "PairJudgment", "Role",
            "Sample", "ScoreSource", "ScoredItem", "SharedPrefix", "Turn", "is_scored"]
 
@@ -273,37 +270,6 @@ class Sample:
     #: Generation); samples.jsonl has them only where the provider reported its cache
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
-
-
-@dataclass
-class FinishedRun:
-    """A run directory read back (`lceval.results.load_run`): what every later stage (score,
-    compare, report, rank, report panels) starts from, never a run's memory."""
-
-    path: Path
-    results: dict[str, Any]
-    manifest: dict[str, Any]
-    samples: list[Sample]
-
-    @property
-    def run_id(self) -> str:
-        return str(self.results.get("run_id", self.path.name))
-
-    @property
-    def model(self) -> str:
-        return str(self.results.get("model", "?"))
-
-    def task_samples(self, task: str) -> list[Sample]:
-        return [s for s in self.samples if s.task == task]
-
-    def task_spec(self, task: str) -> dict[str, Any]:
-        """The resolved spec the task ran with (as the manifest recorded it)."""
-        try:
-            spec = self.manifest["resolved"]["tasks"][task]["spec"]
-        except (KeyError, TypeError):
-            raise UserError(f"the manifest has no resolved spec for task '{task}'",
-                            file=self.path / "manifest.json", field="resolved.tasks") from None
-        return spec
 
 
 @dataclass

@@ -213,9 +213,9 @@ def test_defaults_of_a_schema():
 def test_alias_options_are_overridden_then_typed_before_any_work():
     """`smollm2,n_ctx=4096`: the user's option replaces the alias's, and a bad one is refused
     by the scheme's declared options before any data is read or model loaded."""
-    from lceval.engine import RunConfig, Session
+    from lceval.engine import Session
 
-    with Session(RunConfig(tasks="", models=[]), load_plugins()) as session:
+    with Session(plugins=load_plugins()) as session:
         spec = session.model_spec("smollm2,n_ctx=4096", check=False)  # parsed only: the alias expanded
         assert spec.options["n_ctx"] == "4096" and spec.canonical.endswith(",n_ctx=4096")
         resolved = session.model_spec("smollm2,n_ctx=4096")  # no error: nothing loaded either

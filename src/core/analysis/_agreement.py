@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.engine import Plugins, TaskSpec
+from lceval.engine import Plugins
 from lceval.results import load_run
 from lceval.results import uncensored_score
 from lceval.types import ScoredItem, ScoreSource
@@ -38,7 +38,7 @@ def sources_from_run(path: Path, task: str | None) -> list[ScoreSource]:
     for name in tasks:
         if name not in (run.results.get("tasks") or {}):
             raise UserError(f"the run has no task '{name}'", file=path / "results.json", field="--task")
-        cluster_by = TaskSpec.of_run(run, name).report.cluster_by
+        cluster_by = run.spec(name).report.cluster_by
         judge_id = run.results["tasks"][name].get("judge") or {}
         label = str(judge_id.get("judge", "judge"))
         if judge_id.get("source"):

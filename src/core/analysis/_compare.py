@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from lceval.engine import TaskSpec
 from lceval.errors import UserError
 from lceval.results import FinishedRun
 from lceval.results import cluster_of, primary_score
@@ -83,7 +82,7 @@ def _scores(samples: list, cluster_by: str | None) -> dict[tuple[str, int], tupl
 def compare_task(a: FinishedRun, b: FinishedRun, task: str, *, n_boot: int = 5000, n_perm: int = 20000,
                  level: float = 0.95, seed: int = 0) -> PairedComparison:
     return paired_comparison(a.task_samples(task), b.task_samples(task), task,
-                             TaskSpec.of_run(a, task).report.cluster_by, n_boot=n_boot, n_perm=n_perm,
+                             a.spec(task).report.cluster_by, n_boot=n_boot, n_perm=n_perm,
                              level=level, seed=seed)
 
 

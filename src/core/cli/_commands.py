@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import yaml
 
-from lceval.engine import Cache, Plugins, RunConfig, Session, check_spec, load_catalog, load_spec
+from lceval.engine import Cache, Plugins, RunConfig, RunRecord, Session, check_spec, load_catalog, load_spec
 from lceval.errors import UserError
 
 
@@ -43,17 +43,11 @@ def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
 
-def _outputs() -> Any:
-    from lceval.results import RUN_OUTPUTS
-
-    return RUN_OUTPUTS
-
-
 def _wrote(table: str, run_dir: Path) -> None:
     print(table)
     try:
-        replaced = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("replaced")
-    except (OSError, ValueError, AttributeError):
+        replaced = RunRecord.read(run_dir).replaced
+    except UserError:
         replaced = None
     if replaced:  # results.write_run: the same run again, served from the cache, takes its folder's place
         print(f"\nrewrote {run_dir} (the same run as before, every answer from the cache: its folder was replaced, "
@@ -66,13 +60,13 @@ def _wrote(table: str, run_dir: Path) -> None:
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     config = RunConfig.from_flags(vars(args), disabled_plugins=inv.disabled, command=inv.command)
-    with Session(config, inv.plugins, outputs=_outputs()) as session:
+    with Session(config, inv.plugins) as session:
         if config.dry_run:
             print(session.dry_run(), end="")
             return 0
-        from lceval.results import console_text
+        from lceval.results import console_text, run_and_write
 
-        done = session.run()
+        done = run_and_write(session)
         for run_dir, results, state in done:
             _wrote(console_text(state, results), run_dir)
     stopped = [(run_dir, state) for run_dir, _, state in done if state.stopped]
@@ -129,7 +123,8 @@ def score(args: argparse.Namespace, inv: Invocation) -> int:
     """Re-judge a finished run into a new run directory (the source stays as it is), or add
     further metrics to it in place (`--add-metric`: its answers and judgments stay)."""
     from lceval.io import check_writable
-    from lceval.results import console_text, load_run
+    from lceval.options import from_flags
+    from lceval.results import console_text, load_run, rewrite_run, write_run
 
     if bool(args.judge) == bool(args.add_metric):
         raise UserError("give --judge (a new run judged again) or --add-metric (metrics added in place), one of them",
@@ -137,33 +132,31 @@ def score(args: argparse.Namespace, inv: Invocation) -> int:
     source = load_run(Path(args.run_dir))
     if args.add_metric:
         check_writable(source.path.parent)
-        with Session.reopen(source, inv.plugins, outputs=_outputs(), judge_model=args.judge_model,
-                            cache_path=_path(args.cache), command=inv.command) as session:
+        with Session.reopen(source, inv.plugins, judge_model=args.judge_model, cache_path=_path(args.cache),
+                            command=inv.command) as session:
             state = session.add_metrics(list(args.add_metric))
-            run_dir, results = session.rewrite(state)
+            run_dir, results = rewrite_run(state, source)
         _wrote(console_text(state, results), run_dir)
         return 0
     output = _path(args.output) or source.path.parent
     check_writable(output)
-    from lceval.engine import RunConfig
-
-    limits = RunConfig.from_flags({"max_cost": args.max_cost, "batch": args.batch}, tasks="", models=["-"])
-    with Session.reopen(source, inv.plugins, outputs=_outputs(), judge=args.judge, judge_model=args.judge_model,
-                        cache_path=_path(args.cache), command=inv.command, batch=limits.batch,
-                        max_cost=limits.max_cost) as session:
+    # --batch and --max-cost are the run's own settings, read by their `lceval run` flags
+    limits = from_flags(RunConfig, {"max_cost": args.max_cost, "batch": args.batch})
+    with Session.reopen(source, inv.plugins, judge=args.judge, judge_model=args.judge_model,
+                        cache_path=_path(args.cache), command=inv.command, **limits) as session:
         state = session.rejudge()
-        run_dir, results = session.write(state, output)
+        run_dir, results = write_run(state, inv.plugins, output)
     _wrote(console_text(state, results), run_dir)
     return _stopped(run_dir, state) if state.stopped else 0
 
 
 def merge(args: argparse.Namespace, inv: Invocation) -> int:
     """Join the shards of one run into the run directory one machine would have written."""
-    from lceval.results import format_table, load_run, merge_runs
+    from lceval.results import format_table, load_run, merge_runs, write_run
 
     runs = [load_run(Path(d)) for d in args.run_dirs]
-    with Session.reopen(runs[0], inv.plugins, outputs=_outputs(), command=inv.command) as session:
-        run_dir, results = session.write(merge_runs(runs, session), _path(args.output) or runs[0].path.parent)
+    with Session.reopen(runs[0], inv.plugins, command=inv.command) as session:
+        run_dir, results = write_run(merge_runs(runs, session), inv.plugins, _path(args.output) or runs[0].path.parent)
     _wrote(format_table(results), run_dir)
     return 0
 
@@ -188,7 +181,7 @@ def rank(args: argparse.Namespace, inv: Invocation) -> int:
         raise UserError("no pairwise judge: the task spec has no rank.judge", field="--judge",
                         hint=f"Pass --judge NAME (installed: {', '.join(sorted(inv.plugins.pairwise_judges)) or 'none'}).")
     check_writable(Path(args.output))
-    with Session.judging(args.judge_model, inv.plugins, cache_path=_path(args.cache)) as session:
+    with Session(plugins=inv.plugins, judge_model=args.judge_model, cache_path=_path(args.cache)) as session:
         model = session.judge_model()
         ranking = rank_systems(runs, make_pairwise_judge(flag, inv.plugins, model, opts.seed), flag, opts, systems,
                                section)
@@ -383,7 +376,7 @@ def cache_export(args: argparse.Namespace, inv: Invocation) -> int:
     where = _path(args.cache) or Cache.default_path()
     if not where.is_file():
         raise UserError("there is no cache here yet", file=where, field="--cache")
-    with Session.for_cache(where, inv.plugins) as session:
+    with Session(plugins=inv.plugins, cache_path=where) as session:
         count = session.cache.export(Path(args.file), since=since)
         print(f"exported {count} answers from {session.cache.path} to {args.file}")
     return 0
@@ -395,7 +388,7 @@ def cache_import(args: argparse.Namespace, inv: Invocation) -> int:
     for path in files:
         if not path.is_file():
             raise UserError("no such file", file=path, field="FILE")
-    with Session.for_cache(_path(args.cache), inv.plugins) as session:
+    with Session(plugins=inv.plugins, cache_path=_path(args.cache)) as session:
         for path in files:
             counts = session.cache.import_from(path)
             print(f"{path}: {counts['added']} answers added, {counts['same']} already there, {counts['kept']} "

@@ -1,6 +1,6 @@
 """The `lceval` argument parser: one sub-parser per command, each bound to the function in
-`lceval.cli._commands` that runs it. `run`'s options come from `lceval.engine.run_flags`, the
-one place they are declared."""
+`lceval.cli._commands` that runs it. `run`'s and `launch`'s options come from their one
+declaration, the fields of `RunConfig` and `LaunchSettings` (`add_flags`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from lceval.cli import _commands as commands
-from lceval.engine import run_flags
+from lceval.engine import RunConfig
 from lceval.errors import UserError
+from lceval.options import Flag, flags_of
 
 USAGE = ("%(prog)s [-p no:NAME] COMMAND [options]\n"
          "       %(prog)s [-p no:NAME] --tasks TASKS --model MODEL [run options]")
@@ -34,26 +35,17 @@ class Parser:
     shadowed_commands: list[str] = field(default_factory=list)
 
 
-def add_launch_flags(parser: argparse.ArgumentParser) -> None:
-    """`lceval launch`'s own options (where and how many), from their declaration."""
-    from lceval.launch import launch_flags
-
-    group = parser.add_argument_group("where the shards run (the other options are `lceval run`'s)")
-    for dest, flag in launch_flags():
-        kind: dict[str, Any] = {"action": "append"} if flag.repeat else {}
-        if flag.choices:
-            kind["choices"] = flag.choices
-        group.add_argument(flag.name, dest=dest, required=flag.required, help=flag.help,
-                           metavar=flag.metavar or (None if flag.choices else flag.name.lstrip("-").upper()), **kind)
-
-
-def add_run_flags(parser: argparse.ArgumentParser) -> None:
-    """Every `lceval run` option, from its declaration. Values stay text here: the engine
-    converts them (`RunConfig.from_flags`), so a bad value is one line naming the flag."""
-    for dest, flag in run_flags():
-        metavar = flag.metavar or flag.name.lstrip("-").upper().replace("-", "_")
+def add_flags(parser: Any, declared: list[tuple[str, Flag]]) -> None:
+    """Options from their declaration (`lceval.options.flags_of`): `run`'s and `launch`'s. A
+    value stays text here (argparse checks only `choices`): the settings convert it
+    (`RunConfig.from_flags`, `LaunchSettings.from_flags`), so a bad value is one line naming
+    the flag."""
+    for dest, flag in declared:
+        metavar = flag.metavar or (None if flag.choices else flag.name.lstrip("-").upper().replace("-", "_"))
         kind: dict[str, Any] = {"action": "store_true"} if flag.switch else \
             {"action": "append", "metavar": metavar} if flag.repeat else {"metavar": metavar}
+        if flag.choices:
+            kind["choices"] = flag.choices
         parser.add_argument(*flag.names, dest=dest, required=flag.required, help=flag.help, **kind)
 
 
@@ -87,12 +79,15 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
         _verbosity(parser)
         return parser
 
-    add_run_flags(command("run", commands.run, help="generate, judge and score (the default command)"))
+    add_flags(command("run", commands.run, help="generate, judge and score (the default command)"), flags_of(RunConfig))
+
+    from lceval.launch import LaunchSettings
 
     la = command("launch", commands.launch_command,
                  help="run a run's shards on Slurm, Ray or this machine's processes, retry, merge")
-    add_run_flags(la)
-    add_launch_flags(la)
+    add_flags(la, flags_of(RunConfig))
+    add_flags(la.add_argument_group("where the shards run (the other options are `lceval run`'s)"),
+              flags_of(LaunchSettings))
 
     mg = command("merge", commands.merge, help="join the shards of a run (`run --shard I/N`) into one run")
     mg.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")

@@ -2,11 +2,14 @@
 (public API: what the layers above and plugins use).
 
 - A run: `Session` is the one door to a run, started (`Session(config)`) or reopened from a
-  finished run (`Session.reopen(run, judge=...)`): it owns the request cache, the model and
-  the judge model, and has the verbs every command needs (`plan`, `answer`, `judge`, `score`,
-  `write`; `run` for all of them). `RunConfig` holds every `lceval run` option, declared once
-  with its flag (`run_flags`), and reads and writes its manifest form itself; a finished run's
-  `RunState` and its `TaskRun`s are what the results layer scores and writes (`RunOutputs`).
+  finished run (`Session.reopen(run, judge=...)`), or holding only a cache or a judge model
+  for a command that is no run: it owns the request cache, the model and the judge model, and
+  has the verbs every command needs (`plan`, `answer`, `rejudge`, `add_metrics`, `judge`).
+  `RunConfig` holds every `lceval run` option, declared once with its flag
+  (`lceval.options.flag`), and reads and writes its manifest form itself; what a run produced
+  is a `RunState`, which the results layer scores and writes.
+- A finished or partial run: `FinishedRun` (a run folder read back: results.json, samples)
+  and its `RunRecord` (manifest.json typed, written and read in one place).
 - Plugins and the catalog: `load_plugins` -> `Plugins` (`PluginInfo` per plugin),
   `load_catalog` -> `Catalog` (task specs, suites, model aliases, judge presets);
   `Plugins.current().open_method(...)` builds a long-context method (`press=NAME`) for a
@@ -32,15 +35,16 @@ from lceval.engine._context_policy import removed_span, tokens_label
 from lceval.engine._model_spec import ModelSpec, model_label
 from lceval.engine._plan import check_spec
 from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins
-from lceval.engine._run_config import RunConfig, run_flags
-from lceval.engine._runner import RunState, TaskRun
+from lceval.engine._run_config import RunConfig
+from lceval.engine._run_record import FinishedRun, RunRecord
+from lceval.engine._runner import RunState
 from lceval.engine._selection import assign, plan_fingerprint
-from lceval.engine._session import RunOutputs, Session, open_model
+from lceval.engine._session import Session, open_model
 from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 
 __all__ = [
-    "Cache", "CachedModel", "Catalog", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings", "RunConfig",
-    "RunOutputs", "RunState", "Session", "TaskRun", "TaskSpec",
+    "Cache", "CachedModel", "Catalog", "FinishedRun", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings",
+    "RunConfig", "RunRecord", "RunState", "Session", "TaskSpec",
     "assign", "check_spec", "family_file", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
-    "plan_fingerprint", "removed_span", "run_flags", "tokens_label",
+    "plan_fingerprint", "removed_span", "tokens_label",
 ]

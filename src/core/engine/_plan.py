@@ -63,8 +63,8 @@ def plan_run(config: RunConfig, plugins: Plugins, catalog: Catalog) -> RunPlan:
 class FileRecorder:
     """Collects the sha256 of every data file a task type reads, for the manifest."""
 
-    def __init__(self) -> None:
-        self.files: dict[str, str] = {}
+    def __init__(self, files: dict[str, str] | None = None) -> None:
+        self.files: dict[str, str] = files if files is not None else {}
 
     def __call__(self, path: Path) -> None:
         path = Path(path)

@@ -1,8 +1,9 @@
 """`lceval run`'s options, declared once.
 
-Each field of `RunConfig` that a user sets on the command line carries its `Flag`: the
-spelling, the help text, and how the text becomes the field's value. The CLI builds the
-`run` parser from these declarations (`run_flags`), turns the parsed text into a
+Each field of `RunConfig` that a user sets on the command line carries its `Flag`
+(`lceval.options`, the one flag mechanism, which `lceval launch`'s settings use too): the
+spelling, the help text, and how the text becomes the field's value. The CLI builds the `run`
+parser from these declarations (`flags_of(RunConfig)`), turns the parsed text into a
 `RunConfig` with `RunConfig.from_flags`, and `--dry-run` reads the same object, so adding an
 option is one field here. Every conversion raises a `UserError` naming the flag, so a bad
 value is one line and exit 2, never argparse's usage block.
@@ -12,45 +13,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Mapping
 
 from lceval.engine._context_policy import POLICIES, parse_context_lengths
 from lceval.engine._selection import parse_contexts, parse_shard
 from lceval.engine._spending import parse_usd
 from lceval.errors import UserError
 from lceval.io import loads_yaml_with_lines
-from lceval.options import whole_number
+from lceval.options import flag, flags_of, from_flags, whole_number
 
 
-@dataclass(frozen=True)
-class Flag:
-    """How one `RunConfig` field is spelled and read on the command line."""
-
-    names: tuple[str, ...]
-    help: str
-    metavar: str | None = None
-    #: given several times, each value kept (argparse's "append")
-    repeat: bool = False
-    #: a switch without a value (True when given)
-    switch: bool = False
-    required: bool = False
-    #: the given text (a list of texts for `repeat`) -> the field's value; None keeps the text
-    parse: Callable[[Any], Any] | None = None
-
-    @property
-    def name(self) -> str:
-        return self.names[0]
-
-
-def _flag(*names: str, help: str, default: Any = None, default_factory: Callable[[], Any] | None = None,
-          local: bool = False, **kind: Any) -> Any:
+def _flag(*names: str, help: str, local: bool = False, **kind: Any) -> Any:
     """A field set by a flag; `local`: where this machine keeps things or how it shows them,
     not a setting of the run (left out of the manifest, so a run reopened elsewhere is the
     same run)."""
-    meta = {"flag": Flag(names=names, help=help, **kind), "local": local}
-    if default_factory is not None:
-        return field(default_factory=default_factory, metadata=meta)
-    return field(default=default, metadata=meta)
+    return flag(*names, help=help, metadata={"local": local}, **kind)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -231,13 +208,7 @@ class RunConfig:
     def from_flags(cls, given: Mapping[str, Any], **extra: Any) -> "RunConfig":
         """The config from the command line's values by field name (None = not given; a
         switch's value is whether it was given), each converted by its flag."""
-        values: dict[str, Any] = dict(extra)
-        for f, flag in _flagged():
-            raw = given.get(f.name)
-            if raw is None or (flag.switch and raw is False):
-                continue
-            values[f.name] = flag.parse(raw) if flag.parse is not None else raw
-        config = cls(**values)
+        config = cls(**{**extra, **from_flags(cls, given)})
         config.check()
         return config
 
@@ -321,18 +292,6 @@ def _to_json(value: Any) -> Any:
     return value
 
 
-def _flagged() -> Iterator[tuple[Any, Flag]]:
-    for f in fields(RunConfig):
-        flag = f.metadata.get("flag")
-        if flag is not None:
-            yield f, flag
-
-
-def run_flags() -> list[tuple[str, Flag]]:
-    """(RunConfig field, its flag) for every option of `lceval run`, in declaration order."""
-    return [(f.name, flag) for f, flag in _flagged()]
-
-
 def flag_of(name: str) -> str:
     """How the command line spells the RunConfig field `name` ("limit" -> "--limit")."""
-    return next(flag.name for f, flag in _flagged() if f.name == name)
+    return dict(flags_of(RunConfig))[name].name

@@ -1,25 +1,27 @@
 """One command's hold on a run: the `Session` owns the request cache, the model being
 evaluated and the judge model, opens each once, on first use, and closes each once, when the
-block ends. Every command that makes or reopens a run goes through it (`lceval run`, `score`,
-`merge`, `rank`, `verify`, and `open_model` for a plugin's own command), so nothing else in
-lceval opens a cache or a model.
+block ends (one `ExitStack`: what a call opens for itself is closed on its own stack). Every
+command that makes or reopens a run goes through it (`lceval run`, `score`, `merge`, `rank`,
+`verify`, `cache`, and `open_model` for a plugin's own command), so nothing else in lceval
+opens a cache or a model.
 
-A run is started from a `RunConfig`, or reopened from a finished run, whose manifest gives
-the settings (`RunConfig.from_manifest`) and the specs (`TaskSpec.from_manifest`) back. Its
-verbs are the steps every caller needs: `plan` (everything checked before any model loads),
-`answer` (one model's run, each answer judged as it arrives), `judge` (answers judged again),
-`score` and `write` (the numbers and the run folder). Scoring and writing belong to the
-results layer above the engine: the caller hands them in as `outputs` (`lceval.results`'s
-`RUN_OUTPUTS`), so the engine keeps its place below them.
+A run is started from a `RunConfig`, or reopened from a finished run, whose record gives the
+settings and the specs back (`FinishedRun.record`). A command that is no run holds only what
+it names: a cache, a judge model. The verbs are the steps every caller needs: `plan`
+(everything checked before any model loads), `answer` (one model's run, each answer judged as
+it arrives), `rejudge` and `add_metrics` (a reopened run's answers judged again), each giving
+a `RunState`. Scoring and writing it belong to the results layer above (`lceval.results`'s
+`write_run`, `rewrite_run`, `run_and_write`), which calls down into the session, never the
+other way.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Iterator
 
 from lceval.engine._batching import Batcher
 from lceval.engine._cache import Cache, cache_failures, default_cache_path
@@ -32,7 +34,8 @@ from lceval.engine._plan import (FileRecorder, RunPlan, checked_task_type, ensur
                                  make_judge, plan_run, resolve_judge_flag)
 from lceval.engine._plugin_host import Plugins, load_plugins
 from lceval.engine._run_config import RunConfig
-from lceval.engine._runner import (RunState, TaskRun, censored_judgments, execute, generate_task, is_censored,
+from lceval.engine._run_record import FinishedRun
+from lceval.engine._runner import (RunState, censored_judgments, execute, generate_task, is_censored,
                                    judge_input_of, judged, usage_of)
 from lceval.engine._selection import build_plan
 from lceval.engine._spec import JudgeChoice, TaskSpec
@@ -41,23 +44,10 @@ from lceval.errors import UserError
 from lceval.interfaces import Judge, ModelBackend
 from lceval.io import canonical_hash, data_home, using_data_home
 from lceval.options import parse_judge_flag
-from lceval.types import Conversation, FinishedRun, Judgment, Sample, is_scored
+from lceval.types import Conversation, Judgment, Sample, is_scored
 
 if TYPE_CHECKING:
     from lceval.engine._progress import RunProgress
-
-
-class RunOutputs(Protocol):
-    """Scoring and writing a run, which the results layer provides (`lceval.results.RUN_OUTPUTS`)."""
-
-    def score(self, state: RunState) -> dict[str, Any]:
-        """results.json's content for the run."""
-
-    def write(self, state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
-        """Write the run folder under `output` (whole, or not at all); its path and results."""
-
-    def rewrite(self, state: RunState, plugins: Plugins, run: FinishedRun) -> tuple[Path, dict[str, Any]]:
-        """Replace the finished run's folder with `state` (its answers, more judgments)."""
 
 
 def _metric_flag(text: str, catalog: Catalog) -> tuple[str, str, dict[str, Any]]:
@@ -73,50 +63,41 @@ class Session:
     """The cache, the model and the judge model of one command, and its verbs.
 
     `Session(config)` starts a run; `Session.reopen(run, **changes)` reopens a finished one
-    with the settings its manifest recorded (e.g. `judge=...` for `lceval score`). Use it as a
-    context manager: what it opened is closed when the block ends, whatever happened."""
+    with the settings it recorded (e.g. `judge=...` for `lceval score`); a command that is no
+    run names what it holds (`Session(cache_path=...)`, `Session(judge_model=...)`). Use it as
+    a context manager: what it opened is closed when the block ends, whatever happened."""
 
-    def __init__(self, config: RunConfig, plugins: Plugins | None = None, *, catalog: Catalog | None = None,
-                 outputs: RunOutputs | None = None, source: FinishedRun | None = None) -> None:
+    def __init__(self, config: RunConfig | None = None, plugins: Plugins | None = None, *,
+                 cache_path: Path | None = None, judge_model: str | None = None,
+                 catalog: Catalog | None = None, run: FinishedRun | None = None) -> None:
+        if config is not None and (cache_path is not None or judge_model is not None):
+            raise TypeError("a run's cache and judge model are its config's (cache_path, judge_model)")
+        #: the run's settings; None for a command that is no run
         self.config = config
-        self.plugins = plugins if plugins is not None else load_plugins(list(config.disabled_plugins))
+        self.plugins = plugins if plugins is not None else load_plugins(list(config.disabled_plugins) if config else [])
         self._catalog = catalog
-        self.outputs = outputs
         #: the finished run this session reopened, if any
-        self.source = source
+        self._run = run
+        self._cache_path = config.cache_path if config is not None else cache_path
+        self._judge_text = config.judge_model if config is not None else judge_model
         self._cache: Cache | None = None
         self._plan: RunPlan | None = None
         self._judge_backend: Any = None
         self._judge_spec: ModelSpec | None = None
         self._judge_resolved = False
         self._models: dict[str, CachedModel] = {}
-        self._recorder = FileRecorder()
+        #: what the session opened, closed in reverse order when it ends
         self._open = ExitStack()
         #: the command's cost limit (`--max-cost`); each model's own budget has it as parent
-        self.budget = Budget(config.max_cost, "--max-cost")
+        self._budget = Budget(config.max_cost if config is not None else None, "--max-cost")
         #: per backend (by id): its batcher (None: not batching) and its budget (None: no limit)
         self._spending: dict[int, tuple[Batcher | None, Budget | None]] = {}
 
     @classmethod
-    def judging(cls, judge_model: str | None, plugins: Plugins | None = None, *,
-                cache_path: Path | None = None) -> "Session":
-        """A session that only judges, with `judge_model` (`lceval rank`'s pairwise judge)."""
-        return cls(RunConfig(tasks="", models=[], judge_model=judge_model, cache_path=cache_path), plugins)
-
-    @classmethod
-    def for_cache(cls, cache_path: Path | None = None, plugins: Plugins | None = None) -> "Session":
-        """A session that only holds a request cache (`lceval cache export/import`): the one
-        at `cache_path`, else $LCEVAL_CACHE or the user cache dir."""
-        return cls(RunConfig(tasks="", models=[], cache_path=cache_path), plugins)
-
-    @classmethod
     def reopen(cls, run: FinishedRun, plugins: Plugins | None = None, *, catalog: Catalog | None = None,
-               outputs: RunOutputs | None = None, **changes: Any) -> "Session":
-        """A finished run with the settings it was made with (its manifest's), with `changes`."""
-        recorded = dict(run.manifest.get("config") or {})
-        recorded.setdefault("model", run.model)
-        recorded.setdefault("seeds", list(run.results.get("seeds") or [0]))
-        return cls(RunConfig.from_manifest(recorded, **changes), plugins, catalog=catalog, outputs=outputs, source=run)
+               **changes: Any) -> "Session":
+        """A finished run with the settings it was made with (its record's), with `changes`."""
+        return cls(replace(run.record.config, **changes), plugins, catalog=catalog, run=run)
 
     # -- what the session holds -----------------------------------------------------------
     def __enter__(self) -> "Session":
@@ -127,62 +108,67 @@ class Session:
 
     def close(self) -> None:
         """Close every model the session opened, then the cache."""
-        try:
-            self._open.close()
-        finally:
-            if self._cache is not None:
-                self._cache.close()
-                self._cache = None
+        self._open.close()
 
-    @property
-    def catalog(self) -> Catalog:
+    def _the_config(self) -> RunConfig:
+        if self.config is None:
+            raise ValueError("this session holds no run (it was opened for a cache or a judge model)")
+        return self.config
+
+    def _the_catalog(self) -> Catalog:
         if self._catalog is None:
             self._catalog = load_catalog(self.plugins)
         return self._catalog
 
-    @property
-    def data_home(self) -> Path:
-        return Path(self.config.data_home or data_home())
+    def _data_home(self) -> Path:
+        return Path(self._the_config().data_home or data_home())
 
     @property
     def cache(self) -> Cache:
         """The request cache (the config's, else $LCEVAL_CACHE or the user cache dir), opened
         on first use: a dry run or a merge never creates one."""
         if self._cache is None:
-            self._cache = Cache(Path(self.config.cache_path or default_cache_path()))
+            self._cache = Cache(Path(self._cache_path or default_cache_path()))
+            self._open.callback(self._closed_cache)  # first in, so closed after every model
         return self._cache
+
+    def _closed_cache(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
 
     def model_spec(self, text: str | None = None, *, check: bool = True) -> ModelSpec:
         """A model string (default: the run's model, as resolved when it ran) parsed by the one
         parser; `check=False` does not ask for its backend (a merge needs none installed)."""
         if text is None:
-            resolved = (self.source.manifest.get("resolved") or {}).get("model_spec") if self.source else None
-            text = str(resolved or (self.source.model if self.source else self.config.models[0]))
-        return resolve_model(text, self.catalog, self.plugins) if check else parse_model_spec(text, self.catalog)
+            resolved = self._run.record.model_spec if self._run else None
+            text = str(resolved or (self._run.model if self._run else self._the_config().models[0]))
+        catalog = self._the_catalog()
+        return resolve_model(text, catalog, self.plugins) if check else parse_model_spec(text, catalog)
 
     def judge_model(self) -> CachedModel | None:
         """The `--judge-model` behind the request cache, opened once for the whole command, or
         None without one. Each call gives fresh usage counters over the same backend, so each
         model's run reports what its own judging cost."""
         if not self._judge_resolved:
-            self._judge_spec = resolve_judge_model(self.config.judge_model, self.catalog, self.plugins)
+            self._judge_spec = resolve_judge_model(self._judge_text, self._the_catalog(), self.plugins)
             self._judge_resolved = True
         if self._judge_spec is None:
             return None
         if self._judge_backend is None:
             self._judge_backend = self._opened(ModelHandle(self._judge_spec)).backend()
-        return self.through_cache(self._judge_spec, self._judge_backend)
+        return self._through_cache(self._judge_spec, self._judge_backend)
 
-    def model(self, text: str) -> CachedModel:
+    def _model(self, text: str) -> CachedModel:
         """A model by spec string, through the request cache (a plugin's own command, e.g.
         synthesizing a haystack): opened once per session, closed with it."""
-        spec = resolve_model(text, self.catalog, self.plugins)
+        spec = resolve_model(text, self._the_catalog(), self.plugins)
         if spec.canonical not in self._models:
             backend = self._opened(ModelHandle(spec)).backend()
-            self._models[spec.canonical] = self.through_cache(spec, backend)
+            self._models[spec.canonical] = self._through_cache(spec, backend)
         return self._models[spec.canonical]
 
-    def through_cache(self, spec: ModelSpec, backend: ModelBackend) -> CachedModel:
+    def _through_cache(self, spec: ModelSpec, backend: ModelBackend) -> CachedModel:
         """`backend` behind the request cache, with fresh usage counters, its batches (when
         `--batch` or its `batch=` option asks and it has a batch API) and its cost limit
         (its `max_cost=` within the command's `--max-cost`); the batcher and the budget are
@@ -196,7 +182,7 @@ class Session:
     def _spending_of(self, spec: ModelSpec, backend: ModelBackend) -> tuple[Batcher | None, Budget | None]:
         options = spec.spending or {}
         wanted = options.get("batch")
-        api = backend.batch_api() if wanted is not False and (wanted or self.config.batch) else None
+        api = backend.batch_api() if wanted is not False and (wanted or self._batch()) else None
         if wanted and api is None:
             raise UserError(f"{spec.flag} option batch=true: model '{spec.text}' has no batch API",
                             field=f"{spec.flag} option batch",
@@ -204,12 +190,12 @@ class Session:
                                  "Anthropic's (and servers speaking OpenAI's /v1/batches) through litellm: models; "
                                  "drop batch=true for this one.")
         limit = options.get("max_cost")
-        budget = (Budget(limit, f"{spec.flag} option max_cost", parent=self.budget)
-                  if limit is not None or self.budget.limit is not None else None)
+        budget = (Budget(limit, f"{spec.flag} option max_cost", parent=self._budget)
+                  if limit is not None or self._budget.limit is not None else None)
         price = backend.price(batch=api is not None) if budget is not None else None
         if budget is not None and price is None:
             flag, value = ((f"{spec.flag} option max_cost", limit) if limit is not None
-                           else ("--max-cost", self.budget.limit))
+                           else ("--max-cost", self._budget.limit))
             raise UserError(f"{flag} {value:g}: the price of model '{spec.text}' is unknown, so what it spends "
                             "cannot be kept under the limit", field=flag,
                             hint="Give its price with the model options input_cost_per_mtok=USD and "
@@ -223,6 +209,9 @@ class Session:
             self._open.callback(batcher.close)
         return batcher, budget
 
+    def _batch(self) -> bool:
+        return self.config is not None and self.config.batch
+
     def _opened(self, handle: ModelHandle) -> ModelHandle:
         self._open.callback(handle.close)
         return handle
@@ -231,7 +220,7 @@ class Session:
     def plan(self) -> RunPlan:
         """Everything the command says, checked once before any data is read or model loaded."""
         if self._plan is None:
-            self._plan = plan_run(self.config, self.plugins, self.catalog)
+            self._plan = plan_run(self._the_config(), self.plugins, self._the_catalog())
         return self._plan
 
     def dry_run(self) -> str:
@@ -240,21 +229,15 @@ class Session:
         cached or written."""
         plan = self.plan()
         blocks = []
-        judge_spec = resolve_judge_model(self.config.judge_model, self.catalog, self.plugins)
-        judge_handle = ModelHandle(judge_spec) if judge_spec is not None else None
-        judge = (judge_spec, judge_handle.backend()) if judge_spec is not None and judge_handle is not None else None
-        try:
-            with using_data_home(self.data_home):
-                for model in plan.models:
-                    handle = ModelHandle(model)
-                    try:
-                        blocks.append(f"# model {model.text}\n"
-                                      f"{dry_run(plan, handle, self.plugins, self.data_home, judge)}")
-                    finally:
-                        handle.close()
-        finally:
-            if judge_handle is not None:
-                judge_handle.close()
+        judge_spec = resolve_judge_model(self._judge_text, self._the_catalog(), self.plugins)
+        with ExitStack() as opened:
+            judge = ((judge_spec, opened.enter_context(closing(ModelHandle(judge_spec))).backend())
+                     if judge_spec is not None else None)
+            opened.enter_context(using_data_home(self._data_home()))
+            for model in plan.models:
+                with closing(ModelHandle(model)) as handle:
+                    blocks.append(f"# model {model.text}\n"
+                                  f"{dry_run(plan, handle, self.plugins, self._data_home(), judge)}")
         return "\n".join(blocks)
 
     def work_plan(self) -> dict[str, Any]:
@@ -265,13 +248,9 @@ class Session:
         `lceval launch` plans a run's shards with it once, before submitting any."""
         plan = self.plan()
         whole = replace(plan, config=replace(plan.config, shard=None))
-        handle = ModelHandle(plan.models[0])
-        try:
-            with using_data_home(self.data_home):
-                ensure_datasets(whole, self.plugins, self.data_home, lambda _line: None)
-                loaded = load_work(whole, self.plugins, self.data_home, handle).loaded
-        finally:
-            handle.close()
+        with closing(ModelHandle(plan.models[0])) as handle, using_data_home(self._data_home()):
+            ensure_datasets(whole, self.plugins, self._data_home(), lambda _line: None)
+            loaded = load_work(whole, self.plugins, self._data_home(), handle).loaded
         return build_plan(loaded)
 
     def answer(self, model: ModelSpec, progress: "RunProgress | None" = None) -> RunState:
@@ -279,45 +258,33 @@ class Session:
         judged as soon as it exists. The model is closed when its run ends (the next model of
         the command needs the memory); the judge model stays open for the next one."""
         plan = self.plan()
-        handle = ModelHandle(model)
-        try:
-            with using_data_home(self.data_home), cache_failures(self.cache.path):
-                return execute(plan, model, self.plugins, self.cache, self.data_home, handle, self.judge_model,
-                               progress, through_cache=lambda backend: self.through_cache(model, backend))
-        finally:
-            if handle.built:  # the model's batches stop being polled with it (a rerun adopts the rest)
-                batcher, _ = self._spending.pop(id(handle.backend()), (None, None))
-                if batcher is not None:
-                    batcher.close()
-            handle.close()
+        with ExitStack() as opened:
+            handle = ModelHandle(model)
+            opened.callback(self._release, handle)
+            opened.enter_context(using_data_home(self._data_home()))
+            opened.enter_context(cache_failures(self.cache.path))
+            return execute(plan, model, self.plugins, self.cache, self._data_home(), handle, self.judge_model,
+                           progress, through_cache=lambda backend: self._through_cache(model, backend))
 
-    def run(self, output: Path | None = None) -> list[tuple[Path, dict[str, Any], RunState]]:
-        """`lceval run`: each model of the plan answered, scored and written; per model its run
-        folder, results and state. Everything is checked before anything is opened or written."""
-        from lceval.io import check_writable
-
-        plan = self.plan()
-        target = Path(output or self.config.output)
-        # hours of generation must not end in "cannot write": the folder is probed before any model loads
-        check_writable(target)
-        done = []
-        for model in plan.models:
-            state = self.answer(model)
-            run_dir, results = self.write(state, target)
-            done.append((run_dir, results, state))
-            if state.stopped:  # a cost limit: the next models are not started
-                break
-        return done
+    def _release(self, handle: ModelHandle) -> None:
+        """A model's run ended: its batches stop being polled with it (a rerun adopts the
+        rest), and it is closed."""
+        if handle.built:
+            batcher, _ = self._spending.pop(id(handle.backend()), (None, None))
+            if batcher is not None:
+                batcher.close()
+        handle.close()
 
     # -- judging again --------------------------------------------------------------------
-    def judge_choice(self) -> JudgeChoice | None:
+    def _judge_choice(self) -> JudgeChoice | None:
         """`--judge` as the session's config gives it (a preset resolved), None: each spec's own."""
-        return resolve_judge_flag(self.config.judge, self.catalog, self.plugins) if self.config.judge else None
+        judge = self.config.judge if self.config is not None else None
+        return resolve_judge_flag(judge, self._the_catalog(), self.plugins) if judge else None
 
     def judge_of(self, spec: TaskSpec, seed: int, *, with_model: bool = True) -> Judge:
         """The judge of `spec` for answers generated with `seed`: `--judge` when the session's
         config names one, else the spec's own; without the judge model for `with_model=False`."""
-        return make_judge(spec, self.judge_choice(), self.plugins, self.judge_model() if with_model else None, seed)
+        return make_judge(spec, self._judge_choice(), self.plugins, self.judge_model() if with_model else None, seed)
 
     def judge(self, samples: list[Sample], spec: TaskSpec, *,
               with_model: bool = True) -> tuple[list[Sample], dict[str, Any]]:
@@ -332,7 +299,7 @@ class Session:
         by_seed: dict[int, list[Sample]] = defaultdict(list)
         for s in samples:
             by_seed[s.seed].append(s)
-        choice = self.judge_choice()
+        choice = self._judge_choice()
         verdicts: dict[tuple[int, str], Any] = {}
         identity: dict[str, Any] = {}
         for seed, group in sorted(by_seed.items()):
@@ -353,7 +320,7 @@ class Session:
 
     def _judge_input(self, sample: Sample) -> Any:
         if sample.response is not None and not sample.question:
-            where = self.source.path / "samples.jsonl" if self.source else None
+            where = self._run.path / "samples.jsonl" if self._run else None
             raise UserError(f"sample '{sample.item_id}' has no stored question (written by an older lceval)",
                             file=where, field="question",
                             hint="Re-run the task (answers come from the cache) to re-judge it.")
@@ -366,25 +333,21 @@ class Session:
         names = list(run.results.get("tasks") or {})
         if not names:
             raise UserError("the run has no tasks to re-judge", file=run.path / "results.json", field="tasks")
-        self.judge_choice()  # an unknown --judge is refused before the judge model opens
+        self._judge_choice()  # an unknown --judge is refused before the judge model opens
         tasks = []
         with cache_failures(self.cache.path):
             judging = self.judge_model()
-            if self.config.batch and (judging is None or not judging.batching):
+            if self._batch() and (judging is None or not judging.batching):
                 raise UserError("--batch: " + (f"judge model '{judging.spec}' has no batch API" if judging is not None
                                                else "no --judge-model to send through a batch API"), field="--batch")
             for name in names:
-                spec = TaskSpec.of_run(run, name)
+                task = run.task_run(name)
                 with usage_scope(name):
-                    samples, identity = self._judge(run.task_samples(name), spec, judging)
-                tasks.append(TaskRun(spec=spec, samples=samples, judge_identity=identity,
-                                     files_read=dict(run.manifest.get("data_files") or {}),
-                                     context_facts=dict((run.manifest.get("context_facts") or {}).get(name) or {}),
-                                     sources=list((run.manifest.get("data_sources") or {}).get(name) or []),
-                                     metric_identities=dict(run.results["tasks"][name].get("metric_judges") or {})))
+                    samples, identity = self._judge(task.samples, task.spec, judging)
+                tasks.append(replace(task, samples=samples, judge_identity=identity))
         return RunState(
-            config=self.config, model_spec=self.model_spec(check=False),
-            model_identity=dict((run.manifest.get("resolved") or {}).get("model_identity") or {}), tasks=tasks,
+            config=self._the_config(), model_spec=self.model_spec(check=False),
+            model_identity=dict(run.record.model_identity), tasks=tasks,
             usage={"requests": 0, "generated": 0, "note": "answers read from the source run"},
             judge_usage=usage_of(judging) if judging is not None else None,
             source_run={"run_id": run.run_id, "path": str(run.path.resolve()),
@@ -399,20 +362,20 @@ class Session:
         beside what it has; the answers and the earlier judgments are kept as they are. The
         state is for `rewrite` (the run folder updated in place)."""
         run = self._source()
-        chosen = [_metric_flag(flag, self.catalog) for flag in flags]
+        chosen = [_metric_flag(flag, self._the_catalog()) for flag in flags]
         tasks = []
         with cache_failures(self.cache.path):
             judging = self.judge_model()
             for name in run.results.get("tasks") or {}:
-                spec = TaskSpec.of_run(run, name)
+                task = run.task_run(name)
+                spec = task.spec
                 have = {m.label for m in spec.metrics} | {spec.headline_label, "score"}
                 for label, metric, _ in chosen:
                     if label in have:
                         raise UserError(f"task '{name}' already has a metric '{label}'", field="--add-metric",
                                         hint="Give the new one another name with label=NAME.")
                     have.add(label)
-                samples = run.task_samples(name)
-                identities = dict((run.results["tasks"][name].get("metric_judges") or {}))
+                samples, identities = task.samples, dict(task.metric_identities)
                 for label, metric, options in chosen:
                     verdicts: dict[tuple[int, str], Judgment] = {}
                     for seed in sorted({s.seed for s in samples}):  # as in a run: the answer's seed
@@ -428,59 +391,33 @@ class Session:
                                                      or Judgment(s.item_id, label, None, "missing", raw="no verdict")])
                                if s.response is not None else s for s in samples]
                     spec = spec.with_metric(label, metric, options)
-                tasks.append(TaskRun(spec=spec, samples=samples, judge_identity=run.results["tasks"][name]["judge"],
-                                     files_read=dict(run.manifest.get("data_files") or {}),
-                                     context_facts=dict((run.manifest.get("context_facts") or {}).get(name) or {}),
-                                     sources=list((run.manifest.get("data_sources") or {}).get(name) or []),
-                                     metric_identities=identities))
-        return RunState(config=self.config, model_spec=self.model_spec(check=False),
-                        model_identity=dict((run.manifest.get("resolved") or {}).get("model_identity") or {}),
-                        tasks=tasks, usage=dict(run.manifest.get("usage") or {}),
-                        judge_usage=judging.usage.as_dict() if judging is not None else run.manifest.get("judge_usage"))
-
-    def rewrite(self, state: RunState) -> tuple[Path, dict[str, Any]]:
-        """The reopened run's folder rewritten in place with `state` (its answers, more
-        judgments): written aside, then swapped in whole."""
-        return self._outputs().rewrite(state, self.plugins, self._source())
+                tasks.append(replace(task, spec=spec, samples=samples, metric_identities=identities))
+        return RunState(config=self._the_config(), model_spec=self.model_spec(check=False),
+                        model_identity=dict(run.record.model_identity), tasks=tasks, usage=dict(run.record.usage),
+                        judge_usage=judging.usage.as_dict() if judging is not None else run.record.judge_usage)
 
     def _source(self) -> FinishedRun:
-        if self.source is None:
+        if self._run is None:
             raise ValueError("this session was not reopened from a finished run")
-        return self.source
+        return self._run
 
     # -- a finished run's tasks again (lceval verify) -------------------------------------
-    def load(self, spec: TaskSpec, sources: list[dict[str, Any]] | None = None) -> list[Conversation]:
-        """The conversations of one task, read again from this session's data home; every
-        file read is added to `files_read`, every source beyond files to `sources`."""
-        with using_data_home(self.data_home):
-            task_type = checked_task_type(spec, self.config, self.plugins)
-            return load_task(spec, task_type, self.config, self.plugins, self.data_home, self._recorder,
+    def load(self, spec: TaskSpec, sources: list[dict[str, Any]] | None = None,
+             files: dict[str, str] | None = None) -> list[Conversation]:
+        """The conversations of one task, read again from this session's data home; the
+        sha256 of every file read is added to `files` (by absolute path), every source beyond
+        files to `sources`."""
+        config = self._the_config()
+        with using_data_home(self._data_home()):
+            task_type = checked_task_type(spec, config, self.plugins)
+            return load_task(spec, task_type, config, self.plugins, self._data_home(), FileRecorder(files),
                              sources=sources)
-
-    @property
-    def files_read(self) -> dict[str, str]:
-        """sha256 of every data file `load` read, by absolute path."""
-        return dict(self._recorder.files)
 
     def answer_again(self, spec: TaskSpec, conversations: list[Conversation], seed: int) -> list[Sample]:
         """The reopened run's model asked `conversations` again (not judged)."""
-        model = self.model(self.model_spec().text)
-        with using_data_home(self.data_home):
+        model = self._model(self.model_spec().text)
+        with using_data_home(self._data_home()):
             return generate_task(spec, conversations, model, seed, False)
-
-    # -- the outputs ----------------------------------------------------------------------
-    def score(self, state: RunState) -> dict[str, Any]:
-        """results.json's content for `state`."""
-        return self._outputs().score(state)
-
-    def write(self, state: RunState, output: Path | None = None) -> tuple[Path, dict[str, Any]]:
-        """The run folder of `state`, written whole under `output` (default: the config's)."""
-        return self._outputs().write(state, self.plugins, Path(output or self.config.output))
-
-    def _outputs(self) -> RunOutputs:
-        if self.outputs is None:
-            raise ValueError("this session was opened without outputs (pass outputs=lceval.results.RUN_OUTPUTS)")
-        return self.outputs
 
 
 @contextmanager
@@ -488,5 +425,5 @@ def open_model(text: str, *, cache_path: Path | None = None, plugins: Plugins | 
     """A model by spec string, through the request cache, for a plugin's own command (e.g.
     synthesizing a haystack): every call cached and resumable like a run's; the model and the
     cache are closed when the block ends. `cache_path` defaults to the run cache."""
-    with Session(RunConfig(tasks="", models=[text], cache_path=cache_path), plugins) as session:
-        yield session.model(text)
+    with Session(plugins=plugins, cache_path=cache_path) as session:
+        yield session._model(text)

@@ -18,7 +18,6 @@ from lceval.types import GenerationParams
 
 if TYPE_CHECKING:
     from lceval.engine._plugin_host import Plugins
-    from lceval.types import FinishedRun
 
 DEFAULTS: dict[str, Any] = {
     "options": {},
@@ -237,12 +236,6 @@ class TaskSpec:
         validate(data, load_schema("task_spec.schema.json"), where / "manifest.json", {},
                  prefix=("resolved", "tasks", name, "spec"))
         return cls(name=name, path=Path(entry.get("spec_path") or where), data=_merge(DEFAULTS, data), lines={})
-
-    @classmethod
-    def of_run(cls, run: "FinishedRun", name: str) -> "TaskSpec":
-        """The spec task `name` of a finished run ran with."""
-        entry = ((run.manifest.get("resolved") or {}).get("tasks") or {}).get(name) or {}
-        return cls.from_manifest(name, {**entry, "spec": run.task_spec(name)}, run.path)
 
     @property
     def max_new_tokens(self) -> int:

@@ -6,7 +6,7 @@ into one run folder when all are done (`lceval merge`'s own code). Launched agai
 submits only the shards without a finished run folder; Ctrl-C cancels its jobs.
 
 - `launch(config, settings, plugins)` -> `LaunchReport`: the whole of it, for a program.
-- `LaunchSettings` (with `launch_flags()`, the CLI's declaration of its options) and
+- `LaunchSettings` (its fields declare the CLI's options, `lceval.options.flags_of`) and
   `SCHEDULERS`: where the shards run and what each asks for.
 - `LaunchReport`, `ShardRecord`: what a launch did, shard by shard (also in the launch
   folder's launch.json).
@@ -14,6 +14,6 @@ submits only the shards without a finished run folder; Ctrl-C cancels its jobs.
 """
 
 from lceval.launch._launcher import LaunchReport, ShardRecord, launch
-from lceval.launch._settings import SCHEDULERS, LaunchSettings, launch_flags
+from lceval.launch._settings import SCHEDULERS, LaunchSettings
 
-__all__ = ["SCHEDULERS", "LaunchReport", "LaunchSettings", "ShardRecord", "launch", "launch_flags"]
+__all__ = ["SCHEDULERS", "LaunchReport", "LaunchSettings", "ShardRecord", "launch"]

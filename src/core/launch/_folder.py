@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import lceval
-from lceval.engine import RunConfig
+from lceval.engine import RunConfig, RunRecord
 from lceval.errors import UserError
 from lceval.io import canonical_hash, write_text_atomic
 
@@ -90,12 +90,14 @@ class LaunchFolder:
         for run_dir in sorted(root.iterdir()) if root.is_dir() else []:
             if run_dir.name.startswith(".") or not (run_dir / "results.json").is_file():
                 continue
-            manifest = read_json(run_dir / "manifest.json")
-            record = manifest.get("shard") if isinstance(manifest, dict) else None
-            if not isinstance(record, dict) or (record.get("index"), record.get("count"), record.get("fingerprint")) \
-                    != (shard, count, fingerprint):
+            try:
+                record = RunRecord.read(run_dir)
+            except UserError:  # being written, or not a run folder: not this shard's
                 continue
-            model = (manifest.get("config") or {}).get("model")
+            share = record.shard if isinstance(record.shard, dict) else {}
+            if (share.get("index"), share.get("count"), share.get("fingerprint")) != (shard, count, fingerprint):
+                continue
+            model = record.config.models[0] if len(record.config.models) == 1 else None
             if model in models:
                 found[model] = run_dir  # sorted by run id (a timestamp): the newest wins
         return [found[m] for m in models] if all(m in found for m in models) else None

@@ -314,13 +314,13 @@ class Launch:
 
     # -- the end --------------------------------------------------------------------------
     def _merge(self) -> list[Path]:
-        from lceval.results import RUN_OUTPUTS, load_run, merge_runs  # scoring's libraries, only when merging
+        from lceval.results import load_run, merge_runs, write_run  # scoring's libraries, only when merging
 
         out = []
         for k, model in enumerate(self.models):
             runs = [load_run(Path(r.runs[k])) for r in self.records]
-            with Session.reopen(runs[0], self.plugins, outputs=RUN_OUTPUTS, command=self.command) as session:
-                run_dir, _ = session.write(merge_runs(runs, session), Path(self.config.output))
+            with Session.reopen(runs[0], self.plugins, command=self.command) as session:
+                run_dir, _ = write_run(merge_runs(runs, session), self.plugins, Path(self.config.output))
             self.say(f"merged {self.count} shards of {model}: {run_dir}")
             out.append(run_dir)
         return out

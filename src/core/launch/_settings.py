@@ -1,5 +1,6 @@
-"""`lceval launch`'s own options (where the shards run and how many), declared once: the CLI
-builds its flags from `launch_flags()` and `LaunchSettings.from_flags` turns their text into
+"""`lceval launch`'s own options (where the shards run and how many), declared once with the
+flag mechanism `lceval run`'s options use (`lceval.options.flag`): the CLI builds its flags
+from them (`flags_of(LaunchSettings)`) and `LaunchSettings.from_flags` turns their text into
 typed settings, each bad value a `UserError` naming its flag. The run's own options are
 `lceval run`'s (`engine.RunConfig`), unchanged."""
 
@@ -8,34 +9,20 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 from lceval.errors import UserError
-from lceval.options import whole_number
+from lceval.options import flag, from_flags, whole_number
 
 #: the schedulers `--on` names: a real cluster's (Slurm, Ray) or this machine's processes
 SCHEDULERS = ("slurm", "ray", "local")
 
 
-@dataclass(frozen=True)
-class LaunchFlag:
-    """How one `LaunchSettings` field is spelled on the command line."""
-
-    name: str
-    help: str
-    metavar: str | None = None
-    repeat: bool = False
-    required: bool = False
-    choices: tuple[str, ...] | None = None
-    parse: Callable[[Any], Any] | None = None
-
-
 def _flag(name: str, help: str, default: Any = None, **kind: Any) -> Any:
-    meta = {"flag": LaunchFlag(name=name, help=help, **kind)}
     if isinstance(default, list):
-        return field(default_factory=list, metadata=meta)
-    return field(default=default, metadata=meta)
+        return flag(name, help=help, default_factory=list, **kind)
+    return flag(name, help=help, default=default, **kind)
 
 
 def _seconds(text: Any) -> float:
@@ -90,14 +77,7 @@ class LaunchSettings:
 
     @classmethod
     def from_flags(cls, given: Mapping[str, Any]) -> "LaunchSettings":
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            flag = f.metadata.get("flag")
-            raw = given.get(f.name)
-            if flag is None or raw is None:
-                continue
-            values[f.name] = flag.parse(raw) if flag.parse is not None else raw
-        settings = cls(**values)
+        settings = cls(**from_flags(cls, given))
         settings.check()
         return settings
 
@@ -115,8 +95,3 @@ class LaunchSettings:
                 raise UserError(f"{flag} is for --on {scheduler}, not --on {self.on}", field=flag)
         if not os.path.isfile(self.python):
             raise UserError(f"the Python to run shards with does not exist: {self.python}", field="python")
-
-
-def launch_flags() -> list[tuple[str, LaunchFlag]]:
-    """(LaunchSettings field, its flag) for every option `lceval launch` adds to `run`'s."""
-    return [(f.name, f.metadata["flag"]) for f in fields(LaunchSettings) if "flag" in f.metadata]

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_shard(job: dict[str, Any], folder: LaunchFolder, shard: int, status: dict[str, Any]) -> list[str]:
     from lceval.engine import RunConfig, Session, load_plugins
-    from lceval.results import RUN_OUTPUTS
+    from lceval.results import run_and_write
 
     count = int(job["shards"])
     output = folder.shard_output(shard)
@@ -99,11 +99,11 @@ def run_shard(job: dict[str, Any], folder: LaunchFolder, shard: int, status: dic
         command=["lceval", "launch", "(shard)", f"{shard}/{count}", "--output", str(output)])
     plugins = load_plugins(job.get("disabled") or [], overrides=job.get("overrides") or [])
     since = time.time()
-    with Session(config, plugins, outputs=RUN_OUTPUTS) as session:
+    with Session(config, plugins) as session:
         imported = [session.cache.import_from(path) for path in folder.answers(shard)]
         status["imported_answers"] = sum(c["added"] for c in imported)
         try:
-            done = session.run()
+            done = run_and_write(session)
         finally:
             answers = folder.answers_file(shard)
             status["exported_answers"] = session.cache.export(answers, since=since)

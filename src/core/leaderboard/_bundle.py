@@ -55,7 +55,7 @@ def run_datasets(run: FinishedRun) -> dict[str, str | None]:
 
 def data_entries(run: FinishedRun) -> list[dict[str, Any]]:
     datasets = {d for d in run_datasets(run).values() if d}
-    files = run.manifest.get("data_files") or {}
+    files = run.record.data_files
     out = []
     for path, digest in sorted(files.items()):
         name, rel = dataset_relpath(path, datasets)
@@ -72,13 +72,13 @@ def run_entry(run: FinishedRun, raw: dict[str, bytes]) -> dict[str, Any]:
     datasets = run_datasets(run)
     tasks = {name: {"judge": t.get("judge"), "dataset": datasets.get(name), "n_samples": t.get("n_samples")}
              for name, t in (run.results.get("tasks") or {}).items()}
-    cost = run.manifest.get("cost") or cost_summary(run.manifest.get("usage"), run.manifest.get("judge_usage"))
+    cost = run.record.cost or cost_summary(run.record.usage, run.record.judge_usage)
     entry = {"run_id": run.run_id, "model": run.model, "tasks": tasks,
              "files": {name: sha256_bytes(data) for name, data in raw.items()}, "data": data_entries(run),
              # what the run's answers and verdicts cost (USD; the manifest holds the details per task)
              "cost": {k: cost.get(k) for k in ("total_usd", "paid_usd", "unknown")}}
-    if run.manifest.get("partial"):  # a cost limit stopped it: not the run's full results
-        entry["partial"] = run.manifest["partial"]
+    if run.record.partial:  # a cost limit stopped it: not the run's full results
+        entry["partial"] = run.record.partial
     return entry
 
 

@@ -37,7 +37,7 @@ from lceval import __version__
 from lceval.leaderboard._bundle import RUN_FILES, OpenBundle, data_entries, dataset_relpath, open_bundle
 from lceval.io import sha256_bytes
 from lceval.io import CHECKSUMS, dataset_path, read_record
-from lceval.engine import Session, TaskSpec
+from lceval.engine import Session
 from lceval.errors import UserError
 from lceval.interfaces import is_recomputable
 from lceval.io import read_json_lines
@@ -153,7 +153,7 @@ class _RunCheck:
                     self.answer_again(run, task, picks, loaded[task], session)
 
     def consistency(self, run: FinishedRun) -> None:
-        resolved = (run.manifest.get("resolved") or {}).get("model_spec")
+        resolved = run.record.model_spec or None
         if resolved is not None and resolved != run.model:
             self.problem(f"results.json says model {run.model!r}, the manifest {resolved!r}")
         if self.entry.get("model") != run.model:
@@ -176,13 +176,13 @@ class _RunCheck:
 
     def numbers(self, run: FinishedRun) -> None:
         tasks = run.results.get("tasks") or {}
-        seeds = run.results.get("seeds") or [0]
+        seeds = run.record.seeds
         in_samples = {s.task for s in run.samples}
         for name in sorted(in_samples - set(tasks)):
             self.problem(f"samples of task {name!r}, which results.json does not report")
         for name, reported in tasks.items():
             try:
-                spec = TaskSpec.of_run(run, name)
+                spec = run.spec(name)
             except UserError as exc:
                 self.problem(exc.message)
                 continue
@@ -199,8 +199,9 @@ class _RunCheck:
         Returns the conversations of each task that loaded (for answering again)."""
         loaded: dict[str, list[Any]] = {}
         datasets: set[str] = set()
+        read: dict[str, str] = {}
         for name in run.results.get("tasks") or {}:
-            spec = TaskSpec.of_run(run, name)
+            spec = run.spec(name)
             dataset = spec.dataset
             if dataset:
                 datasets.add(dataset)
@@ -208,14 +209,14 @@ class _RunCheck:
                     continue
             read_from: list[dict[str, Any]] = []
             try:
-                conversations = session.load(spec, sources=read_from)
+                conversations = session.load(spec, sources=read_from, files=read)
             except UserError as exc:
                 self.problem(f"{name}: cannot load the task from this machine's data: {exc.render()}")
                 continue
             loaded[name] = conversations
             self.items(run, name, conversations)
             self.revisions(run, name, read_from)
-        mine = {dataset_relpath(p, datasets): h for p, h in session.files_read.items()}
+        mine = {dataset_relpath(p, datasets): h for p, h in read.items()}
         theirs = {(e["dataset"], e["path"]): e["sha256"] for e in data_entries(run)}
         if loaded and len(loaded) == len(run.results.get("tasks") or {}):
             diffs = [f"{d or '(no dataset)'}/{p}: submitted {theirs.get((d, p), 'not read')[:12]}, "
@@ -233,7 +234,7 @@ class _RunCheck:
         """Every dataset revision the run recorded (manifest `data_sources`, e.g. a Hugging Face
         dataset's resolved commit) is the one this machine read when it loaded the task again:
         a branch that moved, or a manifest edited after the run, is a problem."""
-        recorded = [s for s in ((run.manifest.get("data_sources") or {}).get(task) or [])
+        recorded = [s for s in (run.record.data_sources.get(task) or [])
                     if isinstance(s, dict) and s.get("revision")]
         if not recorded:
             return
@@ -298,7 +299,7 @@ class _RunCheck:
 
     def items(self, run: FinishedRun, task: str, conversations: list[Any]) -> None:
         turns = {t.item_id: t for c in conversations for t in c.turns}
-        seeds = (run.manifest.get("config") or {}).get("seeds") or run.results.get("seeds") or [0]
+        seeds = run.record.seeds
         have: dict[tuple[str, int], list[Sample]] = {}
         for s in run.task_samples(task):
             have.setdefault((s.item_id, s.seed), []).append(s)
@@ -335,7 +336,7 @@ class _RunCheck:
     def judge_again(self, run: FinishedRun, task: str, picks: list[Sample], session: Session) -> None:
         if not picks:
             return
-        spec = TaskSpec.of_run(run, task)
+        spec = run.spec(task)
         try:
             judge = session.judge_of(spec, picks[0].seed, with_model=False)
         except UserError as exc:
@@ -376,7 +377,7 @@ class _RunCheck:
             return
         wanted = {s.item_id for s in picks}
         convs = [c for c in conversations if any(t.item_id in wanted for t in c.turns)]
-        spec = TaskSpec.of_run(run, task)
+        spec = run.spec(task)
         by_key = {(s.item_id, s.seed): s for s in run.task_samples(task)}
         diffs: list[str] = []
         for seed in sorted({s.seed for s in picks}):

@@ -73,8 +73,8 @@ def resampling_note(runs: list[FinishedRun]) -> str:
 def _setting_apart(runs: list[FinishedRun], i: int, clash: list[int]) -> str | None:
     """The first setting (manifest `config`) in which run `i` differs from every run it
     would share a label with, as `key=value`; None when they are the same run settings."""
-    mine = (runs[i].manifest.get("config") or {}) if isinstance(runs[i].manifest, dict) else {}
-    others = [(runs[j].manifest.get("config") or {}) if isinstance(runs[j].manifest, dict) else {} for j in clash]
+    mine = runs[i].record.config.to_manifest()
+    others = [runs[j].record.config.to_manifest() for j in clash]
     for key in sorted(set(mine) | {k for o in others for k in o}):
         if key in ("model", "models", "command", "output", "tasks"):
             continue

@@ -70,15 +70,10 @@ class ReportRun:
 
 
 def from_run_dir(run: FinishedRun) -> ReportRun:
-    specs = {}
-    for task in run.results.get("tasks") or {}:
-        try:
-            specs[task] = TaskSpec.of_run(run, task)
-        except UserError:
-            pass
+    specs = {task: run.record.tasks[task] for task in run.results.get("tasks") or {} if task in run.record.tasks}
     # the model as the user named it (`smollm2`, not the file its alias resolves to)
-    typed = (run.manifest.get("config") or {}).get("model")
-    return ReportRun(run_id=run.run_id, model=str(typed or run.model), results=run.results, specs=specs,
+    typed = run.record.config.models[0] if run.record.config.models else ""
+    return ReportRun(run_id=run.run_id, model=typed or run.model, results=run.results, specs=specs,
                      samples=run.samples)
 
 

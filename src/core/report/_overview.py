@@ -407,11 +407,10 @@ def cost_table(ctx: ReportContext) -> str:
 
     rows = []
     for run, label in zip(ctx.runs, ctx.labels):
-        usage, judge_usage = run.manifest.get("usage"), run.manifest.get("judge_usage")
-        summary = run.manifest.get("cost") or cost_summary(usage, judge_usage)
+        summary = run.record.cost or cost_summary(run.record.usage, run.record.judge_usage)
         if not summary.get("total_usd") and not summary.get("unknown"):
             continue
-        partial = " (partial: a cost limit stopped it)" if run.manifest.get("partial") else ""
+        partial = " (partial: a cost limit stopped it)" if run.record.partial else ""
         tasks = summary.get("by_task") or {}
         for task, parts in [*tasks.items(), *([("all tasks", summary)] if len(tasks) != 1 else [])]:
             cells = []

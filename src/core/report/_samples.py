@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lceval.engine import ReportSettings, TaskSpec, removed_span
+from lceval.engine import ReportSettings, removed_span
 from lceval.errors import UserError
 from lceval.results import primary_score
 
@@ -52,7 +52,7 @@ def sample_data(runs: list[Any], labels: list[str]) -> dict[str, Any]:
         for s in run.samples:
             if s.task not in sections:
                 try:
-                    sections[s.task] = TaskSpec.of_run(run, s.task).report
+                    sections[s.task] = run.spec(s.task).report
                 except UserError:
                     sections[s.task] = ReportSettings()
                 rep = sections[s.task]

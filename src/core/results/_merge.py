@@ -18,9 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from lceval.engine import RunState, Session, TaskRun, TaskSpec, assign, plan_fingerprint
+from lceval.engine import FinishedRun, RunState, Session, assign, plan_fingerprint
 from lceval.errors import UserError
-from lceval.results._run_dir import FinishedRun
 from lceval.types import Sample
 
 HINT = "Shards of one run come from one `lceval run ... --shard I/N` command, run for I = 0..N-1."
@@ -30,28 +29,23 @@ HINT = "Shards of one run come from one `lceval run ... --shard I/N` command, ru
 SAME: list[tuple[str, Callable[[FinishedRun], Any]]] = [
     ("lceval version", lambda r: r.results.get("lceval_version")),
     ("model", lambda r: r.results.get("model")),
-    ("model identity", lambda r: (r.manifest.get("resolved") or {}).get("model_identity")),
+    ("model identity", lambda r: r.record.model_identity),
     ("tasks", lambda r: list(r.results.get("tasks") or {})),
-    ("task specs", lambda r: {t: v.get("spec") for t, v in ((r.manifest.get("resolved") or {}).get("tasks")
-                                                            or {}).items()}),
+    ("task specs", lambda r: {t: spec.data for t, spec in r.record.tasks.items()}),
     ("seeds", lambda r: r.results.get("seeds")),
-    ("judge (--judge)", lambda r: _config(r).get("judge")),
-    ("judge model (--judge-model)", lambda r: _config(r).get("judge_model")),
+    ("judge (--judge)", lambda r: r.record.config.judge),
+    ("judge model (--judge-model)", lambda r: r.record.config.judge_model),
     ("judge identity", lambda r: {t: v.get("judge") for t, v in (r.results.get("tasks") or {}).items()}),
     ("metrics' judges", lambda r: {t: v.get("metric_judges") for t, v in (r.results.get("tasks") or {}).items()}),
     ("options (--split, --limit, --contexts, --context-policy, --retriever, --set)",
-     lambda r: {k: _config(r).get(k) for k in ("splits", "limit", "contexts", "context_policy", "retriever",
-                                               "overrides")}),
+     lambda r: {k: getattr(r.record.config, k) for k in ("splits", "limit", "contexts", "context_policy", "retriever",
+                                                         "overrides")}),
 ]
 PLAN = "plan (the contexts, items and their weights of the whole run)"
 
 
-def _config(run: FinishedRun) -> dict[str, Any]:
-    return dict(run.manifest.get("config") or {})
-
-
 def _shard(run: FinishedRun) -> dict[str, Any]:
-    record = run.manifest.get("shard")
+    record = run.record.shard
     if not isinstance(record, dict) or not {"index", "count", "fingerprint", "contexts", "plan"} <= set(record):
         raise UserError("not a shard: the run was not made with `lceval run ... --shard I/N`",
                         file=run.path / "manifest.json", field="shard", hint=HINT)
@@ -81,7 +75,7 @@ def first_difference(a: Any, b: Any, where: str = "") -> str:
 
 def _data_difference(first: FinishedRun, run: FinishedRun) -> str | None:
     """Data files are compared by content (their paths differ between machines)."""
-    mine, theirs = (dict(r.manifest.get("data_files") or {}) for r in (first, run))
+    mine, theirs = (dict(r.record.data_files) for r in (first, run))
     if Counter(mine.values()) == Counter(theirs.values()):
         return None
     extra = [f"{p} (sha256 {h[:12]})" for p, h in theirs.items() if h not in set(mine.values())]
@@ -180,54 +174,46 @@ def add_up(values: list[Any]) -> Any:
     return present[0] if all(v == present[0] for v in present) else None
 
 
-def _usage_of(runs: list[FinishedRun], key: str) -> Any:
-    return add_up([r.manifest.get(key) for r in runs])
-
-
 def merge_runs(runs: list[FinishedRun], session: Session) -> RunState:
-    """The merged run, for `session.write`. `session` is the first shard reopened
+    """The merged run, for `write_run`. `session` is the first shard reopened
     (`Session.reopen`): its config and model are the run's, its command this merge's."""
     if not runs:
         raise UserError("merge needs the run directories of the shards", field="RUN_DIR")
     runs, records = check_together(list(runs))
     first, head = runs[0], records[0]
-    resolved = first.manifest.get("resolved") or {}
     seeds = [int(s) for s in first.results["seeds"]]
     config = replace(session.config, seeds=seeds, shard=None)
     # the model as results.json names it (canonical), as the user typed it for the labels
     model_spec = replace(session.model_spec(first.model, check=False), text=config.models[0])
-    files = dict(first.manifest.get("data_files") or {})
     tasks = []
-    for name, result in first.results["tasks"].items():
-        spec = TaskSpec.of_run(first, name)
-        facts = {cid: f for r in runs for cid, f in ((r.manifest.get("context_facts") or {}).get(name) or {}).items()}
-        tasks.append(TaskRun(spec=spec, samples=merged_samples(runs, head["plan"], name, seeds),
-                             judge_identity=result["judge"], files_read=files, context_facts=facts,
-                             metric_identities=dict(result.get("metric_judges") or {}),
-                             sources=list((first.manifest.get("data_sources") or {}).get(name) or [])))
-    seconds = [(r.manifest.get("usage") or {}).get("seconds") for r in runs]
+    for name in first.results["tasks"]:
+        facts = {cid: f for r in runs for cid, f in (r.record.context_facts.get(name) or {}).items()}
+        tasks.append(replace(first.task_run(name), samples=merged_samples(runs, head["plan"], name, seeds),
+                             context_facts=facts))
+    seconds = [r.record.usage.get("seconds") for r in runs]
     merged_from = {
         "count": head["count"],
         "fingerprint": head["fingerprint"],
         "plan": head["plan"],
         "shards": [{"index": rec["index"], "run_id": r.run_id, "path": str(r.path.resolve()),
                     "contexts": rec["contexts"], "weight": rec.get("weight"),
-                    "usage": r.manifest.get("usage"), "judge_usage": r.manifest.get("judge_usage"),
-                    "finished_at": r.manifest.get("finished_at"), "platform":
-                    (r.manifest.get("versions") or {}).get("platform")} for r, rec in zip(runs, records)],
+                    "usage": r.record.usage, "judge_usage": r.record.judge_usage,
+                    "finished_at": r.record.finished_at, "platform": r.record.versions.get("platform")}
+                   for r, rec in zip(runs, records)],
         "slowest_shard_seconds": max(seconds) if seconds and None not in seconds else None,
         "usage_note": "usage and judge_usage add up the shards' counters; usage.seconds is the sum of the "
                       "shards' seconds (time spent over all machines); with the shards run side by side the "
                       "run took about slowest_shard_seconds. A counter unknown in any shard is unknown (null).",
     }
     return RunState(
-        config=config, model_spec=model_spec, model_identity=dict(resolved.get("model_identity") or {}),
-        tasks=tasks, usage=_usage_of(runs, "usage") or {}, judge_usage=_usage_of(runs, "judge_usage"),
-        model_backend_stats=add_up([(r.manifest.get("backend_stats") or {}).get("model") for r in runs]),
-        judge_backend_stats=add_up([(r.manifest.get("backend_stats") or {}).get("judge") for r in runs]),
+        config=config, model_spec=model_spec, model_identity=dict(first.record.model_identity),
+        tasks=tasks, usage=add_up([r.record.usage for r in runs]) or {},
+        judge_usage=add_up([r.record.judge_usage for r in runs]),
+        model_backend_stats=add_up([r.record.model_backend_stats for r in runs]),
+        judge_backend_stats=add_up([r.record.judge_backend_stats for r in runs]),
         merged_from=merged_from,
         # a shard a cost limit stopped leaves the whole run partial
-        stopped=next((dict(r.manifest["partial"]) for r in runs if r.manifest.get("partial")), None),
+        stopped=next((dict(r.record.partial) for r in runs if r.record.partial), None),
     )
 
 

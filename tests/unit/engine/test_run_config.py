@@ -11,9 +11,9 @@ import pytest
 
 from lceval import hookimpl
 from lceval.cli import main
-from lceval.engine import RunConfig, run_flags
+from lceval.engine import RunConfig
 from lceval.errors import UserError
-from lceval.options import NO_OPTIONS
+from lceval.options import NO_OPTIONS, flags_of
 
 from tests.conftest import ScriptedModel
 
@@ -41,13 +41,13 @@ def test_every_run_flag_is_parsed_from_its_one_declaration(capsys, monkeypatch):
     assert config.context_policy == "truncate-left" and config.dry_run is False
     # every field a user sets on the command line has a flag the parser knows, and no other
     flagged = {f.name for f in fields(RunConfig) if "flag" in f.metadata}
-    assert flagged == {dest for dest, _ in run_flags()}
+    assert flagged == {dest for dest, _ in flags_of(RunConfig)}
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     help_text = capsys.readouterr().out
-    for _, flag in run_flags():
+    for _, flag in flags_of(RunConfig):
         assert flag.name in help_text
-    assert dict(run_flags())["limit_per_context"].name == "--limit-per-context"
+    assert dict(flags_of(RunConfig))["limit_per_context"].name == "--limit-per-context"
 
 
 @pytest.mark.parametrize("argv,needle", [
