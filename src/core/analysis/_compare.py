@@ -16,7 +16,7 @@ import numpy as np
 
 from lceval.errors import UserError
 from lceval.results import FinishedRun
-from lceval.results import cluster_of, primary_score
+from lceval.results import cluster_of, primary_score, text_table
 from lceval.stats import cluster_bootstrap
 
 
@@ -141,11 +141,4 @@ def format_comparison(a: FinishedRun, b: FinishedRun, rows: list[PairedCompariso
              f"[{f(r.ci_low)}, {f(r.ci_high)}]" if r.ci_low is not None else "",
              f(r.p_value, 4), f"{r.wins}/{r.losses}/{r.ties}", f"{r.only_a}/{r.only_b}"] for r in rows]
     title = f"A = {a.model} ({a.run_id})\nB = {b.model} ({b.run_id})\n"
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(r) + " |" for r in body]
-    else:
-        widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *body]]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-    return title + "\n" + "\n".join(lines)
+    return title + "\n" + "\n".join(text_table([head, *body], markdown=fmt == "markdown"))

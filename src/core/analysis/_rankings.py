@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.io import atomic_directory
+from lceval.results import text_table
 from lceval.analysis._rank import Ranking
 
 
@@ -25,12 +26,7 @@ def _ci(entry: dict[str, Any] | None, digits: int = 1) -> str:
 
 
 def _render(rows: list[list[str]], markdown: bool) -> str:
-    if markdown:
-        head, *body = rows
-        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    return "\n".join(text_table(rows, rule=False, markdown=markdown))
 
 
 def _ranking_table(block: dict[str, Any], markdown: bool) -> str:

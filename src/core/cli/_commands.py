@@ -252,10 +252,9 @@ def _families(catalog: Any) -> str:
                     seen.append(value)
         family = catalog.family(key)
         rows.append((family.name, str(len(names)), ", ".join(languages), ", ".join(metrics), family.citation))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    from lceval.results import text_table
+
+    return "\n".join(text_table(rows))
 
 
 def plugins(args: argparse.Namespace, inv: Invocation) -> int:

@@ -92,8 +92,10 @@ def plugin_table(plugins: Plugins) -> str:
     from_w = max(len(r[2]) for r in rows)
     status_w = min(max(len(r[3]) for r in rows), WIDTH // 2)
     provides_w = max(12, WIDTH - name_w - from_w - status_w - 6)
-    lines = ["  ".join((r[0].ljust(name_w), _fit(r[1], provides_w).ljust(provides_w), _fit(r[2], from_w).ljust(from_w),
-                        _fit(r[3], status_w))).rstrip() for r in rows]
+    from lceval.results import text_table
+
+    lines = text_table([(r[0], _fit(r[1], provides_w), r[2], _fit(r[3], status_w)) for r in rows], rule=False,
+                       widths=[None, provides_w, None, None])
     for info in sorted(plugins.infos, key=lambda i: i.name):
         status = _status(info, plugins)
         if info.error and not info.disabled:
@@ -168,10 +170,11 @@ def _describe_registration(plugins: Plugins, reg: Any) -> str:
 def _options_table(rows: list[Any]) -> list[str]:
     if not rows:
         return []
+    from lceval.results import text_table
+
     table = [("name", "type", "default", "description")] + [(r.name, r.type, _short(r.default), r.description)
                                                            for r in rows]
-    widths = [max(len(t[i]) for t in table) for i in range(3)]
-    return ["    " + "  ".join(c.ljust(w) for c, w in zip(t[:3], widths)) + "  " + t[3] for t in table]
+    return ["    " + line for line in text_table(table, rule=False, strip=False)]
 
 
 def _short(text: str, limit: int = 40) -> str:

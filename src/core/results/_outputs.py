@@ -24,6 +24,7 @@ from lceval.io import atomic_directory, check_writable, replaced_directory
 from lceval.engine import FinishedRun, Plugins, RunRecord, RunState, Session, model_label
 from lceval.results._cost import cost_summary, format_cost, format_prompt_cache
 from lceval.results._curves import length_curves
+from lceval.results._table import text_table
 from lceval.results._scoring import DIFFERS_MARK, UNCENSORED, differs_from_paper, headline_block, score_task
 from lceval.io import load_schema
 
@@ -342,13 +343,7 @@ def _tokens(n: int) -> str:
 
 
 def _render(rows: list[tuple[str, ...]], markdown: bool) -> str:
-    if markdown:
-        return "\n".join(["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-                         + ["| " + " | ".join(r) + " |" for r in rows[1:]])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join(text_table(rows, markdown=markdown))
 
 
 def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
