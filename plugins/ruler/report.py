@@ -33,7 +33,7 @@ def _num(text: str) -> float:
 
 
 def run_report(run: Any, threshold: float | None = None) -> dict[str, Any]:
-    """The report of one finished run (`lceval.types.FinishedRun`)."""
+    """The report of one finished run (`lceval.results.FinishedRun`)."""
     from lceval.results import length_curves, run_model_name
 
     tasks = {name: entry for name, entry in run.results.get("tasks", {}).items()

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from lceval.types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
-                          PairJudgment, Sample)
+                          PairJudgment, RunView)
 
 __all__ = ["BatchAPI", "BatchStatus", "Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory",
            "JudgeModel", "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache", "Price",
-           "PromptCaching", "ReasoningControls", "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RunView",
+           "PromptCaching", "ReasoningControls", "ReportContext", "ReportFigure", "ReportPanel", "Retriever",
            "RetrieverFactory", "TaskContext", "TaskType", "is_recomputable", "missing_requirements", "recomputable",
            "requires"]
 
@@ -583,27 +583,6 @@ class ReportFigure:
     caption: str = ""
     section: str = ""
     points: int = 0
-
-
-class RunView(Protocol):
-    """What a report panel reads of a finished run: its folder, results.json, its samples and
-    the resolved spec each task ran with. The runs a panel is given are
-    ``lceval.results.FinishedRun``s (whose manifest is typed by the engine, above this
-    contract: hence a view here)."""
-
-    path: Path
-    results: dict[str, Any]
-    samples: list[Sample]
-
-    @property
-    def run_id(self) -> str: ...
-
-    @property
-    def model(self) -> str: ...
-
-    def task_samples(self, task: str) -> list[Sample]: ...
-
-    def task_spec(self, task: str) -> dict[str, Any]: ...
 
 
 @dataclass

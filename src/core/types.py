@@ -4,11 +4,12 @@ backends and judges consume it. Nothing here imports a backend or a benchmark.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from pathlib import Path
+from typing import Any, Literal, Mapping, Protocol
 
 __all__ = ["CONTEXT_SLOT", "ContextCut", "Conversation", "Generation", "GenerationParams",
            "GenerationRequest", "JudgeInput", "Judgment", "Message", "PairInput", "PairJudgment", "Role",
-           "Sample", "ScoreSource", "ScoredItem", "SharedPrefix", "Turn", "is_scored"]
+           "RunView", "Sample", "ScoreSource", "ScoredItem", "SharedPrefix", "Turn", "is_scored"]
 
 #: The one place in a conversation where the long context (a transcript, a haystack) goes.
 #: Task types put it in exactly one message; the context policy fills it after cutting the
@@ -270,6 +271,27 @@ class Sample:
     #: Generation); samples.jsonl has them only where the provider reported its cache
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+
+
+class RunView(Protocol):
+    """What a report panel, a comparison or a ranking reads of a finished run: its folder,
+    results.json, its samples and the resolved spec each task ran with. Runs are
+    `lceval.results.FinishedRun`s, whose manifest the engine types (`RunRecord`, above this
+    contract: hence a view here)."""
+
+    path: Path
+    results: dict[str, Any]
+    samples: list[Sample]
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def task_samples(self, task: str) -> list[Sample]: ...
+
+    def task_spec(self, task: str) -> dict[str, Any]: ...
 
 
 @dataclass

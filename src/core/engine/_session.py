@@ -36,7 +36,7 @@ from lceval.engine._plugin_host import Plugins, load_plugins
 from lceval.engine._run_config import RunConfig
 from lceval.engine._run_record import FinishedRun
 from lceval.engine._runner import (RunState, censored_judgments, execute, generate_task, is_censored,
-                                   judge_input_of, judged, usage_of)
+                                   judge_input_of, usage_of)
 from lceval.engine._selection import build_plan
 from lceval.engine._spec import JudgeChoice, TaskSpec
 from lceval.engine._spending import BatchSettings, Budget, cost_of, usage_scope

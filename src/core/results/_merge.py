@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Callable
 
 from lceval.engine import FinishedRun, RunState, Session, assign, plan_fingerprint
