@@ -28,7 +28,7 @@ MANIFEST_SHAPE: dict[str, Any] = {
     "type": "object",
     "properties": {
         "config": {"type": "object", "properties": {
-            "tasks": {"type": "string"}, "model": {"type": "string"},
+            "tasks": {"type": ["string", "null"]}, "model": {"type": "string"},
             "splits": {"type": ["array", "null"], "items": {"type": "string"}},
             "limit": {"type": ["integer", "null"]}, "limit_per_context": {"type": ["integer", "null"]},
             "seeds": {"type": "array", "items": {"type": "integer"}},
