@@ -44,7 +44,7 @@ import yaml
 
 from lceval.errors import UserError
 
-__all__ = ["NO_OPTIONS", "CheckedFactory", "Flag", "OptionRow", "OptionsSchema", "check_options", "check_schema",
+__all__ = ["NO_OPTIONS", "CheckedFactory", "Flag", "FlagSettings", "OptionRow", "OptionsSchema", "check_options", "check_schema",
            "defaults", "describe", "did_you_mean", "flag", "flags_of", "from_flags", "options_schema_of",
            "parse_judge_flag", "split_options", "unwrap", "whole_number"]
 
@@ -458,3 +458,20 @@ def from_flags(settings: type, given: Mapping[str, Any]) -> dict[str, Any]:
             continue
         values[name] = declared.parse(raw) if declared.parse is not None else raw
     return values
+
+
+class FlagSettings:
+    """A dataclass of settings whose fields carry their flags (`lceval run`'s `RunConfig`,
+    `lceval launch`'s `LaunchSettings`): built from the command line by `from_flags`, then
+    checked as a whole by `check`, which a settings object built by code calls too."""
+
+    @classmethod
+    def from_flags(cls, given: Mapping[str, Any], **extra: Any) -> Any:
+        """The settings from the command line's values by field name (None = not given; a
+        switch's value is whether it was given), each converted by its flag, over `extra`."""
+        settings = cls(**{**extra, **from_flags(cls, given)})
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """What no single flag can say wrong."""

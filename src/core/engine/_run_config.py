@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from lceval.engine._context_policy import POLICIES, parse_context_lengths
 from lceval.engine._selection import parse_contexts, parse_shard
 from lceval.engine._spending import parse_usd
 from lceval.errors import UserError
 from lceval.io import loads_yaml_with_lines
-from lceval.options import flag, flags_of, from_flags, whole_number
+from lceval.options import FlagSettings, flag, flags_of, whole_number
 
 
 def _flag(*names: str, help: str, local: bool = False, **kind: Any) -> Any:
@@ -125,7 +125,7 @@ def press_sweep_models(models: list[str], sweep: str | None) -> list[str]:
 
 
 @dataclass
-class RunConfig:
+class RunConfig(FlagSettings):
     """What one `lceval run` asks: every flag's value, typed. One run per model in `models`."""
 
     tasks: str = _flag("--tasks", required=True, help="task names, suite names or YAML paths, comma-separated")
@@ -203,14 +203,6 @@ class RunConfig:
     disabled_plugins: list[str] = field(default_factory=list)  # -p no:NAME
     #: the command line; the manifest records it beside the config, not in it
     command: list[str] = field(default_factory=list, metadata={"local": True})
-
-    @classmethod
-    def from_flags(cls, given: Mapping[str, Any], **extra: Any) -> "RunConfig":
-        """The config from the command line's values by field name (None = not given; a
-        switch's value is whether it was given), each converted by its flag."""
-        config = cls(**{**extra, **from_flags(cls, given)})
-        config.check()
-        return config
 
     def check(self) -> None:
         """What no single flag can say wrong (a config built by code is checked too)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.engine._run_config import RunConfig
-from lceval.engine._runner import TaskRun
+from lceval.engine._runner import RunState, TaskRun
 from lceval.engine._spec import TaskSpec
 from lceval.errors import UserError
 from lceval.io import read_json_object, validate
@@ -99,6 +99,23 @@ class RunRecord:
     metrics_added: list[dict[str, Any]] = field(default_factory=list)
     #: keys a newer lceval wrote, kept as they were
     unknown: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, state: RunState, run_id: str = "", **written: Any) -> "RunRecord":
+        """The record of what `state` ran with and produced; `written`: the fields the writer
+        adds (what it cost, where and when it was written)."""
+        files: dict[str, str] = {}
+        for task in state.tasks:
+            files.update(task.files_read)
+        return cls(
+            run_id=run_id, command=state.config.command, config=state.config, model_spec=state.model_spec.canonical,
+            model_identity=state.model_identity, tasks={t.spec.name: t.spec for t in state.tasks},
+            usage=state.usage, judge_usage=state.judge_usage,
+            partial={"reason": "cost_limit", **state.stopped} if state.stopped else None,
+            model_backend_stats=state.model_backend_stats, judge_backend_stats=state.judge_backend_stats,
+            source_run=state.source_run, shard=state.shard, merged_from=state.merged_from, data_files=files,
+            context_facts={t.spec.name: t.context_facts for t in state.tasks if t.context_facts},
+            data_sources={t.spec.name: t.sources for t in state.tasks if t.sources}, **written)
 
     @property
     def seeds(self) -> list[int]:

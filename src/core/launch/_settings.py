@@ -10,10 +10,10 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from lceval.errors import UserError
-from lceval.options import flag, from_flags, whole_number
+from lceval.options import FlagSettings, flag, whole_number
 
 #: the schedulers `--on` names: a real cluster's (Slurm, Ray) or this machine's processes
 SCHEDULERS = ("slurm", "ray", "local")
@@ -47,7 +47,7 @@ def _time(text: Any) -> str:
 
 
 @dataclass
-class LaunchSettings:
+class LaunchSettings(FlagSettings):
     """Where a run's shards go and what each asks of the scheduler."""
 
     on: str = _flag("--on", "the scheduler: slurm (sbatch arrays), ray (Ray tasks) or local (processes on "
@@ -74,12 +74,6 @@ class LaunchSettings:
                           metavar="SECONDS", parse=_seconds)
     #: the Python that runs each shard (this one: a cluster shares the environment's path)
     python: str = field(default_factory=lambda: sys.executable)
-
-    @classmethod
-    def from_flags(cls, given: Mapping[str, Any]) -> "LaunchSettings":
-        settings = cls(**from_flags(cls, given))
-        settings.check()
-        return settings
 
     def check(self) -> None:
         """What only the combination of flags can get wrong (settings built by code too)."""

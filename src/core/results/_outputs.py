@@ -79,23 +79,6 @@ def _git_commit() -> dict[str, Any] | None:
     return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def record_of(state: RunState, run_id: str = "") -> RunRecord:
-    """The record manifest.json holds of `state`: what it ran with, produced and cost (where
-    and when it was written: `provenance`)."""
-    files: dict[str, str] = {}
-    for task in state.tasks:
-        files.update(task.files_read)
-    return RunRecord(
-        run_id=run_id, command=state.config.command, config=state.config, model_spec=state.model_spec.canonical,
-        model_identity=state.model_identity, tasks={t.spec.name: t.spec for t in state.tasks},
-        usage=state.usage, judge_usage=state.judge_usage, cost=cost_summary(state.usage, state.judge_usage),
-        partial={"reason": "cost_limit", **state.stopped} if state.stopped else None,
-        model_backend_stats=state.model_backend_stats, judge_backend_stats=state.judge_backend_stats,
-        source_run=state.source_run, shard=state.shard, merged_from=state.merged_from, data_files=files,
-        context_facts={t.spec.name: t.context_facts for t in state.tasks if t.context_facts},
-        data_sources={t.spec.name: t.sources for t in state.tasks if t.sources})
-
-
 def provenance(plugins: Plugins) -> dict[str, Any]:
     """The record's fields that say where and when a run was written: the versions of lceval,
     Python, the platform, the plugins and libraries, every name two plugins (or a plugin and
@@ -190,11 +173,11 @@ def write_run(state: RunState, plugins: Plugins, output: Path) -> tuple[Path, di
     the folder of the run it repeats (same settings, model and tasks), under its name, so the
     same command run twice leaves one folder (`lceval report runs/*/` shows the model once);
     any other run gets a new folder."""
-    previous = repeated_run(Path(output), record_of(state).same_run()) if served_from_cache(state) else None
+    previous = repeated_run(Path(output), RunRecord.of(state).same_run()) if served_from_cache(state) else None
     with atomic_directory(output, run_id_for(state), replace=previous) as (tmp, final):
         run_id = final.name
         results = build_results(state, run_id)
-        record = replace(record_of(state, run_id), **provenance(plugins))
+        record = RunRecord.of(state, run_id, cost=cost_summary(state.usage, state.judge_usage), **provenance(plugins))
         if previous is not None:
             record.replaced = {"run_id": previous.name, "why": "the same run again, every answer from the cache"}
         _write_files(tmp, state, results, record)
