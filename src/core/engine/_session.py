@@ -107,8 +107,11 @@ class Session:
         self.close()
 
     def close(self) -> None:
-        """Close every model the session opened, then the cache."""
-        self._open.close()
+        """Close every model the session opened (their batches may still write to the cache),
+        then the cache, which is closed even when a model fails to close."""
+        with ExitStack() as last:
+            last.callback(self._closed_cache)
+            self._open.close()
 
     def _the_config(self) -> RunConfig:
         if self.config is None:
@@ -129,7 +132,6 @@ class Session:
         on first use: a dry run or a merge never creates one."""
         if self._cache is None:
             self._cache = Cache(Path(self._cache_path or default_cache_path()))
-            self._open.callback(self._closed_cache)  # first in, so closed after every model
         return self._cache
 
     def _closed_cache(self) -> None:
