@@ -16,7 +16,8 @@ import numpy as np
 
 from lceval.errors import UserError
 from lceval.results import FinishedRun
-from lceval.results import cluster_of, primary_score, text_table
+from lceval.io import text_table
+from lceval.results import cluster_of, primary_score
 from lceval.stats import cluster_bootstrap
 
 

@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lceval.io import atomic_directory
-from lceval.results import text_table
+from lceval.io import atomic_directory, text_table
 from lceval.analysis._rank import Ranking
 
 

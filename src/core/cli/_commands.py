@@ -252,7 +252,7 @@ def _families(catalog: Any) -> str:
                     seen.append(value)
         family = catalog.family(key)
         rows.append((family.name, str(len(names)), ", ".join(languages), ", ".join(metrics), family.citation))
-    from lceval.results import text_table
+    from lceval.io import text_table
 
     return "\n".join(text_table(rows))
 

@@ -92,7 +92,7 @@ def plugin_table(plugins: Plugins) -> str:
     from_w = max(len(r[2]) for r in rows)
     status_w = min(max(len(r[3]) for r in rows), WIDTH // 2)
     provides_w = max(12, WIDTH - name_w - from_w - status_w - 6)
-    from lceval.results import text_table
+    from lceval.io import text_table
 
     lines = text_table([(r[0], _fit(r[1], provides_w), r[2], _fit(r[3], status_w)) for r in rows], rule=False,
                        widths=[None, provides_w, None, None])
@@ -170,7 +170,7 @@ def _describe_registration(plugins: Plugins, reg: Any) -> str:
 def _options_table(rows: list[Any]) -> list[str]:
     if not rows:
         return []
-    from lceval.results import text_table
+    from lceval.io import text_table
 
     table = [("name", "type", "default", "description")] + [(r.name, r.type, _short(r.default), r.description)
                                                            for r in rows]

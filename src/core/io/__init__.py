@@ -13,7 +13,8 @@ the atomic writers so that an interrupted command never leaves half a file:
 - the data home: `data_home`, `dataset_path`, `using_data_home`, `fetch` (what
   `lceval data fetch` does), `offline_recipe` (the commands that fetch a dataset without
   network) and the archive helpers a dataset's `install` uses
-  (`extract_zip`, `read_zip_member`, `safe_relpath`, `is_junk`).
+  (`extract_zip`, `read_zip_member`, `safe_relpath`, `is_junk`);
+- the console's tables: `text_table` (plain text or Markdown).
 """
 
 from lceval.io._atomic import (atomic_directory, atomic_file, check_writable, clean_stale_partials, replaced_directory,
@@ -24,6 +25,7 @@ from lceval.io._digest import canonical_hash, sha256_bytes, sha256_file, sha256_
 from lceval.io._readers import (DATA_MAX_BYTES, QUOTE_CHARS, SPEC_MAX_BYTES, MiB, decode_utf8, loads_json, quote,
                                read_bytes, read_json, read_json_lines, read_json_object, read_text)
 from lceval.io._schema import PLUGIN_KEYWORD, PluginNames, load_schema, unknown_name, validate
+from lceval.io._table import text_table
 from lceval.io._yaml import MAX_DEPTH, MAX_VALUES, PathKey, line_of, load_yaml_with_lines, loads_yaml_with_lines
 
 __all__ = [
@@ -36,4 +38,5 @@ __all__ = [
     "read_json_lines", "read_json_object", "read_record", "read_text", "read_zip_member", "safe_relpath",
     "sha256_bytes", "sha256_file", "sha256_text", "unknown_name", "using_data_home", "validate",
     "write_text_atomic",
+    "text_table",
 ]

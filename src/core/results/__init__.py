@@ -15,8 +15,7 @@ directory, and joining shards (public API).
 - `run_and_write(session)` (`lceval run`: each model of an engine `Session`'s plan answered,
   scored and written), `write_run` and `rewrite_run` (a `RunState` from the session - a run, a
   re-judged or merged one - as a new run folder, or in place with metrics added),
-  `console_text`, `format_table`: the run directory and the console table; `text_table`: the one
-  plain-text (or Markdown) table every console table of lceval is drawn with.
+  `console_text`, `format_table`: the run directory and the console table.
 - `merge_runs` (`lceval merge`): the shards of one run joined into the run one machine writes,
   with `add_up` (shards' counters summed) and `first_difference` (where two manifests differ);
   `effective_length` (RULER's summary of a length curve).
@@ -30,7 +29,6 @@ from lceval.results._merge import add_up, first_difference, merge_runs
 from lceval.results._outputs import (RESULTS_SCHEMA_VERSION, UNCENSORED_LABEL, console_text, format_table,
                                      rewrite_run, run_and_write, write_run)
 from lceval.results._run_dir import SAMPLES_MAX_BYTES, load_run, run_model_name, sample_from_record
-from lceval.results._table import text_table
 from lceval.results._scoring import (DIFFERS_MARK, UNCENSORED, cluster_of, detail_value, differs_from_paper,
                                      headline_block, is_censored, primary_score, score_task, uncensored_score)
 from lceval.engine import FinishedRun
@@ -40,5 +38,5 @@ __all__ = [
     "FinishedRun", "add_up", "cluster_of",
     "console_text", "cost_summary", "detail_value", "differs_from_paper", "effective_length", "first_difference", "format_cost",
     "format_table", "headline_block", "is_censored", "length_curves", "load_run", "merge_runs", "primary_score",
-    "rewrite_run", "run_and_write", "run_model_name", "sample_from_record", "score_task", "text_table", "uncensored_score", "usd", "write_run",
+    "rewrite_run", "run_and_write", "run_model_name", "sample_from_record", "score_task", "uncensored_score", "usd", "write_run",
 ]

@@ -20,11 +20,10 @@ import jsonschema
 
 from lceval import __version__
 from lceval.errors import UserError
-from lceval.io import atomic_directory, check_writable, replaced_directory
+from lceval.io import atomic_directory, check_writable, replaced_directory, text_table
 from lceval.engine import FinishedRun, Plugins, RunRecord, RunState, Session, model_label
 from lceval.results._cost import cost_summary, format_cost, format_prompt_cache
 from lceval.results._curves import length_curves
-from lceval.results._table import text_table
 from lceval.results._scoring import DIFFERS_MARK, UNCENSORED, differs_from_paper, headline_block, score_task
 from lceval.io import load_schema
 

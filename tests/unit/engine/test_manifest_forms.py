@@ -102,7 +102,8 @@ def test_a_finished_run_reopens_with_its_own_settings(tiny_home: Path, tmp_path:
     assert (config.tasks, config.models, config.limit, config.limit_per_context, config.seeds, config.judge) == \
         ("elitr_qa", ["scripted:x"], 4, 2, [3], "lexical")
     spec = run.spec("elitr_qa")
-    assert spec.data == run.task_spec("elitr_qa") and spec.report.cluster_by == "meeting_id"
+    recorded = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["resolved"]["tasks"]["elitr_qa"]
+    assert spec.data == recorded["spec"] and spec.report.cluster_by == "meeting_id"
 
 
 @pytest.mark.parametrize("broken", [{}, {"spec": "not a mapping"}])

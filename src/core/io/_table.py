@@ -1,6 +1,7 @@
-"""The one plain-text table of lceval's console output (a run's scores, `compare`, `rank`,
-`tasks --families`, `plugins`), and its Markdown twin: one place decides how a column is
-padded, so every table reads alike and a change of look is made once."""
+"""The one plain-text table lceval prints (a run's scores, `compare`, `rank`, `tasks
+--families`, `plugins`), and its Markdown twin: one place decides how a column is padded, so
+every table reads alike and a change of look is made once. It lives this low so that every
+layer and plugin can draw with it, and a listing command imports nothing heavy for it."""
 
 from __future__ import annotations
 

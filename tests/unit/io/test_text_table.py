@@ -1,8 +1,8 @@
-"""The one plain-text table every console table is drawn with (`lceval.results.text_table`)."""
+"""The one plain-text table every console table is drawn with (`lceval.io.text_table`)."""
 
 from __future__ import annotations
 
-from lceval.results import text_table
+from lceval.io import text_table
 
 ROWS = [("task", "score", "n"), ("elitr_qa", "8.21", "141"), ("ruler", "-", "")]
 
