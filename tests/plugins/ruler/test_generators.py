@@ -15,7 +15,7 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT
 from lceval_plugins.ruler.aggregation import zeta
-from lceval_plugins.ruler.haystack import DEPTHS, NOISE
+from lceval_plugins.ruler.common import DEPTHS, NOISE
 from lceval_plugins.ruler.niah import niah_template
 from lceval_plugins.ruler.task import TASK_TYPES
 
