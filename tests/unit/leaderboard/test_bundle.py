@@ -26,7 +26,6 @@ from lceval.results import sample_from_record, score_task
 
 from tests import cli as commands
 from tests import elitr_tiny
-from tests.paths import REPO
 
 DATASET = "tiny-elitr"
 

@@ -18,7 +18,6 @@ from lceval_plugins.summhay.template import write_template
 from tests.cli import lceval, merge
 from tests.conftest import ScriptedModel
 from tests.shards import assert_same_results, engine_run, read
-from tests.paths import REPO
 
 
 def sharded(tasks: str, home: Path, out: Path, n: int, **config) -> list[Path]:
