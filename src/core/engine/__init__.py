@@ -10,9 +10,10 @@
 - Plugins and the catalog: `load_plugins` -> `Plugins` (`PluginInfo` per plugin),
   `load_catalog` -> `Catalog` (task specs, suites, model aliases, judge presets).
 - Task specs: `TaskSpec` with its typed sections (`ReportSettings` among them) and its
-  manifest form, `load_spec`, `check_spec`; a spec folder's family file (`family_file`: its
-  fidelity record against the authors' code, whose departures `load_spec` adds to the tasks'
-  `report.differs_from_paper`).
+  manifest form, `load_spec`, `check_spec`; a spec folder's family file (`family_file`: the
+  `defaults` `load_spec` merges under each spec of the folder, and its fidelity record against
+  the authors' code, whose departures `load_spec` adds to the tasks' `report.differs_from_paper`);
+  `TaskSpec.sources()` says where each resolved value came from (`lceval tasks show`).
 - Models: `ModelSpec` (a model string parsed by the one parser), `model_label` (how a table
   names a model), `open_model` (a model through the request cache, for a plugin's command),
   `Cache` and `CachedModel` (the request cache and a backend seen through it).
