@@ -192,3 +192,10 @@ def session_answer(config, plugins, cache_path: Path, home: Path):
 
     with Session(replace(config, cache_path=Path(cache_path), data_home=Path(home)), plugins) as session:
         return session.answer(session.plan().models[0])
+
+
+def spec_notes(spec) -> str:
+    """A shipped spec's file and its family file as text: what it says of the authors' code it
+    follows (notes its family's specs share are written once, in _family.yaml; issue 40)."""
+    family = spec.path.parent / "_family.yaml"
+    return spec.path.read_text(encoding="utf-8") + (family.read_text(encoding="utf-8") if family.is_file() else "")

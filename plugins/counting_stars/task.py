@@ -34,7 +34,7 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
-from lceval_plugins.needlebench.grid import lengths_of
+from lceval_plugins.haystack.lengths import lengths_of
 
 __all__ = ["QUESTIONS", "CountingStarsTaskType", "haystack_text", "read_stars", "sprinkle", "star_sentence"]
 

@@ -23,10 +23,10 @@ from typing import Any
 from lceval.interfaces import TaskContext
 from lceval.types import Conversation, Message
 
+from lceval_plugins.documents.bins import BinnedBuilder, bins_schema
 from lceval_plugins.documents.records import Question
 from lceval_plugins.documents.schema import OPTIONS_SCHEMA
 from lceval_plugins.documents.task import CHECK_ROWS, DocumentsTaskType
-from lceval_plugins.longbench_e.task import BinnedBuilder, bins_schema
 
 __all__ = ["LENGTH_RANGES", "LongWriterTaskType", "language_of"]
 

@@ -44,9 +44,10 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
-from lceval_plugins.needlebench.grid import lengths_of, spread_order
-from lceval_plugins.ruler.common import model_tokens
-from lceval_plugins.ruler.haystack import Tokens, read_essay_texts
+from lceval_plugins.haystack.depths import linear_depths, spread_order
+from lceval_plugins.haystack.lengths import lengths_of
+from lceval_plugins.haystack.texts import read_essay_texts
+from lceval_plugins.haystack.tokens import Tokens, model_tokens
 
 __all__ = ["DEFAULT_TASK_TEMPLATE", "NolimaTaskType", "Placement", "build_tests", "depths_of", "place"]
 
@@ -88,9 +89,7 @@ OPTIONS: dict[str, Any] = {
 
 def depths_of(options: dict[str, Any]) -> list[float]:
     """The authors' depths in percent: `np.linspace(min, max, intervals)` (`needle_depth = i / 100`)."""
-    import numpy as np
-
-    return [float(x) for x in np.linspace(options["depth_min"], options["depth_max"], options["depth_intervals"])]
+    return linear_depths(options["depth_intervals"], options["depth_min"], options["depth_max"])
 
 
 @dataclass

@@ -11,8 +11,9 @@ from lceval.interfaces import TaskContext, TaskType
 from lceval.types import Conversation
 
 from .aggregation import load_cwe, load_fwe
-from .common import COMMON_OPTIONS, Budget, budget_of, check_splits, model_tokens
-from .haystack import Tokens
+from lceval_plugins.haystack.tokens import Tokens, model_tokens
+
+from .common import COMMON_OPTIONS, Budget, budget_of, check_splits
 from .niah import load_niah
 from .vt import load_vt
 

@@ -215,7 +215,7 @@ def tasks(args: argparse.Namespace, inv: Invocation) -> int:
         (spec,) = catalog.resolve_tasks(args.name)[:1]
         check_spec(spec, inv.plugins)
         print(f"# {spec.name}: resolved spec (defaults filled) from {spec.path}\n"
-              + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100))
+              + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100) + _where_from(spec))
         return 0
     if args.families:
         print(_families(catalog))
@@ -240,6 +240,34 @@ def tasks(args: argparse.Namespace, inv: Invocation) -> int:
         lines += [f"{a.name.ljust(width)}  {a.spec}" for a in sorted(catalog.models.values(), key=lambda a: a.name)]
     print("\n".join(lines))
     return 0
+
+
+def _where_from(spec: Any) -> str:
+    """`lceval tasks show`'s closing comment: each source of the resolved spec and the fields
+    it gave (siblings together: `generation.{top_p, stop}`), wrapped as YAML comments."""
+    by_source: dict[str, list[tuple[Any, ...]]] = {}
+    for at, source in spec.sources().items():
+        by_source.setdefault(source, []).append(at)
+    lines = ["# where each value came from:"] if by_source else []
+    order = [layer.describe() for layer in reversed(spec.layers)]  # the most specific first
+    for source, paths in sorted(by_source.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
+        groups: list[tuple[tuple[Any, ...], list[str]]] = []
+        for at in paths:
+            if groups and groups[-1][0] == at[:-1]:
+                groups[-1][1].append(str(at[-1]))
+            else:
+                groups.append((at[:-1], [str(at[-1])]))
+        fields = [", ".join(names) if not parent else ".".join(map(str, parent)) + "."
+                  + (names[0] if len(names) == 1 else "{" + ", ".join(names) + "}") for parent, names in groups]
+        line = f"#   {source}:"
+        for item in fields:
+            if len(line) + len(item) + 2 > 100 and not line.endswith(":"):
+                lines.append(line + ",")
+                line = "#     " + item
+            else:
+                line += (" " if line.endswith(":") else ", ") + item
+        lines.append(line)
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _families(catalog: Any) -> str:

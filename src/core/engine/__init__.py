@@ -12,9 +12,10 @@
   `Plugins.current().open_method(...)` builds a long-context method (`press=NAME`) for a
   backend (lceval.methods).
 - Task specs: `TaskSpec` with its typed sections (`ReportSettings` among them) and its
-  manifest form, `load_spec`, `check_spec`; a spec folder's family file (`family_file`: its
-  fidelity record against the authors' code, whose departures `load_spec` adds to the tasks'
-  `report.differs_from_paper`).
+  manifest form, `load_spec`, `check_spec`; a spec folder's family file (`family_file`: the
+  `defaults` `load_spec` merges under each spec of the folder, and its fidelity record against
+  the authors' code, whose departures `load_spec` adds to the tasks' `report.differs_from_paper`);
+  `TaskSpec.sources()` says where each resolved value came from (`lceval tasks show`).
 - Models: `ModelSpec` (a model string parsed by the one parser), `ModelSpec.ENGINE_OPTIONS` (the
   model options every backend takes, which the engine reads: thinking markers, batches, cost limits),
   `model_label` (how a table

@@ -138,7 +138,8 @@ def _at_option(exc: UserError, spec: TaskSpec) -> UserError:
     if exc.file or not (exc.field or "").startswith("options."):
         return exc
     at = tuple(int(p) if p.isdigit() else p for p in exc.field.split("."))
-    return UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at), hint=exc.hint)
+    return spec.blame(UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at),
+                                hint=exc.hint))
 
 
 def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: Plugins, data_home: Path,

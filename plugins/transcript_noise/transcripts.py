@@ -1,4 +1,5 @@
-"""`options.noise` of the task types that read ELITR transcripts (`elitr`, `cream`).
+"""The ELITR-Bench transcripts the task types read (`elitr`, `cream`: `read_transcript`), and
+their `options.noise`.
 
 A noisy transcript is built once per (transcript, rules, level, seed, protect) and kept in
 the data home under the hash of those inputs (`noise/transcripts/<hash>.txt` with its facts
@@ -20,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lceval.io import write_text_atomic
+from lceval.io import read_text, write_text_atomic
 from lceval.io import sha256_file
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext
@@ -130,3 +131,18 @@ def apply_noise(ctx: TaskContext, noise: dict[str, Any] | None, transcript: str,
     meta = {"noise_target_wer": facts["target_wer"], "noise_wer": facts["effective_wer"],
             "noise_seed": facts["seed"], "noise_rules": facts["rules_sha256"][:12]}
     return txt.read_bytes().decode("utf-8"), meta
+
+
+def read_transcript(root: Path, meeting: str, ctx: TaskContext) -> str:
+    """The transcript of `meeting` in the dataset folder `root`, recorded (an empty one refused)."""
+    path = root / "transcripts" / f"{meeting}.txt"
+    if not path.exists():
+        raise UserError(f"transcript of {meeting} not found", file=path,
+                        hint="Run: lceval data fetch elitr-bench [--from DIR]")
+    text = read_text(path, what=f"transcript of {meeting}")
+    if not text.strip():
+        # answering questions about nothing would score the model on guesses
+        raise UserError(f"transcript of {meeting} is empty ({len(text.encode())} bytes)", file=path,
+                        hint="Fetch the data again: lceval data fetch elitr-bench [--from DIR]")
+    ctx.record_file(path)
+    return text
