@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.interfaces import TaskContext, TaskType
+from lceval.interfaces import Need, TaskContext, TaskType
 from lceval.io import quote, read_json_object, read_text
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
-from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
+from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise, noise_needs
 
 from .questions import differing_questions
 
@@ -187,6 +187,10 @@ def read_transcript(root: Path, meeting: str, ctx: TaskContext) -> str:
 class ElitrTaskType(TaskType):
     options_schema = OPTIONS_SCHEMA
     dataset = "elitr-bench"
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """Besides the elitr-bench dataset (the engine adds it): a noisy variant's rules file."""
+        return noise_needs(ctx.options.get("noise"), ctx)
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         opts = ctx.options

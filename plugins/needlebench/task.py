@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lceval.errors import UserError
-from lceval.interfaces import TaskContext, TaskType
+from lceval.interfaces import Need, TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
 from .grid import lengths_of, spread_order
@@ -105,18 +105,11 @@ def _encoder(ctx: TaskContext) -> Encoder:
 
         tokens = model_tokens(ctx)
         return Encoder(tokens.ids, tokens.backend.detokenize, "model")
-    try:
-        import tiktoken
-    except ImportError:
-        raise UserError("NeedleBench counts lengths in GPT-4's tokens with tiktoken, which is not installed",
-                        field="options.tokenizer", hint="pip install 'lceval[documents]'") from None
-    try:
-        enc = tiktoken.encoding_for_model("gpt-4")
-    except Exception as exc:  # noqa: BLE001 - the encoding's file could not be downloaded (offline)
-        raise UserError(f"tiktoken could not load GPT-4's encoding ({type(exc).__name__}); it downloads "
-                        "cl100k_base once into its cache", field="options.tokenizer",
-                        hint="Run once with network (or copy the file into TIKTOKEN_CACHE_DIR), or "
-                             "--set options.tokenizer=model to count in the model's tokens.") from None
+    from lceval_plugins.documents.needs import tiktoken_encoding
+
+    # tiktoken.encoding_for_model("gpt-4") is cl100k_base
+    enc = tiktoken_encoding("cl100k_base", "options.tokenizer",
+                            "--set options.tokenizer=model to count in the model's tokens.")
     return Encoder(lambda t: enc.encode(t, disallowed_special=()), enc.decode, "gpt-4")
 
 
@@ -227,6 +220,27 @@ class NeedlebenchTaskType(TaskType):
     options_schema = OPTIONS
     description = ("NeedleBench V1 (Li et al., 2024; OpenCompass): single- and multi-needle retrieval, multi-needle "
                    "reasoning and the ancestral-trace challenge; lengths (GPT-4 tokens) are splits")
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The dataset's files it reads (from the Hub at the pinned revision, or the folder
+        options.data names in the data home) and, counting in GPT-4's tokens, cl100k_base."""
+        from lceval.io import DataHomePath
+        from lceval_plugins.documents.needs import HubFile, TiktokenEncoding
+
+        o = ctx.options
+        if o["kind"] == "atc":
+            names = ["names.json"]
+        else:
+            names = [HAYSTACK[lang] for lang in o["languages"]]
+            names += [REASONING[lang] for lang in o["languages"]] if o["kind"] == "multi_reasoning" else ["needles.jsonl"]
+        out: list[Need] = []
+        if o["data"] is None:
+            out += [HubFile(o["hub"]["path"], o["hub"]["revision"], name) for name in names]
+        elif not Path(o["data"]).expanduser().is_absolute():
+            out.append(DataHomePath(str(o["data"]), ctx.data_home, "the NeedleBench data folder options.data names"))
+        if o["kind"] != "atc" and o["tokenizer"] == "gpt-4":
+            out.append(TiktokenEncoding("cl100k_base"))
+        return out
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         o = ctx.options

@@ -32,11 +32,11 @@ from typing import Any
 
 from lceval.engine import tokens_label
 from lceval.errors import UserError
-from lceval.interfaces import TaskContext, TaskType
+from lceval.interfaces import Need, TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
 from lceval_plugins.ruler.common import model_tokens
-from lceval_plugins.ruler.haystack import Tokens, read_essay_texts
+from lceval_plugins.ruler.haystack import Tokens, essay_needs, read_essay_texts
 
 __all__ = ["NEEDLE", "QUESTION", "NiahTaskType", "depth_grid", "insert_needle", "spread_order"]
 
@@ -172,6 +172,10 @@ class NiahTaskType(TaskType):
     options_schema = OPTIONS
     description = ("Needle in a haystack (Kamradt, 2023; gkamradt/LLMTest_NeedleInAHaystack): one needle at each "
                    "depth of an essay haystack, in the model's own tokens")
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The essays, when they are the data home's ELITR-Bench transcripts."""
+        return essay_needs(ctx.options, ctx)
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         if ctx.splits:

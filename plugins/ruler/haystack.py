@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.interfaces import ModelBackend
 from lceval.types import Message
 
-__all__ = ["DEPTHS", "NOISE", "EssaySource", "Fitted", "LineSource", "NoiseSource", "Placed", "Tokens",
+__all__ = ["DEPTHS", "NOISE", "EssaySource", "essay_needs", "Fitted", "LineSource", "NoiseSource", "Placed", "Tokens",
            "Calibration", "assemble", "depth_index", "fit_to_length", "read_essay_texts", "split_sentences"]
 
 #: RULER's noise haystack (niah.py, variable_tracking.py)
@@ -278,6 +278,16 @@ def fit_to_length(make: Callable[[int], tuple[Any, int]], target: int, first_bud
     return best
 
 
+def essay_needs(options: dict[str, Any], ctx: Any) -> list[Any]:
+    """What an essay haystack reads from the data home: `elitr` is the ELITR-Bench transcripts
+    (the elitr-bench dataset); a file or folder the user names is theirs."""
+    from lceval.io import DataHomePath
+
+    if options.get("essay") != "elitr":
+        return []
+    return [DataHomePath("elitr-bench/transcripts", ctx.data_home, "the ELITR-Bench transcripts")]
+
+
 def read_essay_texts(value: str, field: str, home: Path, record: Callable[[Path], None]) -> tuple[list[str], str]:
     """The texts an `essay` option names, and a readable name for them: ``elitr`` (the
     ELITR-Bench transcripts of the data home), a text file, a folder of ``.txt``/``.md``
@@ -288,10 +298,10 @@ def read_essay_texts(value: str, field: str, home: Path, record: Callable[[Path]
         folder = home / "elitr-bench" / "transcripts"
         paths = sorted(folder.glob("*.txt")) if folder.is_dir() else []
         if not paths:
-            raise UserError(f"essay 'elitr' reads the ELITR-Bench transcripts, and {folder} has none",
-                            field="options.essay",
-                            hint="Run: lceval data fetch elitr-bench [--from DIR], or point options.essay "
-                                 "at a file or folder of text.")
+            raise DataMissing(f"essay 'elitr' reads the ELITR-Bench transcripts, and {folder} has none",
+                              field="options.essay", command="lceval data fetch elitr-bench",
+                              hint="Run: lceval data fetch elitr-bench [--from DIR], or point options.essay "
+                                   "at a file or folder of text.")
         name = "ELITR-Bench transcripts"
     else:
         path = Path(value).expanduser()
