@@ -493,8 +493,8 @@ class Need(ABC):
 
     @abstractmethod
     def fetch(self, source: Path | None) -> None:
-        """Make it present: download it (`source` None) or copy it from the folder `source`;
-        a `UserError` says why not."""
+        """Make it present: copy it from the folder `source` (`--from`) when that holds it, else
+        download it; a `UserError` says why not."""
 
     @abstractmethod
     def files(self) -> list[str]:

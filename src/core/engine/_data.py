@@ -58,7 +58,7 @@ class DataNeeds:
 
     def pack(self, specs: list[TaskSpec], out: Path, source: Path | None, say: Say,
              progress: bool = False) -> PackReport:
-        return pack(specs, self.plugins, self.home, out, source, say, progress)
+        return pack(specs, self.plugins, self.catalog, self.home, out, source, say, progress)
 
     def unpack(self, file: Path, say: Say) -> UnpackReport:
         return unpack(file, self.plugins, self.catalog, self.home, say)

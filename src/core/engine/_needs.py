@@ -121,15 +121,16 @@ def fetch_needs(needs: list[Need], source: Path | None, say: Say, progress: bool
     todo = [need for need in needs if need.missing() is not None]
     if not todo:
         return []
-    downloads = [need for need in todo if not (need.from_folder and source is not None)]
-    sizes = {need.key: need.size() for need in downloads}
-    if downloads:
-        known = [s for s in sizes.values() if s is not None]
-        unknown = len(sizes) - len(known)
-        say(f"to download: {len(downloads)} item{'s' if len(downloads) != 1 else ''}, {human_size(sum(known))}"
-            + (f" and {unknown} of unknown size" if unknown else ""))
-        for need in downloads:
-            say(f"  {human_size(sizes[need.key]):>14}  {need.label}")
+    sizes = {need.key: None if need.from_folder else need.size() for need in todo}
+    known = [size for size in sizes.values() if size is not None]
+    unknown = sum(1 for need in todo if not need.from_folder and sizes[need.key] is None)
+    copied = sum(1 for need in todo if need.from_folder)
+    parts = [f"{human_size(sum(known))} to download"] if known else []
+    parts += [f"{unknown} download(s) of unknown size"] if unknown else []
+    parts += [f"{copied} from --from FOLDER"] if copied else []
+    say(f"to get: {len(todo)} item{'s' if len(todo) != 1 else ''} ({', '.join(parts)})")
+    for need in todo:
+        say(f"  {'--from FOLDER' if need.from_folder else human_size(sizes[need.key]):>14}  {need.label}")
     from tqdm import tqdm
 
     failed: list[str] = []
@@ -137,7 +138,7 @@ def fetch_needs(needs: list[Need], source: Path | None, say: Say, progress: bool
     with tqdm(total=len(todo), unit="item", desc="fetching", disable=not progress, file=sys.stderr) as bar:
         for need in todo:
             try:
-                need.fetch(source if need.from_folder else None)
+                need.fetch(source)
                 still = need.missing()
                 if still is not None:
                     raise UserError(f"fetched, but {still}")

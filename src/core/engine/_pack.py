@@ -27,7 +27,7 @@ from typing import Any, Callable
 from lceval.engine._catalog import Catalog
 from lceval.engine._needs import fetch_needs, human_size, needs_of, task_data, unique_needs
 from lceval.engine._plugin_host import Plugins
-from lceval.engine._spec import TaskSpec
+from lceval.engine._spec import TaskSpec, load_spec
 from lceval.errors import UserError
 from lceval.interfaces import Need
 from lceval.io import check_writable, sha256_file
@@ -64,7 +64,7 @@ def _safe(rel: str) -> PurePosixPath:
     return path
 
 
-def pack(specs: list[TaskSpec], plugins: Plugins, data_home: Path, out: Path, source: Path | None,
+def pack(specs: list[TaskSpec], plugins: Plugins, catalog: Catalog, data_home: Path, out: Path, source: Path | None,
          say: Callable[[str], None], progress: bool = False) -> PackReport:
     """Fetch what the tasks need and is missing (sizes said first), then write the pack to
     `out` (renamed into place once complete: an interrupted pack leaves no file at `out`)."""
@@ -93,7 +93,9 @@ def pack(specs: list[TaskSpec], plugins: Plugins, data_home: Path, out: Path, so
         entries.append({"key": need.key, "label": need.label, "files": files})
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "lceval": _version(),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "tasks": {row.task: [n.key for n in row.needs] for row in rows}, "needs": entries}
+                "tasks": {row.task: {"needs": [n.key for n in row.needs], "spec": _spec_file(spec, catalog)}
+                          for row, spec in zip(rows, specs)},
+                "needs": entries}
     out = Path(out).expanduser()
     check_writable(out.parent if str(out.parent) else Path("."), "-o")
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent if str(out.parent) else ".")
@@ -101,7 +103,7 @@ def pack(specs: list[TaskSpec], plugins: Plugins, data_home: Path, out: Path, so
     try:
         say(f"writing {out} ({human_size(total)}, {sum(len(e['files']) for e in entries)} files)")
         with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT, dereference=True) as tar:
-            blob = json.dumps(manifest, indent=1, sort_keys=True).encode()
+            blob = json.dumps(manifest, indent=1).encode()  # the tasks in the order given
             info = tarfile.TarInfo(MANIFEST)
             info.size, info.mtime = len(blob), int(time.time())
             tar.addfile(info, _BytesReader(blob))
@@ -113,6 +115,12 @@ def pack(specs: list[TaskSpec], plugins: Plugins, data_home: Path, out: Path, so
         Path(tmp).unlink(missing_ok=True)
     return PackReport(path=out, tasks=[r.task for r in rows], needs=len(needs),
                       files=sum(len(e["files"]) for e in entries), bytes=total, fetched=fetched)
+
+
+def _spec_file(spec: TaskSpec, catalog: Catalog) -> str | None:
+    """A task of no catalog (a spec file the user gave) is found again by its file's path."""
+    known = catalog.specs.get(spec.name)
+    return None if known is not None and known.resolve() == spec.path.resolve() else str(spec.path.resolve())
 
 
 class _BytesReader:
@@ -152,6 +160,8 @@ def _read_manifest(tar: tarfile.TarFile, path: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise UserError("is not an lceval data pack", file=path)
     tasks = ",".join(manifest.get("tasks") or {}) or "TASKS"
+    if not isinstance(manifest.get("tasks"), dict) or not isinstance(manifest.get("needs"), list):
+        raise _damaged(path, "its lceval-pack.json lists no tasks and needs")
     if manifest.get("format_version") != FORMAT_VERSION or manifest.get("lceval") != _version():
         raise UserError(f"this pack was made by lceval {manifest.get('lceval')}; this is lceval {_version()}, which "
                         "may need other files", file=path,
@@ -178,6 +188,7 @@ def unpack(path: Path, plugins: Plugins, catalog: Catalog, data_home: Path,
         roots = {key: need.root() for key, need in needs.items()}
         for root in dict.fromkeys(roots.values()):
             check_writable(root, "--data-home" if root == data_home else f"the folder {root}")
+        created = [root for root in dict.fromkeys(roots.values()) if not root.exists()]
         staging = {root: Path(tempfile.mkdtemp(prefix=".lceval-unpack-", dir=_made(root)))
                    for root in dict.fromkeys(roots.values())}
         try:
@@ -196,7 +207,13 @@ def unpack(path: Path, plugins: Plugins, catalog: Catalog, data_home: Path,
         finally:
             for folder in staging.values():
                 shutil.rmtree(folder, ignore_errors=True)
-    rows = [task_data(catalog.spec(task), plugins, data_home) for task in manifest["tasks"]]
+            for root in created:  # made for this unpack and still empty (it failed): leave no trace
+                try:
+                    root.rmdir()
+                except OSError:
+                    pass
+    rows = [task_data(_task_spec(task, entry, catalog, path), plugins, data_home)
+            for task, entry in manifest["tasks"].items()]
     still = [row for row in rows if not row.ready]
     if still:
         raise UserError(f"unpacked, but task '{still[0].task}' still lacks "
@@ -215,16 +232,26 @@ def _local_needs(manifest: dict[str, Any], plugins: Plugins, catalog: Catalog, d
                  entries: dict[str, tuple[int, dict[str, Any]]], path: Path) -> dict[str, Need]:
     """The packed tasks' needs as this machine sees them, each matched to the pack's entry."""
     needs: dict[str, Need] = {}
-    for task in manifest.get("tasks") or {}:
-        if task not in catalog.specs:
-            raise UserError(f"the pack holds task '{task}', which this lceval does not know", file=path,
-                            hint="Install the plugin that provides it, then unpack again.")
-        for need in needs_of(catalog.spec(task), plugins, data_home):
+    for task, entry in (manifest.get("tasks") or {}).items():
+        for need in needs_of(_task_spec(task, entry, catalog, path), plugins, data_home):
             if need.key not in entries:
                 raise UserError(f"task '{task}' needs {need.label}, which the pack does not hold", file=path,
                                 hint=f"Make the pack again with the same plugins: `lceval data pack {task} -o FILE`.")
             needs[need.key] = need
     return needs
+
+
+def _task_spec(task: str, entry: Any, catalog: Catalog, path: Path) -> TaskSpec:
+    """The packed task's spec here: the catalog's, or the spec file it was packed from."""
+    file = entry.get("spec") if isinstance(entry, dict) else None
+    if file is None and task in catalog.specs:
+        return catalog.spec(task)
+    if file is not None and Path(file).is_file():
+        return load_spec(Path(file))
+    where = f"its spec file {file} is not here" if file else "this lceval does not know it"
+    raise UserError(f"the pack holds task '{task}', and {where}", file=path,
+                    hint="Copy the spec file to the same path (or install the plugin that provides the task), then "
+                         "unpack again.")
 
 
 def _stage(tar: tarfile.TarFile, path: Path, entries: dict[str, tuple[int, dict[str, Any]]], needs: dict[str, Need],
@@ -235,6 +262,8 @@ def _stage(tar: tarfile.TarFile, path: Path, entries: dict[str, tuple[int, dict[
     staged: dict[tuple[int, str], Path] = {}
     try:
         for member in tar:
+            if member.name == MANIFEST:  # read first, by _read_manifest
+                continue
             parts = PurePosixPath(member.name).parts
             if len(parts) < 3 or parts[0] != "needs" or not parts[1].isdigit() or not member.isfile():
                 raise _damaged(path, f"unexpected member {member.name!r}")

@@ -156,7 +156,8 @@ class GitFiles(Need):
     repository), into the data home: `paths` maps a path of the repository (file or folder) to
     where it goes under the data home; `archive` instead writes the whole tree at the commit as
     one zip there (GitHub's "Download ZIP" of the commit: its members under `NAME-COMMIT/`).
-    Fetching needs `git`; `--from` a checkout of the repository copies the paths from it."""
+    Fetching needs `git`; `--from` a checkout of the repository copies the paths from it (a
+    folder without them is for another need: git fetches these)."""
 
     def __init__(self, url: str, commit: str, home: Path, paths: dict[str, str] | None = None,
                  archive: str | None = None, prefix: str = "") -> None:
@@ -194,6 +195,9 @@ class GitFiles(Need):
     def fetch(self, source: Path | None) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".git-fetch-", dir=self.home) as tmp:
+            given = Path(source).expanduser() if source is not None else None
+            if given is not None and not all((given / inside).exists() for inside in self.paths or [".git"]):
+                source = None  # --from is for another need of the task: get these with git
             if source is None:  # only the blobs of the commit's paths are downloaded
                 checkout = Path(tmp) / "repo"
                 self._git("clone", "--quiet", "--no-checkout", "--filter=blob:none", self.url, str(checkout), cwd=Path(tmp))
