@@ -182,7 +182,14 @@ def needs_of(spec: TaskSpec, plugins: Plugins, data_home: Path) -> list[Need]:
 
 def fetch_target(spec: TaskSpec, plugins: Plugins) -> str:
     """What `lceval data fetch` is given to get everything the task needs: its family, unless
-    that is also a dataset's name (then `data fetch` takes the dataset alone): the task."""
+    that is also a dataset's name (then `data fetch` takes the dataset alone): the task; a spec
+    file of no catalog folder: its path."""
+    from importlib import resources
+
+    folders = {Path(str(resources.files("lceval").joinpath("tasks"))).resolve() / spec.path.parent.name}
+    folders |= {Path(d).resolve() for d in plugins.spec_dirs}
+    if spec.path.parent.resolve() not in folders:
+        return str(spec.path)
     return spec.family if spec.family not in plugins.datasets else spec.name
 
 

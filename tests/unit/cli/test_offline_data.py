@@ -210,9 +210,11 @@ def test_a_pack_makes_every_task_validate_and_run_with_the_network_off(packed, t
     home = _machine(monkeypatch, tmp_path / "cluster", offline=True)
     code, out, _ = call("validate", *tasks)
     assert code == 4 and out.count("valid; data not installed: ") == len(tasks), out
-    assert "(task 'longbench_trec', type 'documents'): THUDM/LongBench data.zip at revision 5e628be450 is not in " \
-           "the Hugging Face cache" in out and "Run: `lceval data fetch longbench`" in out
+    assert "task 'longbench_trec': revision '5e628be450b7e67fb7ae6e201bd6d8f7056f7672' of dataset THUDM/LongBench is " \
+           "not in the local Hugging Face cache and the Hub is offline" in out
+    assert "Install it: `lceval data fetch longbench`" in out and "`lceval data pack longbench_trec -o FILE`" in out
     assert "(task 'elitr_qa', type 'elitr'): dataset 'elitr-bench' is not in the data home" in out
+    assert "Run: `lceval data fetch elitr-bench`" in out
     code, out, err = call("data", "unpack", pack)
     assert code == 0, err
     assert f"{len(tasks)} task(s) ready without network (data home: {home})" in out
