@@ -182,7 +182,10 @@ def unpack(path: Path, plugins: Plugins, catalog: Catalog, data_home: Path,
         raise UserError(f"is not an lceval data pack, or is damaged: {exc}", file=path,
                         hint="Copy it again, or make it with `lceval data pack TASKS -o FILE`.") from None
     with tar:
-        manifest = _read_manifest(tar, path)
+        try:
+            manifest = _read_manifest(tar, path)
+        except (tarfile.TarError, EOFError, OSError) as exc:  # cut short inside its first member
+            raise _damaged(path, f"{type(exc).__name__}: {exc}") from None
         entries = {e["key"]: (i, e) for i, e in enumerate(manifest.get("needs") or [])}
         needs = _local_needs(manifest, plugins, catalog, data_home, entries, path)
         roots = {key: need.root() for key, need in needs.items()}

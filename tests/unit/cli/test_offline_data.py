@@ -271,9 +271,10 @@ def test_bad_packs_and_places_are_one_line_and_install_nothing(packed, tmp_path,
     size = pack.stat().st_size
 
     half = tmp_path / "half.tar"
-    half.write_bytes(pack.read_bytes()[: size // 2])  # a copy cut off halfway
-    code, _, err = call("data", "unpack", half)
-    assert code == 2 and "the pack is incomplete or damaged" in _one_line(err) and "Copy it again" in err
+    for cut in (size // 2, 1000):  # a copy cut off halfway, or inside the pack's list of files
+        half.write_bytes(pack.read_bytes()[:cut])
+        code, _, err = call("data", "unpack", half)
+        assert code == 2 and "the pack is incomplete or damaged" in _one_line(err) and "Copy it again" in err
 
     flipped = bytearray(pack.read_bytes())
     at = flipped.rindex(b"the meeting starts at noon")  # one byte of a packed file changed
