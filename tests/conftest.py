@@ -164,7 +164,6 @@ def plugins_with_model(model: ModelBackend):
 def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(window=4096)) -> list:
     """Make the in-process CLI (`lceval.cli.main`) see a `scripted:` model scheme, with the
     plugins loaded once; returns the list of models the factory built (none = no model loaded)."""
-    import lceval.engine
     from lceval import hookimpl
 
     built: list = []
@@ -174,17 +173,25 @@ def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(wind
         def register_models(self, register):
             register("scripted", lambda name, options: built.append(factory()) or built[-1])
 
+    serve_plugin(patch, "scripted", ScriptedPlugin())
+    return built
+
+
+def serve_plugin(patch: pytest.MonkeyPatch, name: str, plugin: object) -> None:
+    """Make the in-process CLI (`lceval.cli.main`) load the installed plugins plus `plugin`
+    (an object with hook implementations) under `name`, once per set of -p flags."""
+    import lceval.engine
+
     original = lceval.engine.load_plugins
     cached: dict = {}
 
     def load(disabled=(), extra=(), overrides=()):
         key = (tuple(disabled), tuple(overrides))
         if key not in cached:
-            cached[key] = original(list(disabled), extra=[("scripted", ScriptedPlugin())], overrides=overrides)
+            cached[key] = original(list(disabled), extra=[(name, plugin)], overrides=overrides)
         return cached[key]
 
     patch.setattr(lceval.engine, "load_plugins", load)  # what `lceval.cli.main` loads the plugins with
-    return built
 
 
 def execute_config(config, plugins, home: Path):

@@ -17,6 +17,7 @@ from lceval.interfaces import Need, TaskContext, TaskType
 from lceval.io import DataHomePath, GitFiles
 from lceval.types import Conversation
 from tests.cli import call
+from tests.conftest import serve_plugin
 
 
 class Published(Need):
@@ -46,8 +47,6 @@ class Published(Need):
 
 
 def _serve(monkeypatch, tmp_path: Path, names: list[str]) -> None:
-    import lceval.engine
-
     server = tmp_path / "server"
 
     class Shelf(TaskType):
@@ -73,10 +72,7 @@ def _serve(monkeypatch, tmp_path: Path, names: list[str]) -> None:
         def register_spec_dirs(self, register):
             register(folder)
 
-    original = lceval.engine.load_plugins
-    monkeypatch.setattr(lceval.engine, "load_plugins",
-                        lambda disabled=(), extra=(), overrides=(): original(list(disabled), extra=[("shelf", Plugin())],
-                                                                             overrides=overrides))
+    serve_plugin(monkeypatch, "shelf", Plugin())
 
 
 def test_fetch_says_what_it_downloads_first_and_copies_the_rest_from_a_folder(tmp_path, monkeypatch):

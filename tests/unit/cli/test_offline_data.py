@@ -28,7 +28,7 @@ from lceval.interfaces import TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 from tests import elitr_tiny
 from tests.cli import call
-from tests.conftest import ScriptedModel
+from tests.conftest import ScriptedModel, serve_plugin
 
 pytestmark = pytest.mark.offline
 
@@ -108,7 +108,6 @@ def _git_repo(folder: Path) -> str:
 def _serve(monkeypatch, repo: Path, commit: str, specs: Path) -> None:
     """The CLI's plugins plus `gitnotes` (a task type reading authors' files it declares as
     GitFiles from `repo` at `commit`) and a `scripted:` model."""
-    import lceval.engine
     from lceval.io import GitFiles
 
     class GitNotes(TaskType):
@@ -138,15 +137,7 @@ def _serve(monkeypatch, repo: Path, commit: str, specs: Path) -> None:
         def register_models(self, register):
             register("scripted", lambda name, options: ScriptedModel(window=4096))
 
-    original = lceval.engine.load_plugins
-    loaded: dict = {}
-
-    def load(disabled=(), extra=(), overrides=()):
-        if "p" not in loaded:
-            loaded["p"] = original(list(disabled), extra=[("gitnotes", Plugin())], overrides=overrides)
-        return loaded["p"]
-
-    monkeypatch.setattr(lceval.engine, "load_plugins", load)
+    serve_plugin(monkeypatch, "gitnotes", Plugin())
 
 
 def _machine(monkeypatch, base: Path, offline: bool) -> Path:
