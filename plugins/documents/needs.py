@@ -31,6 +31,18 @@ TOKENIZER_FILES = ["tokenizer*", "special_tokens_map.json", "config.json", "*.mo
 DATA_HOME_ADVICE = "the files the spec reads (its docs page says where to get them)"
 
 
+NO_HUB = "huggingface_hub is not installed (pip install 'lceval[documents]')"
+
+
+def _installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("huggingface_hub") is not None
+    except ImportError:
+        return False
+
+
 def _hub_root() -> Path:
     return Path(_hub().constants.HF_HUB_CACHE)
 
@@ -57,6 +69,8 @@ class HubFile(Need):
         return Path(found) if isinstance(found, str) and Path(found).is_file() else None
 
     def missing(self) -> str | None:
+        if not _installed():
+            return NO_HUB
         return None if self._cached() else (f"{self.repo} {self.filename} at revision {self.revision[:10]} is not in "
                                             f"the Hugging Face cache {_hub_root()}")
 
@@ -116,6 +130,8 @@ class HubSnapshot(Need):
         return folder if folder.is_dir() and any(folder.iterdir()) else None
 
     def missing(self) -> str | None:
+        if not _installed():
+            return NO_HUB
         return None if self._snapshot() else f"{self.repo} is not in the Hugging Face cache {_hub_root()}"
 
     def _ignore(self) -> list[str]:
@@ -254,7 +270,7 @@ def source_needs(source: dict[str, Any], ctx: TaskContext) -> list[Need]:
         entries = _entries(source)
         if not entries:  # a config of the dataset card: the card, then the files it names
             card = HubFile(repo, revision, "README.md")
-            if card.missing() is not None and (offline() or unreachable() is not None):
+            if card.missing() is not None and (not _installed() or offline() or unreachable() is not None):
                 return [card]
             entries = config_files(repo, revision, source.get("name"), source.get("split") or "train")
             return [card, *(HubFile(repo, revision, e) for e in entries)]
