@@ -287,13 +287,11 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
     packages; never runs a model. A valid spec whose data is not installed is said to be, with
     the command that installs it: exit 4 when that is all (2 when anything is invalid)."""
     from lceval.cli._plugin_check import check_plugin_package
-    from lceval.engine import DataNeeds
     from lceval.errors import DataMissing
-    from lceval.io import data_home
 
     out, ok, installed = [], True, True
     catalog = None
-    needs = DataNeeds(inv.plugins, data_home())
+    needs = Session.data(inv.plugins)
     for raw in args.paths:
         path = Path(raw)
         try:

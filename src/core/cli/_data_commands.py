@@ -1,5 +1,5 @@
-"""`lceval data ...`: fetch, list, paths, status, pack, unpack. Each reads its arguments,
-calls the engine's `DataNeeds` (or the io layer for a registered dataset), prints, and gives the
+"""`lceval data ...`: fetch, list, paths, status, pack, unpack. Each reads its arguments, calls
+the engine's `Session.data` (or the io layer, for a registered dataset), prints, and gives the
 exit code (4, DATA_MISSING: a task's data is not installed, as `lceval validate` says it)."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from lceval.cli._commands import DATA_MISSING, Invocation
-from lceval.engine import Cache, DataNeeds
+from lceval.engine import Cache, Session
 from lceval.errors import UserError
 
 
@@ -26,13 +27,11 @@ def _names(values: list[str]) -> list[str]:
     return [n.strip() for text in values for n in text.split(",") if n.strip()]
 
 
-def _needs(inv: Invocation) -> DataNeeds:
-    from lceval.io import data_home
-
-    return DataNeeds(inv.plugins, data_home())
+def _needs(inv: Invocation) -> Any:
+    return Session.data(inv.plugins)
 
 
-def _specs(needs: DataNeeds, values: list[str]) -> list:
+def _specs(needs: Any, values: list[str]) -> list:
     try:
         return needs.specs(_names(values))
     except UserError as exc:
@@ -40,7 +39,7 @@ def _specs(needs: DataNeeds, values: list[str]) -> list:
                            "`lceval data list` the datasets.") from None
 
 
-def _summary(needs: DataNeeds, rows: list) -> int:
+def _summary(needs: Any, rows: list) -> int:
     """Print the per-task lines; the exit code they call for."""
     print("\n".join(needs.lines(rows)))
     ready = sum(r.ready for r in rows)

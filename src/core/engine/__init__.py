@@ -14,8 +14,8 @@
 - Models: `ModelSpec` (a model string parsed by the one parser), `model_label` (how a table
   names a model), `open_model` (a model through the request cache, for a plugin's command),
   `Cache` and `CachedModel` (the request cache and a backend seen through it).
-- Data a task needs on disk: `DataNeeds` (`lceval data status / fetch / pack / unpack`, and
-  `validate`'s "data not installed"), built on each task type's `needs`.
+- Data a task needs on disk: `Session.data(plugins)` (`lceval data status / fetch / pack /
+  unpack`, and `validate`'s "data not installed"), built on each task type's `needs`.
 - What reports and merges share: `tokens_label`, `removed_span` (a context cut), `assign` and
   `plan_fingerprint` (how a run's contexts are shared among its `--shard`s).
 """
@@ -25,7 +25,6 @@ from lceval.engine._cached_model import CachedModel
 from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._context_policy import removed_span, tokens_label
 from lceval.engine._model_spec import ModelSpec, model_label
-from lceval.engine._data import DataNeeds
 from lceval.engine._plan import check_spec
 from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins
 from lceval.engine._run_config import RunConfig, run_flags
@@ -36,7 +35,7 @@ from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 
 __all__ = [
     "Cache", "CachedModel", "Catalog", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings", "RunConfig",
-    "DataNeeds", "RunOutputs", "RunState", "Session", "TaskRun", "TaskSpec",
+    "RunOutputs", "RunState", "Session", "TaskRun", "TaskSpec",
     "assign", "check_spec", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
     "plan_fingerprint", "removed_span", "run_flags", "tokens_label",
 ]
