@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.interfaces import Need, TaskContext, TaskType
+from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
 from lceval_plugins.documents.records import iter_rows

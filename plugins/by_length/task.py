@@ -19,8 +19,9 @@ import dataclasses
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.interfaces import Need, TaskContext
+from lceval.interfaces import TaskContext
 from lceval.io import quote
+from lceval.needs import Need
 from lceval.types import Conversation, Message
 
 from lceval_plugins.documents.records import Question

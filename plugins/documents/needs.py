@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import DataMissing, UserError
-from lceval.interfaces import Need, TaskContext
+from lceval.interfaces import TaskContext
 from lceval.io import DataHomePath, remote_size
+from lceval.needs import Need
 
 from .hub import COMMIT, _hub, commit_of, config_files, offline, unreachable
 

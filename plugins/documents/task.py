@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.interfaces import Need, TaskContext, TaskType
+from lceval.interfaces import TaskContext, TaskType
 from lceval.io import quote
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
 from .needs import source_needs

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.interfaces import Need, TaskContext, TaskType
+from lceval.interfaces import TaskContext, TaskType
 from lceval.io import quote, read_json_object, read_text
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise, noise_needs
 

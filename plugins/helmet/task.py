@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lceval.errors import UserError
-from lceval.interfaces import ModelBackend, Need, TaskContext, TaskType
+from lceval.interfaces import ModelBackend, TaskContext, TaskType
+from lceval.needs import Need
 from lceval.tokens import SAFETY_MARGIN
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import DataMissing, UserError
-from lceval.interfaces import Need, TaskContext, TaskType
+from lceval.interfaces import TaskContext, TaskType
 from lceval.io import quote, read_json_object
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
 from lceval_plugins.documents.records import iter_rows

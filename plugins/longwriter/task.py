@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lceval.interfaces import Need, TaskContext
+from lceval.interfaces import TaskContext
+from lceval.needs import Need
 from lceval.types import Conversation, Message
 
 from lceval_plugins.documents.records import Question

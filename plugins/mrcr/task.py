@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from lceval.errors import UserError
-from lceval.interfaces import Need, TaskContext
+from lceval.interfaces import TaskContext
+from lceval.needs import Need
 from lceval.types import Conversation, Message
 
 from lceval_plugins.documents.needs import TiktokenEncoding, tiktoken_encoding

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lceval.errors import UserError
-from lceval.interfaces import Need, TaskContext, TaskType
+from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
 from .grid import lengths_of, spread_order

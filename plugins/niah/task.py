@@ -32,7 +32,8 @@ from typing import Any
 
 from lceval.engine import tokens_label
 from lceval.errors import UserError
-from lceval.interfaces import Need, TaskContext, TaskType
+from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
 from lceval_plugins.ruler.common import model_tokens

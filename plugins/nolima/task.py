@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from lceval.errors import DataMissing, UserError
-from lceval.interfaces import Need, TaskContext, TaskType
+from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
 from lceval_plugins.needlebench.grid import lengths_of, spread_order

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from lceval.interfaces import Need, TaskContext, TaskType
+from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import Conversation
 
 from .aggregation import load_cwe, load_fwe

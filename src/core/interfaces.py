@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
+from lceval.needs import Need
 from lceval.types import (Conversation, FinishedRun, Generation, GenerationRequest, JudgeInput, Judgment, Message,
                           PairInput, PairJudgment)
 
 __all__ = ["BatchAPI", "BatchStatus", "Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory",
-           "JudgeModel", "ModelBackend", "ModelFactory", "Need", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache", "Price",
+           "JudgeModel", "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache", "Price",
            "ReportContext", "ReportFigure", "ReportPanel", "Retriever", "RetrieverFactory", "TaskContext",
            "TaskType", "is_recomputable", "missing_requirements", "recomputable", "requires"]
 
@@ -460,46 +461,6 @@ class TaskType(ABC):
         `validate` tells "data not installed" from an invalid spec by them. A dataset named by
         the spec's `dataset` (or the type's) is added by the engine. The default: nothing."""
         return []
-
-
-class Need(ABC):
-    """One thing a task needs on disk (declared by `TaskType.needs`): enough to tell whether it
-    is here, to get it on a connected machine, and to carry its files to one without network
-    (`lceval data pack` / `unpack`)."""
-
-    #: identity: two tasks needing the same thing share it (it is fetched and packed once)
-    key: str = ""
-    #: what it is, for people ("THUDM/LongBench data.zip at 5e628be4, Hugging Face Hub")
-    label: str = ""
-    #: None: a fetch downloads it; else only `--from FOLDER` installs it and this says where
-    #: that folder comes from (data that may not be redistributed, or has no pinned checksum)
-    from_folder: str | None = None
-    #: the command that installs it alone, when it has one (`lceval data fetch elitr-bench`);
-    #: None: the task's family fetch (`lceval data fetch FAMILY`) gets it
-    command: str | None = None
-
-    @abstractmethod
-    def root(self) -> Path:
-        """The folder its files live under on this machine (the data home, a cache), read
-        when asked (environment variables included): `unpack` installs them there."""
-
-    @abstractmethod
-    def missing(self) -> str | None:
-        """None when it is here and usable with the network off; else what is missing."""
-
-    def size(self) -> int | None:
-        """Bytes a fetch would download, asked without downloading; None when unknown."""
-        return None
-
-    @abstractmethod
-    def fetch(self, source: Path | None) -> None:
-        """Make it present: copy it from the folder `source` (`--from`) when that holds it, else
-        download it; a `UserError` says why not."""
-
-    @abstractmethod
-    def files(self) -> list[str]:
-        """Its files, relative to `root()`, once present; the one whose presence marks it
-        complete last (`unpack` installs them in this order)."""
 
 
 @dataclass

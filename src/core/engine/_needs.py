@@ -1,5 +1,5 @@
 """What tasks need on disk, whether it is here, and getting it (`lceval data status`, `lceval
-data fetch TASKS_OR_FAMILY`): the engine's side of `lceval.interfaces.Need`.
+data fetch TASKS_OR_FAMILY`): the engine's side of `lceval.needs.Need`.
 
 A task's needs are the dataset its spec (or task type) names, plus what its task type declares
 (`TaskType.needs`); a file the type says lies in a folder of the data home named like a
@@ -20,7 +20,7 @@ from lceval.engine._plan import completed, install_command, needs_of
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
 from lceval.errors import DataMissing, UserError
-from lceval.interfaces import Need
+from lceval.needs import Need
 
 Say = Callable[[str], None]
 

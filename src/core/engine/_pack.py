@@ -29,8 +29,8 @@ from lceval.engine._needs import fetch_needs, human_size, needs_of, task_data, u
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec, load_spec
 from lceval.errors import UserError
-from lceval.interfaces import Need
 from lceval.io import check_writable, sha256_file
+from lceval.needs import Need
 
 MANIFEST = "lceval-pack.json"
 FORMAT = "lceval-data-pack"

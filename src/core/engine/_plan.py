@@ -21,10 +21,11 @@ from lceval.engine._selection import ContextSelection, select_work
 from lceval.engine._spec import (JudgeChoice, TaskSpec, check_options, check_references,
                                   context_length_variants, with_overrides)
 from lceval.errors import DataMissing, UserError
-from lceval.interfaces import Judge, JudgeContext, JudgeModel, Need, TaskContext, TaskType
+from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
 from lceval.io import DataHomePath, DatasetNeed
 from lceval.io import data_home as current_data_home
 from lceval.io import fetch, line_of, offline_recipe, sha256_file
+from lceval.needs import Need
 from lceval.options import check_options as check_option_values
 from lceval.options import parse_judge_flag
 from lceval.options import options_schema_of, unwrap

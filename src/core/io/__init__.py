@@ -14,7 +14,7 @@ the atomic writers so that an interrupted command never leaves half a file:
   `lceval data fetch` does), `offline_recipe` (the commands that fetch a dataset without
   network) and the archive helpers a dataset's `install` uses
   (`extract_zip`, `read_zip_member`, `safe_relpath`, `is_junk`);
-- what a task needs in the data home (`lceval.interfaces.Need`s): `DatasetNeed` (a registered
+- what a task needs in the data home (`lceval.needs.Need`s): `DatasetNeed` (a registered
   dataset), `DataHomePath` (a file or folder only the user can provide), `GitFiles` (authors'
   files from a git repository at a commit), and `copy_into` / `remote_size` for needs of one's own.
 """

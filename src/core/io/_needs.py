@@ -1,4 +1,4 @@
-"""Needs that live in the data home (`lceval.interfaces.Need`): a registered dataset, a file or
+"""Needs that live in the data home (`lceval.needs.Need`): a registered dataset, a file or
 folder a spec reads there, and authors' files taken from a git repository at a commit.
 
 They know nothing of any benchmark: a task type declares them from its spec, the engine adds
@@ -19,8 +19,9 @@ import urllib.request
 from pathlib import Path, PurePosixPath
 
 from lceval.errors import UserError
-from lceval.interfaces import Dataset, Need
+from lceval.interfaces import Dataset
 from lceval.io._datahome import CHECKSUMS, fetch
+from lceval.needs import Need
 
 HEAD_TIMEOUT_S = 15
 GIT_TIMEOUT_S = 900

@@ -13,8 +13,9 @@ import pytest
 
 from lceval import hookimpl
 from lceval.errors import UserError
-from lceval.interfaces import Need, TaskContext, TaskType
+from lceval.interfaces import TaskContext, TaskType
 from lceval.io import DataHomePath, GitFiles
+from lceval.needs import Need
 from lceval.types import Conversation
 from tests.cli import call
 from tests.conftest import serve_plugin
