@@ -234,7 +234,7 @@ def tiktoken_encoding(name: str, field: str, instead: str) -> Any:
                         hint=f"pip install 'lceval[documents]' (it has tiktoken), or {instead}") from None
     absent = need.missing()
     if absent is not None and offline():
-        raise DataMissing(f"{absent}, and the network is off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)", field=field,
+        raise DataMissing(f"{absent}, and the network is off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE).", field=field,
                           hint=f"Or {instead}")
     try:
         return tiktoken.get_encoding(name)
@@ -242,7 +242,7 @@ def tiktoken_encoding(name: str, field: str, instead: str) -> Any:
         raise UserError(f"tiktoken has no encoding {name!r}: {exc}", field=field) from None
     except Exception as exc:  # noqa: BLE001 - the download of the encoding's file failed
         raise DataMissing(f"{absent or 'its file is not in the cache'}, and tiktoken could not download it "
-                          f"({type(exc).__name__})", field=field, hint=f"Or {instead}") from None
+                          f"({type(exc).__name__}).", field=field, hint=f"Or {instead}") from None
 
 
 def model_need(name: str, only: list[str] | None = None) -> list[Need]:
