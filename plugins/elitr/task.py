@@ -29,8 +29,9 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.io import quote, read_json_object
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
-from lceval_plugins.transcript_noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise, read_transcript
+from lceval_plugins.transcript_noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise, noise_needs, read_transcript
 
 from .questions import differing_questions
 
@@ -172,6 +173,10 @@ def per_meeting(turns: list[Turn], k: int | None, mode: str) -> list[Turn]:
 class ElitrTaskType(TaskType):
     options_schema = OPTIONS_SCHEMA
     dataset = "elitr-bench"
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """Besides the elitr-bench dataset (the engine adds it): a noisy variant's rules file."""
+        return noise_needs(ctx.options.get("noise"), ctx)
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         opts = ctx.options

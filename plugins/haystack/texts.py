@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 
 __all__ = ["read_essay_texts", "split_sentences"]
 
@@ -22,6 +22,16 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(flat) if s]
 
 
+def essay_needs(options: dict[str, Any], ctx: Any) -> list[Any]:
+    """What an essay haystack reads from the data home: `elitr` is the ELITR-Bench transcripts
+    (the elitr-bench dataset); a file or folder the user names is theirs."""
+    from lceval.io import DataHomePath
+
+    if options.get("essay") != "elitr":
+        return []
+    return [DataHomePath("elitr-bench/transcripts", ctx.data_home, "the ELITR-Bench transcripts")]
+
+
 def read_essay_texts(value: str, field: str, home: Path, record: Callable[[Path], None]) -> tuple[list[str], str]:
     """The texts an `essay` option names, and a readable name for them: ``elitr`` (the
     ELITR-Bench transcripts of the data home), a text file, a folder of ``.txt``/``.md``
@@ -32,10 +42,10 @@ def read_essay_texts(value: str, field: str, home: Path, record: Callable[[Path]
         folder = home / "elitr-bench" / "transcripts"
         paths = sorted(folder.glob("*.txt")) if folder.is_dir() else []
         if not paths:
-            raise UserError(f"essay 'elitr' reads the ELITR-Bench transcripts, and {folder} has none",
-                            field="options.essay",
-                            hint="Run: lceval data fetch elitr-bench [--from DIR], or point options.essay "
-                                 "at a file or folder of text.")
+            raise DataMissing(f"essay 'elitr' reads the ELITR-Bench transcripts, and {folder} has none",
+                              field="options.essay", command="lceval data fetch elitr-bench",
+                              hint="Run: lceval data fetch elitr-bench [--from DIR], or point options.essay "
+                                   "at a file or folder of text.")
         name = "ELITR-Bench transcripts"
     else:
         path = Path(value).expanduser()

@@ -101,16 +101,9 @@ def encoder_for(ctx: TaskContext, tokenizer: str) -> Encoder:
     if tokenizer == "model":
         tokens = model_tokens(ctx)
         return Encoder(tokens.ids, tokens.backend.detokenize, "model")
-    try:
-        import tiktoken
-    except ImportError:
-        raise UserError("this task counts lengths in GPT-4's tokens with tiktoken, which is not installed",
-                        field="options.tokenizer", hint="pip install 'lceval[documents]'") from None
-    try:
-        enc = tiktoken.encoding_for_model("gpt-4")
-    except Exception as exc:  # noqa: BLE001 - the encoding's file could not be downloaded (offline)
-        raise UserError(f"tiktoken could not load GPT-4's encoding ({type(exc).__name__}); it downloads "
-                        "cl100k_base once into its cache", field="options.tokenizer",
-                        hint="Run once with network (or copy the file into TIKTOKEN_CACHE_DIR), or "
-                             "--set options.tokenizer=model to count in the model's tokens.") from None
+    from lceval_plugins.documents.needs import tiktoken_encoding
+
+    # tiktoken.encoding_for_model("gpt-4") is cl100k_base
+    enc = tiktoken_encoding("cl100k_base", "options.tokenizer",
+                            "--set options.tokenizer=model to count in the model's tokens.")
     return Encoder(lambda t: enc.encode(t, disallowed_special=()), enc.decode, "gpt-4")

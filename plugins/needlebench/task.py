@@ -36,6 +36,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
 from lceval_plugins.haystack.depths import spread_order
@@ -163,6 +164,27 @@ class NeedlebenchTaskType(TaskType):
     options_schema = OPTIONS
     description = ("NeedleBench V1 (Li et al., 2024; OpenCompass): single- and multi-needle retrieval, multi-needle "
                    "reasoning and the ancestral-trace challenge; lengths (GPT-4 tokens) are splits")
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The dataset's files it reads (from the Hub at the pinned revision, or the folder
+        options.data names in the data home) and, counting in GPT-4's tokens, cl100k_base."""
+        from lceval.io import DataHomePath
+        from lceval_plugins.documents.needs import HubFile, TiktokenEncoding
+
+        o = ctx.options
+        if o["kind"] == "atc":
+            names = ["names.json"]
+        else:
+            names = [HAYSTACK[lang] for lang in o["languages"]]
+            names += [REASONING[lang] for lang in o["languages"]] if o["kind"] == "multi_reasoning" else ["needles.jsonl"]
+        out: list[Need] = []
+        if o["data"] is None:
+            out += [HubFile(o["hub"]["path"], o["hub"]["revision"], name) for name in names]
+        elif not Path(o["data"]).expanduser().is_absolute():
+            out.append(DataHomePath(str(o["data"]), ctx.data_home, "the NeedleBench data folder options.data names"))
+        if o["kind"] != "atc" and o["tokenizer"] == "gpt-4":
+            out.append(TiktokenEncoding("cl100k_base"))
+        return out
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         o = ctx.options

@@ -33,11 +33,12 @@ from typing import Any
 from lceval.engine import tokens_label
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
 from lceval_plugins.haystack.depths import linear_depths, sigmoid_depths, spread_order
 from lceval_plugins.haystack.needles import insert_at_depth
-from lceval_plugins.haystack.texts import read_essay_texts
+from lceval_plugins.haystack.texts import essay_needs, read_essay_texts
 from lceval_plugins.haystack.tokens import Tokens, model_tokens
 
 __all__ = ["NEEDLE", "QUESTION", "NiahTaskType", "depth_grid", "insert_needle"]
@@ -147,6 +148,10 @@ class NiahTaskType(TaskType):
     options_schema = OPTIONS
     description = ("Needle in a haystack (Kamradt, 2023; gkamradt/LLMTest_NeedleInAHaystack): one needle at each "
                    "depth of an essay haystack, in the model's own tokens")
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The essays, when they are the data home's ELITR-Bench transcripts."""
+        return essay_needs(ctx.options, ctx)
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         if ctx.splits:

@@ -23,7 +23,7 @@ from typing import Any
 
 from lceval.io import read_text, write_text_atomic
 from lceval.io import sha256_file
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.interfaces import TaskContext
 
 
@@ -110,6 +110,17 @@ def noisy_transcript(transcript: str, rules_file: Path, target: float, seed: int
     return txt, facts
 
 
+def noise_needs(noise: dict[str, Any] | None, ctx: TaskContext) -> list[Any]:
+    """The rules file a noisy variant reads from the data home's noise/ folder (which the user
+    builds with `lceval noise rules`; `lceval data pack` carries it)."""
+    from lceval.io import DataHomePath
+
+    if not noise or Path(str(noise["rules"])).expanduser().is_absolute() or Path(str(noise["rules"])).is_file():
+        return []
+    return [DataHomePath(f"noise/{noise['rules']}", ctx.data_home,
+                         "a rules file built with `lceval noise corpus` and `lceval noise rules` (docs/tasks/noise.md)")]
+
+
 def apply_noise(ctx: TaskContext, noise: dict[str, Any] | None, transcript: str,
                 context_id: str) -> tuple[str, dict[str, Any]]:
     """The transcript a task type should use, and the metadata to add to its conversations.
@@ -118,10 +129,10 @@ def apply_noise(ctx: TaskContext, noise: dict[str, Any] | None, transcript: str,
         return transcript, {}
     path = rules_path(str(noise["rules"]), ctx.data_home)
     if not path.is_file():
-        raise UserError(f"noise rules file '{noise['rules']}' not found (looked in the current folder and "
-                        f"{ctx.data_home / 'noise'})", file=ctx.spec_path, field="options.noise.rules",
-                        hint="Build one: lceval noise corpus --elitr -o corpus.jsonl && lceval noise rules "
-                             f"corpus.jsonl -o {ctx.data_home / 'noise' / noise['rules']}")
+        raise DataMissing(f"noise rules file '{noise['rules']}' not found (looked in the current folder and "
+                          f"{ctx.data_home / 'noise'})", file=ctx.spec_path, field="options.noise.rules",
+                          hint="Build one: lceval noise corpus --elitr -o corpus.jsonl && lceval noise rules "
+                               f"corpus.jsonl -o {ctx.data_home / 'noise' / noise['rules']}")
     ctx.record_file(path)
     txt, facts = noisy_transcript(transcript, path, float(noise["wer"]), int(noise.get("seed", 0)),
                                   bool(noise.get("protect", True)), ctx.data_home,

@@ -59,6 +59,11 @@ def _problems(results: list[dict], documents: set[str]) -> list[str]:
     for r in results:
         said = r["stdout"] + r["stderr"]
         what = " ".join(r["argv"][:3])
+        if r["code"] == 4 and r["argv"][0] == "validate" and "Traceback" not in said:  # valid, data not installed
+            if not all(line.startswith("valid; data not installed: ") and "`lceval data fetch " in line
+                       for line in said.splitlines() if line.strip()):
+                problems.append(f"{what}: exit 4 without the command that installs the data:\n{said[-600:]}")
+            continue
         if r["code"] not in (0, 2) or "Traceback" in said:
             problems.append(f"{what}: exit {r['code']}\n{said[-1500:]}")
         elif r["code"] == 2 and not any(line.startswith(("lceval: error: ", "invalid ")) for line in said.splitlines()):

@@ -21,6 +21,8 @@
   `model_label` (how a table
   names a model), `open_model` (a model through the request cache, for a plugin's command),
   `Cache` and `CachedModel` (the request cache and a backend seen through it).
+- Data a task needs on disk: `Session.data(plugins)` (`lceval data status / fetch / pack /
+  unpack`, and `validate`'s "data not installed"), built on each task type's `needs`.
 - What reports and merges share: `tokens_label`, `removed_span` (a context cut), `assign` and
   `plan_fingerprint` (how a run's contexts are shared among its `--shard`s).
 """

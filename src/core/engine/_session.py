@@ -25,6 +25,7 @@ from lceval.engine._batching import Batcher
 from lceval.engine._cache import Cache, cache_failures, default_cache_path
 from lceval.engine._cached_model import CachedModel, strip_secrets
 from lceval.engine._catalog import Catalog, load_catalog
+from lceval.engine._data import DataNeeds
 from lceval.engine._dry_run import dry_run
 from lceval.engine._model_handle import ModelHandle
 from lceval.engine._model_spec import ModelSpec, parse_model_spec, resolve_judge_model, resolve_model
@@ -108,6 +109,13 @@ class Session:
         """A session that only holds a request cache (`lceval cache export/import`): the one
         at `cache_path`, else $LCEVAL_CACHE or the user cache dir."""
         return cls(RunConfig(tasks="", models=[], cache_path=cache_path), plugins)
+
+    @staticmethod
+    def data(plugins: Plugins, home: Path | None = None, catalog: Catalog | None = None) -> DataNeeds:
+        """What tasks need on disk in the data home `home` (default: the command's) and the
+        caches, whether it is here, and getting it: `lceval data status / fetch / pack / unpack`
+        and `validate`'s "data not installed" (a `DataNeeds`; no run is opened)."""
+        return DataNeeds(plugins, home if home is not None else data_home(), catalog)
 
     @classmethod
     def reopen(cls, run: FinishedRun, plugins: Plugins | None = None, *, catalog: Catalog | None = None,

@@ -287,8 +287,8 @@ class TaskSpec:
         layer = layer_of(self.layers, at)
         if layer is None or layer.file is None or layer.file == self.path or not layer.prefix:
             return exc
-        return UserError(exc.message, file=layer.file, field=".".join(map(str, layer.prefix + at)),
-                         line=line_of(layer.lines, layer.prefix + at), hint=exc.hint)
+        return exc.but(file=str(layer.file), field=".".join(map(str, layer.prefix + at)),
+                       line=line_of(layer.lines, layer.prefix + at))
 
     def sources(self) -> dict[PathKey, str]:
         """Where each value of the resolved spec came from (`lceval tasks show`): the layer
