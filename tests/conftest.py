@@ -30,6 +30,34 @@ def only_run(folder: Path) -> Path:
     return run_dir
 
 
+#: The tests CI runs a second time with HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1 set before
+#: Python starts (`pytest -m offline`; the libraries read them at import): one per reader path,
+#: about 15 s in all. The files of a Hub archive, Hub parquet and json, a dataset installed by
+#: `data fetch`, tiktoken's o200k_base and authors' files from git: test_offline_data.py (which
+#: marks itself); besides it (.ci/run names the files these are in, to collect only them):
+OFFLINE_SUBSET = (
+    # LongBench-E and LongBench's Chinese tasks: members of the Hub's data.zip, a whole run
+    "tests/plugins/documents/test_longbench_zh_e.py::test_a_run_reports_scorer_e_by_length_bin",
+    "tests/plugins/documents/test_longbench_zh_e.py::test_each_chinese_task_asks_the_authors_prompt_and_scores_"
+    "with_their_metric[dureader]",
+    # a Hub config resolved from the cached dataset card and snapshot (no listing asked of the Hub)
+    "tests/plugins/documents/test_hub_and_verify.py::test_the_shipped_spec_reads_the_pinned_commit_and_reports_as_"
+    "the_authors",
+    # BABILong: Hub parquet (1k samples) and json (64k, 128k) of two repositories, a whole run
+    "tests/plugins/babilong/test_babilong.py::test_a_run_scores_each_length_and_their_mean",
+    # NeedleBench in GPT-4's tokens: tiktoken's cl100k_base from its cache
+    "tests/plugins/needlebench/test_needlebench.py::test_in_gpt4_tokens_too[multi_reasoning]",
+    # LongWriter: a member of GitHub's archive of the authors' commit, in the data home
+    "tests/plugins/longwriter/test_longwriter.py::test_a_run_gives_the_authors_scores_tries_and_totals",
+)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid in OFFLINE_SUBSET:
+            item.add_marker(pytest.mark.offline)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_homes(tmp_path_factory, monkeypatch):
     """Never touch the user's real cache or data home from a test."""
@@ -136,7 +164,6 @@ def plugins_with_model(model: ModelBackend):
 def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(window=4096)) -> list:
     """Make the in-process CLI (`lceval.cli.main`) see a `scripted:` model scheme, with the
     plugins loaded once; returns the list of models the factory built (none = no model loaded)."""
-    import lceval.engine
     from lceval import hookimpl
 
     built: list = []
@@ -146,17 +173,25 @@ def serve_scripted(patch: pytest.MonkeyPatch, factory=lambda: ScriptedModel(wind
         def register_models(self, register):
             register("scripted", lambda name, options: built.append(factory()) or built[-1])
 
+    serve_plugin(patch, "scripted", ScriptedPlugin())
+    return built
+
+
+def serve_plugin(patch: pytest.MonkeyPatch, name: str, plugin: object) -> None:
+    """Make the in-process CLI (`lceval.cli.main`) load the installed plugins plus `plugin`
+    (an object with hook implementations) under `name`, once per set of -p flags."""
+    import lceval.engine
+
     original = lceval.engine.load_plugins
     cached: dict = {}
 
     def load(disabled=(), extra=(), overrides=()):
         key = (tuple(disabled), tuple(overrides))
         if key not in cached:
-            cached[key] = original(list(disabled), extra=[("scripted", ScriptedPlugin())], overrides=overrides)
+            cached[key] = original(list(disabled), extra=[(name, plugin)], overrides=overrides)
         return cached[key]
 
     patch.setattr(lceval.engine, "load_plugins", load)  # what `lceval.cli.main` loads the plugins with
-    return built
 
 
 def execute_config(config, plugins, home: Path):
@@ -192,3 +227,10 @@ def session_answer(config, plugins, cache_path: Path, home: Path):
 
     with Session(replace(config, cache_path=Path(cache_path), data_home=Path(home)), plugins) as session:
         return session.answer(session.plan().models[0])
+
+
+def spec_notes(spec) -> str:
+    """A shipped spec's file and its family file as text: what it says of the authors' code it
+    follows (notes its family's specs share are written once, in _family.yaml; issue 40)."""
+    family = spec.path.parent / "_family.yaml"
+    return spec.path.read_text(encoding="utf-8") + (family.read_text(encoding="utf-8") if family.is_file() else "")

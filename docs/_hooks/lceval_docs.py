@@ -60,7 +60,7 @@ HARNESSES_RE = re.compile(r"^<!-- lceval-harnesses -->$", re.M)
 HARNESSES = ROOT / "docs" / "_data" / "harnesses.yaml"
 #: the API reference: one page per public module (CONTRIBUTING, "The public API"), each the
 #: module's docstrings through mkdocstrings; mkdocs.yml's nav lists the same pages
-API_MODULES = ("lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.options",
+API_MODULES = ("lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.needs", "lceval.options",
                "lceval.hookspecs", "lceval.methods", "lceval.judging", "lceval.tokens", "lceval.hf_tokens", "lceval.reasoning", "lceval.stats",
                "lceval.safeio", "lceval.io", "lceval.results", "lceval.analysis", "lceval.report",
                "lceval.engine", "lceval.launch")

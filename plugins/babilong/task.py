@@ -27,6 +27,7 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
 from lceval_plugins.documents.records import iter_rows
@@ -111,6 +112,12 @@ class BabilongTaskType(TaskType):
             if length not in LENGTHS:
                 raise UserError(f"{length!r} is no BABILong length (lengths: {', '.join(LENGTHS)})", field="--split")
         return lengths
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The Hub files of each length at the pinned revision."""
+        from lceval_plugins.documents.needs import source_needs
+
+        return [need for length in self.lengths(ctx) for need in source_needs(source_of(ctx.options, length)[1], ctx)]
 
     def load(self, ctx: TaskContext, max_rows: int | None = None, lengths: int | None = None) -> list[Conversation]:
         """The task's rows at each length (`lengths`: only the first that many lengths)."""

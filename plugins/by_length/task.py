@@ -21,10 +21,12 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.io import quote
+from lceval.needs import Need
 from lceval.types import Conversation, Message
 
 from lceval_plugins.documents.records import Question
-from lceval_plugins.documents.schema import OPTIONS_SCHEMA
+from lceval_plugins.documents.needs import source_needs
+from lceval_plugins.documents.schema import OPTIONS_SCHEMA, section_defaults
 from lceval_plugins.documents.task import CHECK_ROWS, Builder, DocumentsTaskType
 
 __all__ = ["ByLengthTaskType", "LengthBuilder", "OPTIONS", "level_context"]
@@ -100,6 +102,11 @@ class ByLengthTaskType(DocumentsTaskType):
             builder = self.builder(level_context(ctx, length), length)
             out += builder.conversations(builder.documents())
         return out
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """Every level's file."""
+        return [need for length in self.lengths(ctx)
+                for need in source_needs(section_defaults(level_context(ctx, length).options)["source"], ctx)]
 
     def check(self, ctx: TaskContext) -> None:
         """The spec against its first level's first rows (every level's file name is checked

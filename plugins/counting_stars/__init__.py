@@ -26,7 +26,7 @@ def register_judges(register):
 def register_report_panels(register):
     def counting_stars_panels(ctx):
         """Score by star (counting times) x length, per run (the paper's heatmaps)."""
-        from lceval_plugins.needlebench.grid import grid_figures
+        from lceval_plugins.haystack.heatmap import grid_figures
 
         def cells(sample):
             for j in sample.judgments:

@@ -30,11 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
-from lceval_plugins.needlebench.grid import lengths_of
+from lceval_plugins.haystack.lengths import lengths_of
+
+#: the authors' repository and the commit of the context_data the specs read
+REPOSITORY = "https://github.com/nick7nlp/Counting-Stars"
+COMMIT = "32e16f2c2d2be9f38d710e782236315e0821a038"
 
 __all__ = ["QUESTIONS", "CountingStarsTaskType", "haystack_text", "read_stars", "sprinkle", "star_sentence"]
 
@@ -161,9 +166,9 @@ def _folder(value: str, home: Path) -> Path:
     for cand in ([raw] if raw.is_absolute() else [raw, home / raw]):
         if cand.is_dir():
             return cand
-    raise UserError(f"no folder '{value}'", field="options.context_data",
-                    hint="git clone the authors' repository (nick7nlp/Counting-Stars) and --set "
-                         "options.context_data=Counting-Stars/context_data.")
+    raise DataMissing(f"no folder '{value}'", field="options.context_data",
+                      hint="Or git clone the authors' repository (nick7nlp/Counting-Stars) and --set "
+                           "options.context_data=Counting-Stars/context_data.")
 
 
 class CountingStarsTaskType(TaskType):
@@ -172,6 +177,16 @@ class CountingStarsTaskType(TaskType):
     options_schema = OPTIONS
     description = ("Counting-Stars (Song et al., 2024; nick7nlp/Counting-Stars): 32 star counts spread through "
                    "a haystack, collected as JSON; lengths 4K-128K are splits")
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The authors' context_data folder at the commit the specs follow (fetched with git into
+        the data home), unless options.context_data names a folder that is there already."""
+        from lceval.io import GitFiles
+
+        value = str(ctx.options["context_data"])
+        if Path(value).expanduser().is_absolute() or Path(value).expanduser().is_dir():
+            return []
+        return [GitFiles(REPOSITORY, COMMIT, ctx.data_home, paths={"context_data": value})]
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         o = ctx.options

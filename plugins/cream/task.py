@@ -27,9 +27,8 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.io import read_text
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
-from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
+from lceval_plugins.transcript_noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise, read_transcript
 
-from ..elitr.task import read_transcript
 
 #: Thonet et al., 2024a, Fig. 4's description of a transcript, then the transcript (shared prefix).
 TRANSCRIPT_INTRO = (

@@ -1,8 +1,9 @@
 """Files of a Hugging Face Hub dataset repository at a pinned revision, through
 huggingface_hub's cache: fetched when online, read from the cache only when offline
 (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE), where a revision the cache lacks is an error naming
-it. `datasets` itself, offline, would quietly use "the latest cached version" of a dataset
-whatever its revision; lceval never asks it to resolve a Hub dataset, only to read files.
+it (`DataMissing`: the engine adds the `lceval data fetch` that gets it). `datasets` itself,
+offline, would quietly use "the latest cached version" of a dataset whatever its revision;
+lceval never asks it to resolve a Hub dataset, only to read files.
 
 A config (`options.source.name`) is resolved the way the Hub declares it: the `configs:` of
 the dataset card (README.md) at that revision name the data files of each split, matched
@@ -19,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.io import quote, read_text, unknown_name
 
 #: a revision that pins a commit
@@ -106,12 +107,10 @@ def hub_file(repo: str, revision: str, filename: str) -> Path:
         if not _cached_revision(repo, revision):
             why = ("the Hub is offline (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)" if offline()
                    else f"the Hub could not be reached: {cut_off}" if cut_off else "the Hub could not be reached")
-            raise UserError(f"revision {quote(revision)} of dataset {repo} is not in the local Hugging Face cache "
-                            f"and {why}", field="options.source.revision",
-                            hint="Fetch it once online (lceval validate SPEC downloads it), or pin a revision "
-                                 "the cache holds.") from None
-        raise UserError(f"file {quote(filename)} of {repo} at revision {revision} is not in the local Hugging Face "
-                        "cache and the Hub cannot be asked", field="options.source.data_files") from None
+            raise DataMissing(f"revision {quote(revision)} of dataset {repo} is not in the local Hugging Face cache "
+                              f"and {why}", field="options.source.revision") from None
+        raise DataMissing(f"file {quote(filename)} of {repo} at revision {revision} is not in the local Hugging Face "
+                          "cache and the Hub cannot be asked", field="options.source.data_files") from None
     except RevisionNotFoundError:
         raise UserError(f"dataset {repo} has no revision {quote(revision)}", field="options.source.revision") from None
     except RepositoryNotFoundError:

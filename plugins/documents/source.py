@@ -12,7 +12,8 @@ Two kinds of source, one reader:
 
 A Hub dataset's config (`name`, with `split`) stands for the files its dataset card declares
 (`hub.config_files`). `zip://INNER::ARCHIVE` reads one file inside an archive (LongBench's `data.zip`): the
-archive is found (or fetched) and recorded like any other file. Every file read goes
+archive is found (or fetched) and recorded like any other file, and the member is taken out of it
+(`members.py`) so that `datasets` reads a local file, offline too. Every file read goes
 through `ctx.record_file` (its sha256 into the manifest) and the source - repository,
 resolved commit, files, the `datasets` fingerprint - through `ctx.record_source`.
 """
@@ -25,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.interfaces import TaskContext
 from lceval.io import quote
 
 from .hub import commit_of, config_files, hub_file
+from .members import member_file
 
 BUILDERS = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet", ".csv": "csv"}
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
@@ -105,8 +107,16 @@ def _local(entry: str, ctx: TaskContext) -> list[Path]:
                 return found
         elif candidate.is_file():
             return [candidate]
-    where = "" if raw.is_absolute() else f" (looked in {ctx.spec_path.parent} and {ctx.data_home})"
-    raise UserError(f"data file {quote(entry)} not found{where}", field="options.source.data_files")
+    if raw.is_absolute():
+        raise UserError(f"data file {quote(entry)} not found", field="options.source.data_files")
+    raise DataMissing(f"data file {quote(entry)} not found (looked in {ctx.spec_path.parent} and {ctx.data_home})",
+                      field="options.source.data_files")
+
+
+def _readable(head: str, path: Path, entry: str) -> str:
+    """What `datasets` is given to read: the file itself, or the member a chain names taken out
+    of the archive (`members.member_file`: a chained URL is refused by `datasets` offline)."""
+    return str(member_file(head, path, entry)) if head else str(path)
 
 
 def open_source(source: dict[str, Any], ctx: TaskContext) -> Opened:
@@ -141,7 +151,7 @@ def open_source(source: dict[str, Any], ctx: TaskContext) -> Opened:
             if commit:
                 commits.add(commit)
             files.append(path)
-            local.append(head + str(path))
+            local.append(_readable(head, path, entry))
         label = f"{repo}@{revision[:12]} {', '.join(entries)}"
     else:
         if revision:
@@ -151,7 +161,7 @@ def open_source(source: dict[str, Any], ctx: TaskContext) -> Opened:
             head, outer = _chain(entry)
             for path in _local(outer, ctx):
                 files.append(path)
-                local.append(head + str(path))
+                local.append(_readable(head, path, entry))
         label = ", ".join(str(p) for p in files)
     datasets = _import_datasets()
     quiet = not sys.stderr.isatty() and not datasets.are_progress_bars_disabled()

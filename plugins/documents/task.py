@@ -22,8 +22,10 @@ from typing import Any
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.io import quote
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
+from .needs import source_needs
 from .records import Document, Question, RowReader, iter_rows, matches, parse_records, question_fields
 from .schema import OPTIONS_SCHEMA, section_defaults
 from .source import Opened, open_source
@@ -419,3 +421,7 @@ class DocumentsTaskType(TaskType):
         answers and choices."""
         builder = Builder(ctx)
         builder.conversations(builder.documents(max_rows=CHECK_ROWS))
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The files its source reads: Hub files at the pinned revision, or data-home files."""
+        return source_needs(section_defaults(ctx.options)["source"], ctx)

@@ -28,9 +28,10 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
-from lceval.io import quote, read_json_object, read_text
+from lceval.io import quote, read_json_object
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
-from lceval_plugins.noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise
+from lceval_plugins.transcript_noise.transcripts import NOISE_OPTION_SCHEMA, apply_noise, noise_needs, read_transcript
 
 from .questions import differing_questions
 
@@ -169,24 +170,13 @@ def per_meeting(turns: list[Turn], k: int | None, mode: str) -> list[Turn]:
     return [turns[i] for i in spread(len(turns), k)]
 
 
-def read_transcript(root: Path, meeting: str, ctx: TaskContext) -> str:
-    """The transcript of `meeting` in the dataset folder `root` (also read by the CREAM type)."""
-    path = root / "transcripts" / f"{meeting}.txt"
-    if not path.exists():
-        raise UserError(f"transcript of {meeting} not found", file=path,
-                        hint="Run: lceval data fetch elitr-bench [--from DIR]")
-    text = read_text(path, what=f"transcript of {meeting}")
-    if not text.strip():
-        # answering questions about nothing would score the model on guesses
-        raise UserError(f"transcript of {meeting} is empty ({len(text.encode())} bytes)", file=path,
-                        hint="Fetch the data again: lceval data fetch elitr-bench [--from DIR]")
-    ctx.record_file(path)
-    return text
-
-
 class ElitrTaskType(TaskType):
     options_schema = OPTIONS_SCHEMA
     dataset = "elitr-bench"
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """Besides the elitr-bench dataset (the engine adds it): a noisy variant's rules file."""
+        return noise_needs(ctx.options.get("noise"), ctx)
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         opts = ctx.options

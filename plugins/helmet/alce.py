@@ -263,6 +263,14 @@ class HelmetAlceJudge(MetricJudge):
                               "description": "Citations of a sentence checked (eval_alce.py --at_most_citations)."},
     }}
 
+    @staticmethod
+    def needs(options: dict[str, Any]) -> list[Any]:
+        """The NLI model the citation metrics load (`lceval data fetch` / `pack` get it)."""
+        from lceval_plugins.documents.needs import model_need
+
+        cites = options["metric"] in ("citation_rec", "citation_prec") and options["nli_kind"] != "python"
+        return model_need(options["nli_model"]) if cites else []
+
     def judge(self, items: list[JudgeInput]) -> list[Judgment]:
         out = []
         for item in items:

@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from lceval.errors import UserError
 from lceval.interfaces import ModelBackend, TaskContext, TaskType
+from lceval.needs import Need
 from lceval.tokens import SAFETY_MARGIN
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
@@ -156,6 +157,30 @@ class HelmetTaskType(TaskType):
         for length in first:
             for item in self._items(ctx, length)[:5]:
                 self._conversation(ctx, item, length)
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """Every length's rows, demos and key points (Hub files or data-home files), ALCE's prompt
+        file, and the tokenizer LongQA and Summ cut documents with."""
+        from lceval.io import DataHomePath
+        from lceval_plugins.documents.needs import TOKENIZER_FILES, model_need, source_needs
+
+        opts = ctx.options
+        complete = {key: prop.get("default") for key, prop in SOURCE["properties"].items() if "default" in prop}
+        out: list[Need] = []
+        for length in self.lengths(ctx):
+            k = str(opts["lengths"][length])
+            for option in ("source", "demo_source", "train_source", "keypoints_source"):
+                source = opts.get(option)
+                if source:
+                    files = source["data_files"]
+                    files = [f.replace("{k}", k) for f in ([files] if isinstance(files, str) else files)]
+                    out += source_needs({**complete, **source, "data_files": files}, ctx)
+        name = opts.get("demo_file")
+        if name and not Path(name).expanduser().is_absolute() and not (ctx.spec_path.parent / name).is_file():
+            out.append(DataHomePath(name, ctx.data_home, "the authors' prompts/*.json (docs/tasks/helmet.md)"))
+        if opts["loader"] in ("narrativeqa", "infbench", "multi_lexsum"):
+            out += model_need(opts["pretruncate_tokenizer"], only=TOKENIZER_FILES)
+        return out
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -152,6 +152,13 @@ class CitationJudge(Judge):
         **nli_options(),
     }}
 
+    @staticmethod
+    def needs(options: dict[str, Any]) -> list[Any]:
+        """The NLI model the nli mode loads (`lceval data fetch` / `pack` get it)."""
+        from lceval_plugins.documents.needs import model_need
+
+        return model_need(options["nli_model"]) if options["mode"] == "nli" else []
+
     def __init__(self, options: "JudgeContext | dict[str, Any]", nli: NLI | None = None,
                  split: Callable[[str], list[str]] | None = None) -> None:
         """`nli` and `split` replace the NLI model and the sentence splitter (tests)."""

@@ -29,9 +29,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.io import quote, read_json_object
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
 from lceval_plugins.documents.records import iter_rows
@@ -140,14 +141,28 @@ class L_CiteEvalTaskType(TaskType):  # noqa: N801 - the benchmark's name
             path = next((p for p in (ctx.spec_path.parent / path, ctx.data_home / path) if p.is_file()),
                         ctx.data_home / path)
         if not path.is_file():
-            raise UserError(f"the authors' prompt file {path} is missing", field="options.prompt_file",
-                            hint="Run: lceval data fetch l_citeeval --from <a checkout of ZetangForward/L-CITEEVAL>")
+            raise DataMissing(f"the authors' prompt file {path} is missing", field="options.prompt_file",
+                              command="lceval data fetch l_citeeval --from <a checkout of ZetangForward/L-CITEEVAL>")
         prompt = read_json_object(path, what="L-CiteEval prompt file")
         for key in ("instruction", "demo_sep", "demo_prompt", "doc_prompt", "demos"):
             if key not in prompt:
                 raise UserError(f"the prompt file has no {key!r}", file=path, field="options.prompt_file")
         ctx.record_file(path)
         return prompt
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The rows on the Hub at the pinned commit, and the authors' prompt file (in the data
+        home's l_citeeval folder, the dataset `lceval data fetch l_citeeval --from` installs)."""
+        from lceval.io import DataHomePath
+        from lceval_plugins.documents.needs import HubFile
+
+        options = ctx.options
+        out: list[Need] = [HubFile(options["hub"]["path"], options["hub"]["revision"],
+                                   f"L-CiteEval-{options['variant']}/{options['task']}.json")]
+        name = options.get("prompt_file") or f"l_citeeval/prompt/{TASKS[options['task']][0]}_default.json"
+        if not Path(name).expanduser().is_absolute() and not (ctx.spec_path.parent / name).is_file():
+            out.append(DataHomePath(name, ctx.data_home, "a checkout of ZetangForward/L-CITEEVAL"))
+        return out
 
     def load(self, ctx: TaskContext, max_rows: int | None = None) -> list[Conversation]:
         options = ctx.options

@@ -21,9 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.interfaces import TaskContext, TaskType
 from lceval.io import quote, read_json_lines, sha256_file
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
 from .prompts import END, FRONT
@@ -31,6 +32,9 @@ from .prompts import END, FRONT
 #: sha256 of data/longsafety_meta.jsonl at commit 130a6b7 (1,543 instances, ids 0-1542)
 META_SHA256 = "12a9c86b70eb06824332d5cf8732f076af74d749508ca9a3cb66d063cec606a9"
 SPLIT = "test"
+#: the authors' repository and the commit whose data/ files the spec reads
+REPOSITORY = "https://github.com/thu-coai/LongSafety"
+COMMIT = "130a6b739d43870e1010ec699ae4868da06d0a0e"
 POSITIONS = ("front", "end")
 #: the meta fields every sample carries (to break results down by)
 META_FIELDS = ("id", "safety_type", "task_type", "doc_num", "length", "key_words")
@@ -66,13 +70,23 @@ class LongSafetyTaskType(TaskType):
     description = ("LongSafety (thu-coai/LongSafety): harmful instructions over long web contexts, each asked "
                    "before and after the context; judged by the authors' multi-agent LLM judge (longsafety)")
 
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The authors' two files at their commit, in the data home (fetched with git)."""
+        from lceval.io import GitFiles
+
+        o = ctx.options
+        if Path(o["data_dir"]).expanduser().is_absolute():
+            return []
+        return [GitFiles(REPOSITORY, COMMIT, ctx.data_home,
+                         paths={f"data/{o[key]}": f"{o['data_dir']}/{o[key]}" for key in ("meta_file", "docs_file")})]
+
     def _files(self, ctx: TaskContext) -> tuple[Path, Path]:
         folder = Path(ctx.options["data_dir"]).expanduser()
         folder = folder if folder.is_absolute() else ctx.data_home / folder
         meta, docs = folder / ctx.options["meta_file"], folder / ctx.options["docs_file"]
         for path, option in ((meta, "meta_file"), (docs, "docs_file")):
             if not path.is_file():
-                raise UserError(f"LongSafety's {path.name} is not at {path}", field=f"options.{option}",
+                raise DataMissing(f"LongSafety's {path.name} is not at {path}", field=f"options.{option}",
                                 hint="Put data/longsafety_meta.jsonl and data/longsafety_docs.jsonl of the authors' "
                                      "repository (github.com/thu-coai/LongSafety, commit 130a6b7) in that folder, or "
                                      "point options.data_dir at theirs.")
@@ -90,7 +104,7 @@ class LongSafetyTaskType(TaskType):
                             hint="Use the file of commit 130a6b7, or --set options.meta_sha256=null for another.")
         ctx.record_file(meta_path)
         ctx.record_file(docs_path)
-        ctx.record_source({"dataset": "thu-coai/LongSafety", "revision": "130a6b739d43870e1010ec699ae4868da06d0a0e",
+        ctx.record_source({"dataset": "thu-coai/LongSafety", "revision": COMMIT,
                            "files": [meta_path.name, docs_path.name]})
         meta = read_json_lines(meta_path, what="LongSafety meta file")
         docs = read_json_lines(docs_path, what="LongSafety docs file")

@@ -21,12 +21,13 @@ import re
 from typing import Any
 
 from lceval.interfaces import TaskContext
+from lceval.needs import Need
 from lceval.types import Conversation, Message
 
+from lceval_plugins.documents.bins import BinnedBuilder, bins_schema
 from lceval_plugins.documents.records import Question
 from lceval_plugins.documents.schema import OPTIONS_SCHEMA
 from lceval_plugins.documents.task import CHECK_ROWS, DocumentsTaskType
-from lceval_plugins.longbench_e.task import BinnedBuilder, bins_schema
 
 __all__ = ["LENGTH_RANGES", "LongWriterTaskType", "language_of"]
 
@@ -36,6 +37,10 @@ LENGTH_RANGES = bins_schema(
     "groups them: [0, 500), [500, 2k), [2k, 4k), [4k, 20k) (the last bin takes anything longer).")
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+#: the authors' repository, whose archive at a commit the specs read
+REPOSITORY = "https://github.com/THUDM/LongWriter"
 
 
 def language_of(text: str) -> str:
@@ -67,3 +72,15 @@ class LongWriterTaskType(DocumentsTaskType):
     def check(self, ctx: TaskContext) -> None:
         builder = LongWriterBuilder(ctx, LENGTH_RANGES["default"])
         builder.conversations(builder.documents(max_rows=CHECK_ROWS))
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """GitHub's archive of the authors' commit (`LongWriter-<commit>.zip`, its members under
+        `LongWriter-<commit>/`), made with git from the repository at that commit."""
+        from lceval.io import DataHomePath, GitFiles
+
+        out: list[Need] = []
+        for need in super().needs(ctx):
+            found = re.fullmatch(r"LongWriter-([0-9a-f]{40})\.zip", need.rel) if isinstance(need, DataHomePath) else None
+            out.append(GitFiles(REPOSITORY, found.group(1), ctx.data_home, archive=need.rel,
+                                prefix=f"LongWriter-{found.group(1)}/") if found else need)
+        return out

@@ -18,8 +18,10 @@ from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext
+from lceval.needs import Need
 from lceval.types import Conversation, Message
 
+from lceval_plugins.documents.needs import TiktokenEncoding, tiktoken_encoding
 from lceval_plugins.documents.records import Question
 from lceval_plugins.documents.schema import OPTIONS_SCHEMA
 from lceval_plugins.documents.task import Builder, DocumentsTaskType
@@ -53,22 +55,7 @@ def encoding(name: str) -> Any:
     """The tiktoken encoding `name` (once per process), or a UserError saying how to get it."""
     if name in _ENCODINGS:
         return _ENCODINGS[name]
-    try:
-        import tiktoken
-    except ImportError:
-        raise UserError("MRCR's length bins are counted in o200k_base tokens with tiktoken, which is not installed",
-                        field="options.bin_encoding",
-                        hint="pip install 'lceval[documents]' (it has tiktoken), or --set options.bin_encoding=null for "
-                             "no bins.") from None
-    try:
-        enc = tiktoken.get_encoding(name)
-    except ValueError as exc:
-        raise UserError(f"tiktoken has no encoding {name!r}: {exc}", field="options.bin_encoding") from None
-    except Exception as exc:  # noqa: BLE001 - the download of the encoding's file failed (offline)
-        raise UserError(f"tiktoken could not load {name!r} ({type(exc).__name__}: {exc}); it downloads the "
-                        "encoding's file once into its cache", field="options.bin_encoding",
-                        hint="Run once with network (or copy the file into TIKTOKEN_CACHE_DIR), or --set "
-                             "options.bin_encoding=null for no bins.") from None
+    enc = tiktoken_encoding(name, "options.bin_encoding", "--set options.bin_encoding=null for no bins.")
     _ENCODINGS[name] = enc
     return enc
 
@@ -130,3 +117,8 @@ class MrcrTaskType(DocumentsTaskType):
     def check(self, ctx: TaskContext) -> None:
         builder = MrcrBuilder(ctx)
         builder.conversations(builder.documents(max_rows=5))
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """Its Hub files, and the encoding its bins are counted in."""
+        name = ctx.options.get("bin_encoding")
+        return super().needs(ctx) + ([TiktokenEncoding(str(name))] if name else [])

@@ -2,8 +2,8 @@
 multi-needle retrieval and reasoning in haystacks of 1K to 1M GPT-4 tokens, and the
 ancestral-trace challenge. The `needlebench` task type builds the authors' prompts from the Hub
 dataset `opencompass/NeedleBench`; the `needlebench` judge is their evaluators (the
-Levenshtein-based single-needle score); `lceval report` draws the depth x length heatmap.
-`grid` is shared with NoLiMa and Counting-Stars."""
+Levenshtein-based single-needle score); `lceval report` draws the depth x length heatmap. Its
+haystacks are built with the shared `lceval_plugins.haystack`."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def register_report_panels(register):
     def needlebench_panels(ctx):
         """Score by needle depth x length, per run (the authors' heatmaps); for multi-needle
         retrieval, each needle's hits by its depth."""
-        from .grid import grid_figures
+        from lceval_plugins.haystack.heatmap import grid_figures
 
         def cells(sample):
             scores = [j for j in sample.judgments if j.score is not None]

@@ -32,16 +32,21 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
-from .grid import lengths_of, spread_order
+from lceval_plugins.haystack.depths import spread_order
+from lceval_plugins.haystack.lengths import lengths_of
+from lceval_plugins.haystack.needles import insert_at_depth, insert_chain, insert_parallel
+from lceval_plugins.haystack.tokens import Encoder, encoder_for
+
 from .prompts import ATC_QUESTION, RELATIONS, WRAPPERS, guide_question, parallel_question
 
-__all__ = ["NeedlebenchTaskType", "Encoder", "insert_multi", "insert_parallel", "insert_single"]
+__all__ = ["NeedlebenchTaskType"]
 
 LANGUAGE = {"en": "English", "zh": "Chinese"}
 _HUB = {"type": "object", "additionalProperties": False, "required": ["path", "revision"], "properties": {
@@ -84,74 +89,6 @@ OPTIONS: dict[str, Any] = {
 }
 HAYSTACK = {"en": "PaulGrahamEssays.jsonl", "zh": "zh_finance.jsonl"}
 REASONING = {"en": "multi_needle_reasoning_en.json", "zh": "multi_needle_reasoning_zh.json"}
-
-
-class Encoder:
-    """Token ids and text: cl100k_base (tiktoken) or the evaluated model's tokenizer."""
-
-    def __init__(self, encode: Callable[[str], list[int]], decode: Callable[[list[int]], str], name: str) -> None:
-        self.encode, self.decode, self.name = encode, decode, name
-        self._cache: dict[str, list[int]] = {}
-
-    def ids(self, text: str) -> list[int]:
-        if text not in self._cache:
-            self._cache[text] = self.encode(text)
-        return self._cache[text]
-
-
-def _encoder(ctx: TaskContext) -> Encoder:
-    if ctx.options["tokenizer"] == "model":
-        from lceval_plugins.ruler.common import model_tokens
-
-        tokens = model_tokens(ctx)
-        return Encoder(tokens.ids, tokens.backend.detokenize, "model")
-    try:
-        import tiktoken
-    except ImportError:
-        raise UserError("NeedleBench counts lengths in GPT-4's tokens with tiktoken, which is not installed",
-                        field="options.tokenizer", hint="pip install 'lceval[documents]'") from None
-    try:
-        enc = tiktoken.encoding_for_model("gpt-4")
-    except Exception as exc:  # noqa: BLE001 - the encoding's file could not be downloaded (offline)
-        raise UserError(f"tiktoken could not load GPT-4's encoding ({type(exc).__name__}); it downloads "
-                        "cl100k_base once into its cache", field="options.tokenizer",
-                        hint="Run once with network (or copy the file into TIKTOKEN_CACHE_DIR), or "
-                             "--set options.tokenizer=model to count in the model's tokens.") from None
-    return Encoder(lambda t: enc.encode(t, disallowed_special=()), enc.decode, "gpt-4")
-
-
-def insert_single(haystack: list[int], depth: int, needle: list[int]) -> list[int]:
-    """origin.py `_generate_context`."""
-    at = int(len(haystack) * (depth / 100))
-    return haystack[:at] + needle + haystack[at:]
-
-
-def insert_multi(haystack: list[int], depth: int, needles: list[list[int]], diff: int) -> list[int]:
-    """multi.py `_generate_context`, its arithmetic as written."""
-    points: list[int] = []
-    total = len(haystack)
-    for i, _ in enumerate(needles):
-        if i == 0:
-            point = int(total * (depth / 100))
-        else:
-            point = int(points[i - 1] + len(needles[i - 1]) + total * (diff / 100))
-        points.append(min(point, total + sum(len(n) for n in needles[:i])))
-    for i, ids in enumerate(needles):
-        haystack = haystack[:points[i]] + ids + haystack[points[i]:]
-        for j in range(i + 1, len(points)):
-            points[j] += len(ids)
-    return haystack
-
-
-def insert_parallel(haystack: list[int], depths: list[int], needles: list[list[int]]) -> list[int]:
-    """parallel.py `_generate_context`."""
-    points = [int(len(haystack) * (d / 100)) for d in depths]
-    shift = 0
-    for i, ids in enumerate(needles):
-        at = min(points[i] + shift, len(haystack))
-        haystack = haystack[:at] + ids + haystack[at:]
-        shift += len(ids)
-    return haystack
 
 
 class _Data:
@@ -228,13 +165,34 @@ class NeedlebenchTaskType(TaskType):
     description = ("NeedleBench V1 (Li et al., 2024; OpenCompass): single- and multi-needle retrieval, multi-needle "
                    "reasoning and the ancestral-trace challenge; lengths (GPT-4 tokens) are splits")
 
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The dataset's files it reads (from the Hub at the pinned revision, or the folder
+        options.data names in the data home) and, counting in GPT-4's tokens, cl100k_base."""
+        from lceval.io import DataHomePath
+        from lceval_plugins.documents.needs import HubFile, TiktokenEncoding
+
+        o = ctx.options
+        if o["kind"] == "atc":
+            names = ["names.json"]
+        else:
+            names = [HAYSTACK[lang] for lang in o["languages"]]
+            names += [REASONING[lang] for lang in o["languages"]] if o["kind"] == "multi_reasoning" else ["needles.jsonl"]
+        out: list[Need] = []
+        if o["data"] is None:
+            out += [HubFile(o["hub"]["path"], o["hub"]["revision"], name) for name in names]
+        elif not Path(o["data"]).expanduser().is_absolute():
+            out.append(DataHomePath(str(o["data"]), ctx.data_home, "the NeedleBench data folder options.data names"))
+        if o["kind"] != "atc" and o["tokenizer"] == "gpt-4":
+            out.append(TiktokenEncoding("cl100k_base"))
+        return out
+
     def load(self, ctx: TaskContext) -> list[Conversation]:
         o = ctx.options
         data = _Data(ctx)
         if o["kind"] == "atc":
             return self._atc(ctx, data)
         lengths = lengths_of(ctx)
-        enc = _encoder(ctx)
+        enc = encoder_for(ctx, o["tokenizer"])
         out: list[Conversation] = []
         for language in o["languages"]:
             hay = _Haystack(data.jsonl(HAYSTACK[language]), enc)
@@ -274,7 +232,7 @@ class NeedlebenchTaskType(TaskType):
             needle, question, keyword = self._needle(data, language, k)
             ids = enc.ids(needle)
             haystack = hay.take(k, max(budget - len(ids), 0))
-            context = enc.decode(insert_single(haystack, facts["depth"], ids))
+            context = enc.decode(insert_at_depth(haystack, ids, facts["depth"])[0])
             meta.update(needle=needle, keyword=keyword, references=[keyword])
             reference = keyword
         elif kind == "multi_reasoning":
@@ -282,7 +240,7 @@ class NeedlebenchTaskType(TaskType):
             needles = ["\n" + d + "\n" for d in rec["derivations"]]
             ids = [enc.ids(n) for n in needles]
             haystack = hay.take(k, max(budget - sum(len(x) for x in ids), 0))
-            context = enc.decode(insert_multi(haystack, facts["depth"], ids, int(o["diff"])))
+            context = enc.decode(insert_chain(haystack, facts["depth"], ids, int(o["diff"])))
             question = rec["question"]
             meta.update(answer=rec["answer"], references=[rec["answer"]])
             reference = rec["answer"]

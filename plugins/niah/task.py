@@ -33,12 +33,15 @@ from typing import Any
 from lceval.engine import tokens_label
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
-from lceval_plugins.ruler.common import model_tokens
-from lceval_plugins.ruler.haystack import Tokens, read_essay_texts
+from lceval_plugins.haystack.depths import linear_depths, sigmoid_depths, spread_order
+from lceval_plugins.haystack.needles import insert_at_depth
+from lceval_plugins.haystack.texts import essay_needs, read_essay_texts
+from lceval_plugins.haystack.tokens import Tokens, model_tokens
 
-__all__ = ["NEEDLE", "QUESTION", "NiahTaskType", "depth_grid", "insert_needle", "spread_order"]
+__all__ = ["NEEDLE", "QUESTION", "NiahTaskType", "depth_grid", "insert_needle"]
 
 NEEDLE = "\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.\n"
 QUESTION = "What is the best thing to do in San Francisco?"
@@ -84,35 +87,13 @@ OPTIONS: dict[str, Any] = {
 
 def depth_grid(options: dict[str, Any]) -> list[float]:
     """The tester's depths: `options.depths`, or `document_depth_percent_intervals` of the
-    linear or sigmoid kind (its `__init__` and `logistic`), in ascending order."""
-    import numpy as np
-
+    linear kind (`np.round(np.linspace(0, 100, n))`) or its sigmoid kind, in ascending order."""
     if options["depths"] is not None:
         return sorted(float(d) for d in options["depths"])
     n = int(options["depth_intervals"])
     if options["depth_interval_type"] == "linear":
-        return sorted(float(d) for d in np.round(np.linspace(0, 100, num=n, endpoint=True)).astype(int))
-
-    def logistic(x: float, top: float = 100, x0: float = 50, k: float = .1) -> float:
-        if x in [0, 100]:
-            return x
-        x = -k * (x - x0)
-        return float(np.round(top * (1 / (1 + np.exp(-x))), 3))
-
-    return sorted(float(logistic(x)) for x in np.linspace(0, 100, n))
-
-
-def spread_order(n: int) -> list[int]:
-    """0..n-1 in an order whose every prefix spans the range (ends, then the middle, then each
-    time the index farthest from those taken): `--limit 3` asks at 0%, 100% and 50%."""
-    if n <= 2:
-        return list(range(n))
-    order, rest = [0, n - 1], list(range(1, n - 1))
-    while rest:
-        best = max(rest, key=lambda i: (min(abs(i - j) for j in order), -i))
-        order.append(best)
-        rest.remove(best)
-    return order
+        return sorted(float(round(d)) for d in linear_depths(n))
+    return sorted(sigmoid_depths(n))
 
 
 def insert_needle(haystack: list[int], needle: list[int], budget: int, depth: float,
@@ -122,12 +103,7 @@ def insert_needle(haystack: list[int], needle: list[int], budget: int, depth: fl
     '.'). Returns (the haystack with the needle, the needle's first token's index)."""
     if len(haystack) + len(needle) > budget:
         haystack = haystack[:budget - len(needle)]
-    if depth == 100:
-        return haystack + needle, len(haystack)
-    point = int(len(haystack) * (depth / 100))
-    while point > 0 and haystack[point - 1] not in period:
-        point -= 1
-    return haystack[:point] + needle + haystack[point:], point
+    return insert_at_depth(haystack, needle, depth, after=period)
 
 
 class _Haystack:
@@ -172,6 +148,10 @@ class NiahTaskType(TaskType):
     options_schema = OPTIONS
     description = ("Needle in a haystack (Kamradt, 2023; gkamradt/LLMTest_NeedleInAHaystack): one needle at each "
                    "depth of an essay haystack, in the model's own tokens")
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The essays, when they are the data home's ELITR-Bench transcripts."""
+        return essay_needs(ctx.options, ctx)
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         if ctx.splits:

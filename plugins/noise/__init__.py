@@ -2,7 +2,7 @@
 transcripts at a target WER, robustness report; Thonet et al., 2024b, Sec. 3 and App. A).
 
 The task types that read ELITR transcripts take `options.noise` through
-`lceval_plugins.noise.transcripts`; this entry point adds the sub-commands and the
+`lceval_plugins.transcript_noise.transcripts`; this entry point adds the sub-commands and the
 HTML report's noise panel.
 """
 

@@ -82,8 +82,8 @@ def _corpus(args: Any) -> str:
 
 
 def _rules(args: Any) -> str:
-    from .corpus import read_corpus
-    from .rules import build_rules, write_rules
+    from lceval_plugins.transcript_noise.corpus import read_corpus
+    from lceval_plugins.transcript_noise.rules import build_rules, write_rules
 
     corpus = read_corpus(args.corpus)
     rules = build_rules(corpus)
@@ -96,8 +96,8 @@ def _rules(args: Any) -> str:
 
 
 def _apply(args: Any) -> str:
-    from .inject import inject, measure
-    from .rules import load_rules
+    from lceval_plugins.transcript_noise.inject import inject, measure
+    from lceval_plugins.transcript_noise.rules import load_rules
 
     rules = load_rules(Path(args.rules))
     _levels(str(args.wer))

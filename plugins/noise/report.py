@@ -247,7 +247,7 @@ def table5_from_transcripts(transcripts: list[Path], rules_file: Path, levels: l
     from lceval.io import sha256_file
     from lceval.io import read_text
 
-    from .transcripts import noisy_transcript
+    from lceval_plugins.transcript_noise.transcripts import noisy_transcript
 
     texts = [read_text(path, what="transcript") for path in transcripts]  # once, not once per level
     rules_sha = sha256_file(rules_file)[:12]

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable
 from lceval.io import write_text_atomic
 from lceval.errors import UserError
 
-from .text import PROTECTED
+from lceval_plugins.transcript_noise.text import PROTECTED
 
 SPEAKER = re.compile(r"^\s*\([A-Z][A-Z_]*\d*\)\s*")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

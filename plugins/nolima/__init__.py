@@ -27,7 +27,7 @@ def register_judges(register):
 def register_report_panels(register):
     def nolima_panels(ctx):
         """Score by needle depth x length, per run (the paper's heatmaps)."""
-        from lceval_plugins.needlebench.grid import cells_by_field, grid_figures
+        from lceval_plugins.haystack.heatmap import cells_by_field, grid_figures
 
         return grid_figures(ctx, ("nolima",), cells_by_field("depth"), row_title="depth",
                             what="Mean score of the samples whose needle sits at each depth (%) of each length.")

@@ -40,13 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
-from lceval_plugins.needlebench.grid import lengths_of, spread_order
-from lceval_plugins.ruler.common import model_tokens
-from lceval_plugins.ruler.haystack import Tokens, read_essay_texts
+from lceval_plugins.haystack.depths import linear_depths, spread_order
+from lceval_plugins.haystack.lengths import lengths_of
+from lceval_plugins.haystack.texts import read_essay_texts
+from lceval_plugins.haystack.tokens import Tokens, model_tokens
 
 __all__ = ["DEFAULT_TASK_TEMPLATE", "NolimaTaskType", "Placement", "build_tests", "depths_of", "place"]
 
@@ -88,9 +90,7 @@ OPTIONS: dict[str, Any] = {
 
 def depths_of(options: dict[str, Any]) -> list[float]:
     """The authors' depths in percent: `np.linspace(min, max, intervals)` (`needle_depth = i / 100`)."""
-    import numpy as np
-
-    return [float(x) for x in np.linspace(options["depth_min"], options["depth_max"], options["depth_intervals"])]
+    return linear_depths(options["depth_intervals"], options["depth_min"], options["depth_max"])
 
 
 @dataclass
@@ -264,14 +264,19 @@ def draws(test: Test, seed: int, depths: list[float], length: int) -> list[tuple
     return out
 
 
+#: where the authors' data comes from (not redistributable: each user downloads it)
+DATA_ADVICE = ("the authors' data under its licence (`huggingface-cli download amodaresi/NoLiMa --repo-type dataset "
+               "--local-dir DIR`)")
+
+
 def _path(value: str, base: Path | None, home: Path, field_: str) -> Path:
     raw = Path(value).expanduser()
     for cand in ([raw] if raw.is_absolute() else [base / raw] if base is not None else [raw, home / raw]):
         if cand.exists():
             return cand
-    raise UserError(f"no file or folder '{value}'" + (f" in {base}" if base is not None else ""), field=field_,
-                    hint="Download the authors' data (under its license): huggingface-cli download amodaresi/NoLiMa "
-                         "--repo-type dataset --local-dir DIR, then --set options.data=DIR.")
+    raise DataMissing(f"no file or folder '{value}'" + (f" in {base}" if base is not None else ""), field=field_,
+                      hint=f"Download {DATA_ADVICE}, then `lceval data fetch nolima --from DIR` (or --set "
+                           "options.data=DIR).")
 
 
 class NolimaTaskType(TaskType):
@@ -280,6 +285,16 @@ class NolimaTaskType(TaskType):
     options_schema = OPTIONS
     description = ("NoLiMa (Modarressi et al., 2025; adobe-research/NoLiMa): a needle sharing no words with its "
                    "question, in a book at each depth, in the model's own tokens; lengths are splits")
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """The needle set and the haystack in the data folder, when that is under the data home."""
+        from lceval.io import DataHomePath
+
+        o = ctx.options
+        data = Path(o["data"]).expanduser()
+        if data.is_absolute() or data.exists():
+            return []
+        return [DataHomePath(f"{o['data']}/{o[key]}", ctx.data_home, DATA_ADVICE) for key in ("needle_set", "haystack")]
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         o = ctx.options

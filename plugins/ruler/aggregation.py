@@ -29,8 +29,10 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
+from lceval_plugins.haystack.tokens import Tokens
+from lceval_plugins.haystack.units import fit_to_length
+
 from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
-from .haystack import Tokens, fit_to_length
 from .wordlists import ADJECTIVES, NOUNS, VERBS
 
 __all__ = ["CWE_ANSWER_PREFIX", "CWE_TEMPLATE", "FWE_ANSWER_PREFIX", "FWE_TEMPLATE", "load_cwe", "load_fwe", "zeta"]

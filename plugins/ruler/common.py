@@ -13,7 +13,6 @@ a chat model here sees exactly what was counted.
 from __future__ import annotations
 
 import random
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,14 +22,18 @@ from lceval.interfaces import TaskContext
 from lceval.tokens import SAFETY_MARGIN
 from lceval.types import CONTEXT_SLOT, Conversation, Message, Turn
 
-from .haystack import Tokens
+from lceval_plugins.haystack.tokens import Tokens
 
-__all__ = ["COMMON_OPTIONS", "Budget", "SampleOut", "budget_of", "conversation", "model_tokens", "rng_for",
+__all__ = ["COMMON_OPTIONS", "DEPTHS", "NOISE", "Budget", "SampleOut", "budget_of", "conversation", "rng_for",
            "sample_plan", "split_prefix", "user_messages", "with_prefix"]
 
 #: The share of the length a built sample may fall short of it.
 TOLERANCE = 0.01
-_TOKENS: "weakref.WeakKeyDictionary[Any, Tokens]" = weakref.WeakKeyDictionary()
+#: RULER's noise haystack (niah.py, variable_tracking.py)
+NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+#: RULER's 40 needle depths, np.round(np.linspace(0, 100, num=40)).astype(int) (niah.py
+#: `DEPTHS`); Python's round() rounds half to even like numpy's
+DEPTHS = [round(k * 100 / 39) for k in range(40)]
 
 COMMON_OPTIONS: dict[str, Any] = {
     "length": {"type": "integer", "minimum": 64, "default": 4096,
@@ -72,26 +75,6 @@ class Budget:
     def describe(self) -> str:
         flag = f"--context-lengths {self.label}" if self.field == "--context-lengths" else f"options.length={self.length}"
         return f"{flag} ({self.length:,} tokens)"
-
-
-def model_tokens(ctx: TaskContext) -> Tokens:
-    """The evaluated model's tokenizer, or a UserError: a ruler sample's length is counted in it.
-    One `Tokens` per backend, so every length and task of a run shares what was tokenized."""
-    backend = ctx.model_tokenizer()
-    if backend is not None and backend.tokenize("a") is None:
-        backend = None
-    if backend is None:
-        raise UserError("ruler tasks build every sample to a length in the evaluated model's own tokens, and "
-                        "this model lends no tokenizer", field="--model",
-                        hint="Use a local model (llamacpp:, hf:, vllm:) or give an API model its tokenizer "
-                             "(e.g. litellm:openai/gpt-4o,tokenizer=...).")
-    try:
-        tokens = _TOKENS.get(backend)
-        if tokens is None:
-            tokens = _TOKENS[backend] = Tokens(backend)
-    except TypeError:  # a backend that cannot be a weak key: nothing kept between tasks
-        tokens = Tokens(backend)
-    return tokens
 
 
 def budget_of(ctx: TaskContext, tokens: Tokens) -> Budget:

@@ -12,7 +12,7 @@ lists RULER uses), 7-digit numbers or UUIDs.
 Where the needles go: RULER draws every needle's depth at random among 40 depths. Here the
 first needle a sample asks about is put at the sample's own depth, the requested depths
 taken in turn in an order that spreads any first few over the range (0, 100, 50, 25, 75 for
-RULER-style five depths: `haystack.spread_order`), so each depth gets the same number of
+RULER-style five depths: `haystack.depths.spread_order`), so each depth gets the same number of
 samples and the score can be read by depth; every other needle (distractor keys, further
 values, further queried keys) goes to a depth drawn from RULER's 40. The needle goes before the
 haystack unit at `int(units * depth / 100)` (RULER's formula); the turn records the requested
@@ -35,9 +35,11 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
-from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
-from .haystack import (DEPTHS, Calibration, EssaySource, LineSource, Tokens, assemble, depth_index, fit_to_length,
-                       spread_order)
+from lceval_plugins.haystack.depths import depth_point, spread_order
+from lceval_plugins.haystack.tokens import Tokens
+from lceval_plugins.haystack.units import Calibration, EssaySource, LineSource, assemble, fit_to_length
+
+from .common import DEPTHS, Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
 from .sources import haystack_source
 from .wordlists import ADJECTIVES, NOUNS
 
@@ -168,7 +170,7 @@ def _build(ctx: TaskContext, budget: Budget, tokens: Tokens, source: Any, stack:
 
     def make(hay_budget: int) -> tuple[Any, int]:
         units = source.take(hay_budget)
-        inserts = [(n.text, depth_index(len(units), n.depth)) for n in stack.needles]
+        inserts = [(n.text, depth_point(len(units), n.depth)) for n in stack.needles]
         placed = assemble(units, inserts, joiner)
         return placed, tokens.prompt(user_messages(stack.queries[longest]["user"], placed.context))
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 from lceval.interfaces import TaskContext
 from lceval.io import sha256_text
 
-from .haystack import EssaySource, NoiseSource, Tokens, read_essay_texts, split_sentences
+from lceval_plugins.haystack.texts import read_essay_texts, split_sentences
+from lceval_plugins.haystack.tokens import Tokens
+from lceval_plugins.haystack.units import EssaySource, NoiseSource
+
+from .common import NOISE
 
 __all__ = ["haystack_source"]
 
@@ -16,7 +20,7 @@ def haystack_source(ctx: TaskContext, tokens: Tokens, kind: str) -> NoiseSource 
     if kind == "noise":
         key = ("noise",)
         if key not in tokens.sources:
-            tokens.sources[key] = NoiseSource(tokens)
+            tokens.sources[key] = NoiseSource(tokens, NOISE)
         return tokens.sources[key]
     texts, name = read_essay_texts(str(ctx.options["essay"]), str(ctx.options["essay_field"]), ctx.data_home,
                                    ctx.record_file)

@@ -8,11 +8,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from lceval.interfaces import TaskContext, TaskType
+from lceval.needs import Need
 from lceval.types import Conversation
 
 from .aggregation import load_cwe, load_fwe
-from .common import COMMON_OPTIONS, Budget, budget_of, check_splits, model_tokens
-from .haystack import Tokens
+from lceval_plugins.haystack.texts import essay_needs
+from lceval_plugins.haystack.tokens import Tokens, model_tokens
+
+from .common import COMMON_OPTIONS, Budget, budget_of, check_splits
 from .niah import load_niah
 from .vt import load_vt
 
@@ -81,6 +84,10 @@ class RulerTaskType(TaskType):
         self.options_schema = options_schema
         self._loader = loader
         self.description = doc  # what `lceval plugins` says of this type
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """An essay haystack's text, when it is the data home's ELITR-Bench transcripts."""
+        return essay_needs(ctx.options, ctx) if ctx.options.get("haystack") == "essay" else []
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         check_splits(ctx)

@@ -22,8 +22,11 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT, Conversation
 
-from .common import Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
-from .haystack import DEPTHS, Calibration, Tokens, Unit, depth_index, fit_to_length
+from lceval_plugins.haystack.depths import depth_point
+from lceval_plugins.haystack.tokens import Tokens
+from lceval_plugins.haystack.units import Calibration, Unit, fit_to_length
+
+from .common import DEPTHS, Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
 from .sources import haystack_source
 
 __all__ = ["VT_ANSWER_PREFIX", "VT_TEMPLATE", "generate_chains", "load_vt"]
@@ -82,7 +85,7 @@ def _hide(units: list[Unit], chains: list[list[str]], kind: str, rng: random.Ran
     else:
         flat = _shuffle_sublists_heap(chains, rng)
         depths = rng.sample(DEPTHS, len(flat)) if len(flat) <= len(DEPTHS) else [rng.choice(DEPTHS) for _ in flat]
-        cuts = [0] + sorted(depth_index(len(units), d) for d in depths) + [len(units)]
+        cuts = [0] + sorted(depth_point(len(units), d) for d in depths) + [len(units)]
         parts = []
         for i in range(1, len(cuts)):
             parts.append(" ".join(u.text for u in units[cuts[i - 1]:cuts[i]]))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
-__all__ = ["UserError"]
+__all__ = ["DataMissing", "UserError"]
 
 
 class UserError(Exception):
@@ -39,4 +40,38 @@ class UserError(Exception):
         text = (", ".join(where) + ": " if where else "") + self.message
         if self.hint:
             text += ("" if text.endswith((".", "?", "!", ")")) else ".") + f" {self.hint}"
+        return text
+
+    def but(self, **changes: object) -> "UserError":
+        """This error with some of `file`, `field`, `line`, `hint`, `message` changed, of the
+        same class (so that a `DataMissing` placed at its spec line is still one)."""
+        out = copy.copy(self)
+        for name, value in changes.items():
+            setattr(out, name, value)
+        out.args = (out.render(),)
+        return out
+
+
+class DataMissing(UserError):
+    """A spec that is valid but whose data is not installed here yet: a dataset not fetched, a
+    Hub file not in the local cache while offline, an encoding or a model never downloaded.
+
+    `command` is what installs it (`lceval data fetch NAME`), when the code that found it
+    missing knows; the engine fills it in otherwise (the command that installs everything the
+    task needs) and names the task. `lceval validate` reports it as "valid; data not installed"
+    with an exit code of its own (4); other commands stop with exit 2, as for bad input.
+    """
+
+    def __init__(self, message: str, *, command: str | None = None, file: str | Path | None = None,
+                 field: str | None = None, line: int | None = None, hint: str | None = None) -> None:
+        self.command = command
+        self.offline_hint: str | None = None  # set by the engine when the network is off
+        super().__init__(message, file=file, field=field, line=line, hint=hint)
+
+    def render(self) -> str:
+        text = super().render()
+        if self.command and self.command not in text:
+            text += ("" if text.endswith((".", "?", "!")) else ".") + f" Install it: `{self.command}`."
+        if self.offline_hint:
+            text += f" {self.offline_hint}"
         return text

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
+from lceval.needs import Need
 from lceval.types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
                           PairJudgment, RunView)
 
@@ -522,6 +523,14 @@ class TaskType(ABC):
         and raise `UserError` for what would fail the run (a column the spec names that the
         data lacks, a template using an undefined field). `ctx.limit` is None and nothing read
         here is recorded. The default checks nothing more."""
+
+    def needs(self, ctx: TaskContext) -> list[Need]:
+        """What the spec needs on disk besides itself (its Hub files at their revision, files
+        in the data home, an encoding, a judge's model), read from the spec without reading
+        the data: `lceval data status / fetch / pack` check, get and carry these, and
+        `validate` tells "data not installed" from an invalid spec by them. A dataset named by
+        the spec's `dataset` (or the type's) is added by the engine. The default: nothing."""
+        return []
 
 
 @dataclass

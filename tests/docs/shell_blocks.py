@@ -3,8 +3,8 @@
 The convention (CONTRIBUTING.md, "Writing the docs"):
 
 - a ```` ```bash ```` block is RUN: each command must exit 0, or 2 when it ends with the
-  comment `# exits 2`; a command whose comment says `the docs test adds --dry-run` runs with
-  `--dry-run` added (a run too long for the test, whose flags and data are still checked);
+  comment `# exits 2` (4 with `# exits 4`: valid, data not installed); a command whose comment
+  says `the docs test adds --dry-run` runs with `--dry-run` added (a run too long for the test, whose flags and data are still checked);
 - a ```` ```sh ```` block is shown but NOT run, and its first line says why:
   `# not run by the docs test: <why>`;
 - output goes in ```` ```text ```` blocks; other blocks carry their file's language
@@ -29,7 +29,7 @@ NOT_RUN = re.compile(r"^# not run by the docs test: \S")
 #: languages that are shells under another name: the marking must say bash (run) or sh (not run)
 OTHER_SHELLS = {"shell", "console", "zsh", "fish", "shell-session", "sh-session", "bash-session", "shellsession",
                 "terminal", "powershell", "ps1", "pwsh", "cmd", "bat", "batch"}
-EXITS_2 = re.compile(r"#\s*exits 2\s*$")
+EXITS_2 = re.compile(r"#\s*exits ([24])\s*$")  # 2: bad input; 4: valid, data not installed (validate, data status)
 DRY_RUN = "the docs test adds --dry-run"
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 
@@ -147,7 +147,7 @@ def _command(block: Block, line: int, text: str) -> Command:
         lines = text.splitlines()
         lines[-1] = head + " --dry-run" + last[len(head):]
         run = "\n".join(lines)
-    return Command(page=block.page, line=line, text=text, run=run, expect=2 if EXITS_2.search(last) else 0)
+    return Command(page=block.page, line=line, text=text, run=run, expect=int(m.group(1)) if (m := EXITS_2.search(last)) else 0)
 
 
 def page_blocks(root: Path, page: Path) -> list[Block]:
@@ -184,7 +184,7 @@ def failure(cmds: list[Command], output: str, returncode: int) -> str | None:
         i, status = (started[-1] if started else 0), returncode
     cmd = cmds[i]
     own = output.split(f"{MARK} start {i}\n", 1)[-1].split(f"{MARK} fail", 1)[0]
-    want = "exit 2 (`# exits 2`)" if cmd.expect == 2 else "exit 0"
+    want = f"exit {cmd.expect} (`# exits {cmd.expect}`)" if cmd.expect else "exit 0"
     shown = cmd.run if cmd.run == cmd.text else f"{cmd.text}\n  (run as: {cmd.run})"
     return (f"{cmd.where}: the documented command\n  {shown}\nexited {status}, the page says it must "
             f"{want}. Its output (last 3,000 characters):\n{own[-3000:]}")

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from lceval.io import sha256_file
-from lceval_plugins.noise.corpus import read_corpus
+from lceval_plugins.transcript_noise.corpus import read_corpus
 from lceval_plugins.noise.report import table5_from_transcripts
-from lceval_plugins.noise.rules import build_rules, write_rules
-from lceval_plugins.noise.text import PROTECTED
-from lceval_plugins.noise.transcripts import noisy_transcript
+from lceval_plugins.transcript_noise.rules import build_rules, write_rules
+from lceval_plugins.transcript_noise.text import PROTECTED
+from lceval_plugins.transcript_noise.transcripts import noisy_transcript
 
 pytest.importorskip("jiwer")
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "noise" / "espeak_pocketsphinx.jsonl"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lceval_plugins.noise.corpus import read_corpus
+from lceval_plugins.transcript_noise.corpus import read_corpus
 from lceval_plugins.noise.report import noise_report
-from lceval_plugins.noise.rules import build_rules, write_rules
+from lceval_plugins.transcript_noise.rules import build_rules, write_rules
 
 from ..conftest import only_run
 

@@ -149,6 +149,32 @@ def test_builtin_plugins_import_only_the_public_api():
     assert found == []
 
 
+def _family_imports(graph) -> list[str]:
+    """Imports from one family's package (a plugin folder named like a tasks/ folder) into
+    another's, at module level or inside a function."""
+    families = {p.name for p in (REPO / "tasks").iterdir() if (REPO / "plugins" / p.name / "__init__.py").is_file()}
+    found = []
+    for module in sorted(graph.modules):
+        parts = module.split(".")
+        if parts[0] != "lceval_plugins" or len(parts) < 2 or parts[1] not in families:
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            other = imported.split(".")
+            if other[0] == "lceval_plugins" and len(other) > 1 and other[1] in families and other[1] != parts[1]:
+                found.append(f"{module} imports {imported}")
+    return found
+
+
+def test_no_family_imports_another_family():
+    """What several families share lives in a shared package (issue 40: the haystack builder,
+    transcript noise, the documents bins), so a family can change without breaking another."""
+    graph = _graph()
+    assert _family_imports(graph) == []
+    graph.add_import(importer="lceval_plugins.nolima.task", imported="lceval_plugins.ruler.common", line_number=1,
+                     line_contents="import x")
+    assert _family_imports(graph) == ["lceval_plugins.nolima.task imports lceval_plugins.ruler.common"]
+
+
 def test_private_imports_are_found_with_their_line(tmp_path):
     path = tmp_path / "plugin.py"
     path.write_text("import json\nfrom lceval.io import read_json\n\ndef f():\n    from lceval.engine._cache import Cache\n")

@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import yaml
 
-from lceval.engine import Cache, Plugins, RunConfig, RunRecord, Session, check_spec, load_catalog, load_spec
+from lceval.engine import (Cache, DataNeeds, Plugins, RunConfig, RunRecord, Session, check_spec, load_catalog,
+                           load_spec)
 from lceval.errors import UserError
 
 
@@ -37,6 +38,9 @@ class Invocation:
 
 
 Command = Callable[[argparse.Namespace, Invocation], int]
+
+#: `lceval validate` and `lceval data status`: every spec is valid, some task's data is not installed
+DATA_MISSING = 4
 
 
 def _path(value: str | None) -> Path | None:
@@ -208,7 +212,7 @@ def tasks(args: argparse.Namespace, inv: Invocation) -> int:
         (spec,) = catalog.resolve_tasks(args.name)[:1]
         check_spec(spec, inv.plugins)
         print(f"# {spec.name}: resolved spec (defaults filled) from {spec.path}\n"
-              + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100))
+              + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100) + _where_from(spec))
         return 0
     if args.families:
         print(_families(catalog))
@@ -233,6 +237,34 @@ def tasks(args: argparse.Namespace, inv: Invocation) -> int:
         lines += [f"{a.name.ljust(width)}  {a.spec}" for a in sorted(catalog.models.values(), key=lambda a: a.name)]
     print("\n".join(lines))
     return 0
+
+
+def _where_from(spec: Any) -> str:
+    """`lceval tasks show`'s closing comment: each source of the resolved spec and the fields
+    it gave (siblings together: `generation.{top_p, stop}`), wrapped as YAML comments."""
+    by_source: dict[str, list[tuple[Any, ...]]] = {}
+    for at, source in spec.sources().items():
+        by_source.setdefault(source, []).append(at)
+    lines = ["# where each value came from:"] if by_source else []
+    order = [layer.describe() for layer in reversed(spec.layers)]  # the most specific first
+    for source, paths in sorted(by_source.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
+        groups: list[tuple[tuple[Any, ...], list[str]]] = []
+        for at in paths:
+            if groups and groups[-1][0] == at[:-1]:
+                groups[-1][1].append(str(at[-1]))
+            else:
+                groups.append((at[:-1], [str(at[-1])]))
+        fields = [", ".join(names) if not parent else ".".join(map(str, parent)) + "."
+                  + (names[0] if len(names) == 1 else "{" + ", ".join(names) + "}") for parent, names in groups]
+        line = f"#   {source}:"
+        for item in fields:
+            if len(line) + len(item) + 2 > 100 and not line.endswith(":"):
+                lines.append(line + ",")
+                line = "#     " + item
+            else:
+                line += (" " if line.endswith(":") else ", ") + item
+        lines.append(line)
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _families(catalog: Any) -> str:
@@ -273,11 +305,14 @@ def plugins(args: argparse.Namespace, inv: Invocation) -> int:
 def validate(args: argparse.Namespace, inv: Invocation) -> int:
     """Check spec files, or tasks and suites by name (schema, their type's options, that every
     plugin they name exists, and what the task type checks against its data), and plugin
-    packages; never runs a model."""
+    packages; never runs a model. A valid spec whose data is not installed is said to be, with
+    the command that installs it: exit 4 when that is all (2 when anything is invalid)."""
     from lceval.cli._plugin_check import check_plugin_package
+    from lceval.errors import DataMissing
 
-    out, ok = [], True
+    out, ok, installed = [], True, True
     catalog = None
+    needs = DataNeeds(inv.plugins)
     for raw in args.paths:
         path = Path(raw)
         try:
@@ -294,14 +329,23 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
             out.append(f"invalid {exc.render()}")
             continue
         for spec in specs:
-            try:
+            where = f"{path if path.is_file() else spec.path} (task '{spec.name}', type '{spec.type}')"
+            try:  # the spec against what of its data is here (first rows), then what else it needs
                 check_spec(spec, inv.plugins, data=True)
-                out.append(f"ok      {path if path.is_file() else spec.path} (task '{spec.name}', type '{spec.type}')")
+                row = needs.status([spec])[0]
+                if row.missing:
+                    installed = False
+                    out.append(f"valid; data not installed: {where}: {needs.summary(row)}. Run: {row.how}")
+                else:
+                    out.append(f"ok      {where}")
+            except DataMissing as exc:
+                installed = False
+                out.append(f"valid; data not installed: {exc.render()}")
             except UserError as exc:
                 ok = False
                 out.append(f"invalid {exc.render()}")
     print("\n".join(out))
-    return 0 if ok else 2
+    return 2 if not ok else 0 if installed else DATA_MISSING
 
 
 def _named_specs(catalog: Any, name: str) -> list[Any]:
@@ -312,53 +356,6 @@ def _named_specs(catalog: Any, name: str) -> list[Any]:
         raise UserError(f"'{name}' is neither a spec file, a plugin folder nor a task or suite name"
                         + (exc.message[exc.message.index("."):] if "Did you mean" in exc.message else ""),
                         hint="`lceval tasks` lists the task names.") from None
-
-
-# -- data ----------------------------------------------------------------------------------
-
-def data_fetch(args: argparse.Namespace, inv: Invocation) -> int:
-    from lceval.io import fetch
-
-    rep = fetch(inv.plugins.get("dataset", args.name), args.source, _path(args.data_home),
-                progress=sys.stderr.isatty())
-    print(f"{rep.name}: {rep.status} at {rep.path}")
-    return 0
-
-
-def data_list(args: argparse.Namespace, inv: Invocation) -> int:
-    from lceval.io import data_home
-
-    root = _path(args.data_home) or data_home()
-    for name, ds in sorted(inv.plugins.datasets.items()):
-        present = "installed" if (root / name / "CHECKSUMS.json").is_file() else "not fetched"
-        print(f"{name}  [{present}]  {ds.description}")
-    print(f"(data home: {root})")
-    return 0
-
-
-def data_paths(args: argparse.Namespace, inv: Invocation) -> int:
-    """The data home and the cache a command would use, and where each choice comes from, so
-    `$LCEVAL_DATA` in the README's examples can be looked up."""
-    from lceval.io import data_home
-
-    home, cache = _path(args.data_home), _path(args.cache)
-
-    def origin(flag: Path | None, env: str) -> str:
-        if flag is not None:
-            return "--data-home" if env == "LCEVAL_DATA" else "--cache"
-        return f"${env}" if os.environ.get(env) else f"default (set ${env} to change it)"
-
-    data, cache_file = Path(home or data_home()), Path(cache or Cache.default_path())
-    installed = sorted(p.name for p in data.iterdir() if (p / "CHECKSUMS.json").is_file()) if data.is_dir() else []
-    data_state = ("does not exist yet: `lceval data fetch NAME` creates it" if not data.exists() else
-                  f"datasets: {', '.join(installed)}" if installed else "exists, no dataset fetched yet")
-    cache_state = (f"exists, {cache_file.stat().st_size / 1e6:.1f} MB" if cache_file.is_file() else
-                   "does not exist yet: the first run creates it")
-    print(f"data home: {data}  [{origin(home, 'LCEVAL_DATA')}]\n"
-          f"           {data_state}\n"
-          f"cache:     {cache_file}  [{origin(cache, 'LCEVAL_CACHE')}]\n"
-          f"           {cache_state}")
-    return 0
 
 
 def cache_export(args: argparse.Namespace, inv: Invocation) -> int:

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 2 bad input (one paragraph naming file, field and line), 1 internal
 error, 3 stopped by a cost limit (`--max-cost`: the partial run is written; the same command
-resumes), 130 interrupted (finished work is in the cache; the same command resumes).
+resumes), 4 (`validate`, `data status`) every spec valid but some task's data not installed,
+130 interrupted (finished work is in the cache; the same command resumes).
 
 `lceval --tasks T --model M` (no sub-command, as lm-evaluation-harness users type it) is
 `lceval run --tasks T --model M`; `-p no:NAME` / `-p override:NAME` work anywhere on the line.

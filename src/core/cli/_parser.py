@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from lceval.cli import _commands as commands
+from lceval.cli import _data_commands as data_commands
 from lceval.engine import RunConfig
 from lceval.errors import UserError
 from lceval.options import Flag, flags_of
@@ -109,18 +110,41 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
 
     d = command("data", None, help="manage datasets in the data home")
     dsub = d.add_subparsers(dest="data_command", required=True)
-    f = dsub.add_parser("fetch", help="download (or copy with --from) a dataset into the data home")
-    f.set_defaults(handler=commands.data_fetch)
+    f = dsub.add_parser("fetch", help="download (or copy with --from) a dataset, or what tasks, suites or benchmark "
+                        "families need (Hub files, authors' files, encodings, models), into the data home and caches")
+    f.set_defaults(handler=data_commands.data_fetch)
     _verbosity(f)
-    f.add_argument("name")
-    f.add_argument("--from", dest="source", help="local folder holding the published archives, or a URL prefix")
+    f.add_argument("names", nargs="+", metavar="NAME", help="a dataset (`lceval data list`), or tasks, suites or "
+                   "families (`lceval tasks --families`)")
+    f.add_argument("--from", dest="source", help="local folder holding the published archives or the files only you "
+                   "can provide, or a URL prefix")
     f.add_argument("--data-home")
+    ds = dsub.add_parser("status", help="per task: is its data here (usable without network), and the command that "
+                         "gets what is missing (exit 4 if anything is)")
+    ds.set_defaults(handler=data_commands.data_status)
+    _verbosity(ds)
+    ds.add_argument("tasks", nargs="*", metavar="TASKS", help="tasks, suites or families (default: every task)")
+    ds.add_argument("--data-home")
+    dk = dsub.add_parser("pack", help="on a connected machine: fetch everything the tasks need and write it to one "
+                         "file for a machine without network")
+    dk.set_defaults(handler=data_commands.data_pack)
+    _verbosity(dk)
+    dk.add_argument("tasks", nargs="+", metavar="TASKS", help="tasks, suites or families")
+    dk.add_argument("-o", "--output", required=True, metavar="FILE", help="the pack to write (a tar file)")
+    dk.add_argument("--from", dest="source", help="folder holding the files only you can provide (as data fetch)")
+    dk.add_argument("--data-home")
+    du = dsub.add_parser("unpack", help="on the machine without network: install a pack into the data home and "
+                         "caches, checksums verified")
+    du.set_defaults(handler=data_commands.data_unpack)
+    _verbosity(du)
+    du.add_argument("file", metavar="FILE")
+    du.add_argument("--data-home")
     dl = dsub.add_parser("list", help="datasets known to the installed plugins")
-    dl.set_defaults(handler=commands.data_list)
+    dl.set_defaults(handler=data_commands.data_list)
     _verbosity(dl)
     dl.add_argument("--data-home")
     dp = dsub.add_parser("paths", help="where the data home and the request cache are, and why")
-    dp.set_defaults(handler=commands.data_paths)
+    dp.set_defaults(handler=data_commands.data_paths)
     _verbosity(dp)
     dp.add_argument("--data-home")
     dp.add_argument("--cache")

@@ -15,14 +15,18 @@
   `Plugins.current().open_method(...)` builds a long-context method (`press=NAME`) for a
   backend (lceval.methods).
 - Task specs: `TaskSpec` with its typed sections (`ReportSettings` among them) and its
-  manifest form, `load_spec`, `check_spec`; a spec folder's family file (`family_file`: its
-  fidelity record against the authors' code, whose departures `load_spec` adds to the tasks'
-  `report.differs_from_paper`).
+  manifest form, `load_spec`, `check_spec`; a spec folder's family file (`family_file`: the
+  `defaults` `load_spec` merges under each spec of the folder, and its fidelity record against
+  the authors' code, whose departures `load_spec` adds to the tasks' `report.differs_from_paper`);
+  `TaskSpec.sources()` says where each resolved value came from (`lceval tasks show`).
 - Models: `ModelSpec` (a model string parsed by the one parser), `ModelSpec.ENGINE_OPTIONS` (the
   model options every backend takes, which the engine reads: thinking markers, batches, cost limits),
   `model_label` (how a table
   names a model), `open_model` (a model through the request cache, for a plugin's command),
   `Cache` and `CachedModel` (the request cache and a backend seen through it).
+- Data a task needs on disk: `DataNeeds(plugins)` (`lceval data status / fetch / pack /
+  unpack`, and `validate`'s "data not installed"), built on each task type's `needs`; no run
+  is opened.
 - What reports and merges share: `tokens_label`, `removed_span` (a context cut), `assign` and
   `plan_fingerprint` (how a run's contexts are shared among its `--shard`s).
 """
@@ -32,6 +36,7 @@ from lceval.engine._cached_model import CachedModel
 from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._family import family_file
 from lceval.engine._context_policy import removed_span, tokens_label
+from lceval.engine._data import DataNeeds
 from lceval.engine._model_spec import ModelSpec, model_label
 from lceval.engine._plan import check_spec
 from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins
@@ -43,7 +48,7 @@ from lceval.engine._session import Session, open_model
 from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 
 __all__ = [
-    "Cache", "CachedModel", "Catalog", "FinishedRun", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings",
+    "Cache", "CachedModel", "Catalog", "DataNeeds", "FinishedRun", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings",
     "RunConfig", "RunRecord", "RunState", "Session", "TaskSpec",
     "assign", "check_spec", "family_file", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
     "plan_fingerprint", "removed_span", "tokens_label",

@@ -20,13 +20,15 @@ from lceval.engine._run_config import RunConfig, flag_of
 from lceval.engine._selection import ContextSelection, select_work
 from lceval.engine._spec import (JudgeChoice, TaskSpec, check_options, check_references,
                                   context_length_variants, with_overrides)
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
+from lceval.io import DataHomePath, DatasetNeed
 from lceval.io import data_home as current_data_home
 from lceval.io import fetch, line_of, offline_recipe, sha256_file
+from lceval.needs import Need
 from lceval.options import check_options as check_option_values
 from lceval.options import parse_judge_flag
-from lceval.options import options_schema_of
+from lceval.options import options_schema_of, unwrap
 from lceval.types import Conversation
 
 
@@ -127,6 +129,8 @@ def check_spec(spec: TaskSpec, plugins: Plugins, *, data: bool = False) -> TaskT
                           record_file=lambda path: None, retrievers=dict(plugins.retrievers))
         try:
             task_type.check(ctx)
+        except DataMissing as exc:
+            raise completed(exc, spec, plugins, ctx.data_home) from None
         except UserError as exc:
             raise _at_option(exc, spec) from None
     return task_type
@@ -138,7 +142,93 @@ def _at_option(exc: UserError, spec: TaskSpec) -> UserError:
     if exc.file or not (exc.field or "").startswith("options."):
         return exc
     at = tuple(int(p) if p.isdigit() else p for p in exc.field.split("."))
-    return UserError(exc.message, file=spec.path, field=exc.field, line=line_of(spec.lines, at), hint=exc.hint)
+    return spec.blame(exc.but(file=str(spec.path), line=line_of(spec.lines, at)))
+
+
+def _judge_needs(spec: TaskSpec, plugins: Plugins) -> list[Need]:
+    """What the spec's judge and metrics load (an NLI model): a judge factory may declare
+    `needs(options) -> list[Need]`, given its checked options with their defaults."""
+    out: list[Need] = []
+    for name, options in [(spec.judge.name, spec.judge.options), *((m.name, m.options) for m in spec.metrics)]:
+        factory = plugins.judges.get(name)
+        declare = getattr(unwrap(factory), "needs", None)
+        if factory is None or not callable(declare):
+            continue
+        schema = options_schema_of(factory)
+        checked = check_option_values(schema, dict(options), what=f"judge '{name}'") if schema is not None else dict(options)
+        out += list(declare(checked))
+    return out
+
+
+def needs_of(spec: TaskSpec, plugins: Plugins, data_home: Path) -> list[Need]:
+    """The spec's needs (checked first: an invalid spec raises), one per key: its dataset, what
+    its task type declares, what its judges load."""
+    task_type = check_spec(spec, plugins)
+    found: list[Need] = []
+    name = spec.dataset or task_type.dataset
+    if name and name in plugins.datasets:
+        found.append(DatasetNeed(plugins.datasets[name], data_home))
+    ctx = TaskContext(spec=spec.data, spec_path=spec.path, data_home=data_home, splits=spec.splits, limit=None,
+                      record_file=lambda path: None, retrievers=dict(plugins.retrievers))
+    try:
+        declared = task_type.needs(ctx)
+    except UserError as exc:
+        raise _at_option(exc, spec) from None
+    for need in [*declared, *_judge_needs(spec, plugins)]:
+        if isinstance(need, DataHomePath) and need.first in plugins.datasets:
+            need = DatasetNeed(plugins.datasets[need.first], data_home)
+        found.append(need)
+    return list({need.key: need for need in found}.values())
+
+
+def fetch_target(spec: TaskSpec, plugins: Plugins) -> str:
+    """What `lceval data fetch` is given to get everything the task needs: its family, unless
+    that is also a dataset's name (then `data fetch` takes the dataset alone): the task; a spec
+    file of no catalog folder: its path."""
+    from importlib import resources
+
+    folders = {Path(str(resources.files("lceval").joinpath("tasks"))).resolve() / spec.path.parent.name}
+    folders |= {Path(d).resolve() for d in plugins.spec_dirs}
+    if spec.path.parent.resolve() not in folders:
+        return str(spec.path)
+    return spec.family if spec.family not in plugins.datasets else spec.name
+
+
+def install_command(spec: TaskSpec, missing: list[Need], plugins: Plugins) -> str:
+    """The one command that installs `missing`: the need's own, or the task's family fetch."""
+    own = {need.command for need in missing}
+    if len(own) == 1 and None not in own:
+        return str(own.pop())
+    folder = " --from FOLDER" if any(need.from_folder for need in missing) else ""
+    return f"lceval data fetch {fetch_target(spec, plugins)}{folder}"
+
+
+def completed(exc: DataMissing, spec: TaskSpec, plugins: Plugins, data_home: Path) -> DataMissing:
+    """A task type's DataMissing placed at its spec line, named by its task, with the command
+    that installs what it lacks: the type's own, else the one for the task's missing needs."""
+    placed = _at_option(exc, spec)
+    message = placed.message if placed.message.startswith("task '") else f"task '{spec.name}': {placed.message}"
+    command = getattr(placed, "command", None)
+    if not command:
+        try:
+            missing = [need for need in needs_of(spec, plugins, data_home) if need.missing() is not None]
+        except UserError:
+            missing = []
+        command = install_command(spec, missing, plugins)
+    out = placed.but(message=message, command=command)
+    assert isinstance(out, DataMissing)
+    if network_off():
+        out.offline_hint = (f"No network here: on a connected machine run `lceval data pack {spec.name} -o FILE`, "
+                            "copy FILE here and run `lceval data unpack FILE`.")
+        out.args = (out.render(),)
+    return out
+
+
+def network_off() -> bool:
+    """The user said there is no network: HF_HUB_OFFLINE or HF_DATASETS_OFFLINE, the variables
+    every Hugging Face library honours (docs: "Running on a cluster without internet")."""
+    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+               for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
 def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: Plugins, data_home: Path,
@@ -163,6 +253,8 @@ def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: P
                       record_source=lambda source: read_from.append(dict(source)))
     try:
         conversations = task_type.load(ctx)
+    except DataMissing as exc:
+        raise completed(exc, spec, plugins, data_home) from None
     except UserError as exc:
         raise _in_spec(exc, spec, config) from None
     # a task type that does not ask select_context itself still gets only the chosen contexts
@@ -311,14 +403,14 @@ def ensure_datasets(plan: RunPlan, plugins: Plugins, data_home: Path, say: Calla
         if dataset is None or not dataset.files or dataset.collect is not None or (data_home / name).exists():
             continue
         if not auto:  # told, not fetched for: the commands that fetch it, online or not
-            raise UserError(f"dataset '{name}' is not in the data home ({data_home}) and {AUTO_FETCH_ENV}=0 "
-                            "turns fetching it on first use off",
-                            hint=f"Run: `lceval data fetch {name}`. {offline_recipe(dataset)}")
+            raise DataMissing(f"dataset '{name}' is not in the data home ({data_home}) and {AUTO_FETCH_ENV}=0 "
+                              "turns fetching it on first use off",
+                              hint=f"Run: `lceval data fetch {name}`. {offline_recipe(dataset)}")
         say(f"fetching dataset {name} from its official source (first use; verified against its checksums)")
         try:
             fetch(dataset, None, data_home)
         except UserError as exc:  # no field: the data home is where it is whether a flag chose it or not
-            raise UserError(f"dataset '{name}' is not in the data home ({data_home}) and could not be fetched: "
+            raise DataMissing(f"dataset '{name}' is not in the data home ({data_home}) and could not be fetched: "
                             f"{exc.message}",
                             hint=f"{offline_recipe(dataset)} ({AUTO_FETCH_ENV}=0 turns fetching on first use "
                                  "off.)") from None

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lceval.engine._context_policy import CUT_MARK, CutStyle, tokens_label
-from lceval.engine._family import with_family_departures
+from lceval.engine._family import with_family
+from lceval.engine._spec_layers import SpecLayer, layer_of, leaf_paths, merge_specs
 from lceval.errors import UserError
 from lceval.io import load_schema, unknown_name, validate
 from lceval.io import PathKey, line_of, load_yaml_with_lines
@@ -127,6 +128,9 @@ class TaskSpec:
     path: Path
     data: dict[str, Any]  # validated, defaults filled
     lines: dict[PathKey, int]
+    #: what the spec was resolved from, in order (lceval's defaults, the folder, the family's
+    #: defaults, the spec file ...): where each value came from, and which file an error names
+    layers: tuple[SpecLayer, ...] = ()
 
     @property
     def type(self) -> str:
@@ -264,18 +268,35 @@ class TaskSpec:
         return int(value) if value is not None else None
 
     def error(self, message: str, at: PathKey = ()) -> UserError:
-        return UserError(message, file=self.path, field=".".join(map(str, at)) or None,
-                         line=line_of(self.lines, at))
+        return self.blame(UserError(message, file=self.path, field=".".join(map(str, at)) or None,
+                                    line=line_of(self.lines, at)))
+
+    def blame(self, exc: UserError) -> UserError:
+        """An error about one of the spec's values, naming the file that value is written in:
+        a value the spec inherits from its family's defaults is fixed there."""
+        if exc.file != str(self.path) or not exc.field:
+            return exc
+        at = tuple(int(p) if p.isdigit() else p for p in exc.field.split("."))
+        layer = layer_of(self.layers, at)
+        if layer is None or layer.file is None or layer.file == self.path or not layer.prefix:
+            return exc
+        return exc.but(file=str(layer.file), field=".".join(map(str, layer.prefix + at)),
+                       line=line_of(layer.lines, layer.prefix + at))
+
+    def sources(self) -> dict[PathKey, str]:
+        """Where each value of the resolved spec came from (`lceval tasks show`): the layer
+        that gave it, else the task type's option defaults. Empty for a spec read back from
+        a manifest (it records the values, not their sources)."""
+        if not self.layers:
+            return {}
+        out = {}
+        for at in leaf_paths(self.data):
+            layer = layer_of(self.layers, at, exact=True)
+            out[at] = layer.describe() if layer is not None else f"the {self.type} task type's default"
+        return out
 
 
-def _merge(defaults: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(defaults)
-    for key, value in data.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
+_merge = merge_specs
 
 
 def load_spec(path: Path) -> TaskSpec:
@@ -284,11 +305,13 @@ def load_spec(path: Path) -> TaskSpec:
     raw, lines = load_yaml_with_lines(path)
     if not isinstance(raw, dict):
         raise UserError("a task spec must be a mapping of fields", file=path, line=1)
-    validate(raw, load_schema("task_spec.schema.json"), path, lines)
-    raw = with_family_departures(raw, path)
-    raw = _headline(raw, path, lines)
-    data = _merge(DEFAULTS, raw)
-    return TaskSpec(name=data["name"], path=path, data=data, lines=lines)
+    raw, layers = with_family(raw, path, lines)
+    headed = _headline(raw, path, lines)
+    if "judge" not in raw and "judge" in headed:
+        layers.append(SpecLayer("the headline metric", {"judge": headed["judge"]}))
+    data = _merge(DEFAULTS, headed)
+    return TaskSpec(name=data["name"], path=path, data=data, lines=lines,
+                    layers=(SpecLayer("lceval's default", DEFAULTS), *layers))
 
 
 def _headline(raw: dict[str, Any], path: Path, lines: dict[PathKey, int]) -> dict[str, Any]:
@@ -327,8 +350,11 @@ def check_options(spec: TaskSpec, options_schema: dict[str, Any], plugins: "Plug
     declared defaults (in place), so the resolved spec - shown by `lceval tasks show` and
     recorded in the manifest - holds every option the task type will use. With `plugins`, an
     option naming a plugin (PLUGIN_KEYWORD) must name one that is installed."""
-    validate(spec.options, options_schema, spec.path, spec.lines, prefix=("options",),
-             plugin_names=plugins.table if plugins is not None else None)
+    try:
+        validate(spec.options, options_schema, spec.path, spec.lines, prefix=("options",),
+                 plugin_names=plugins.table if plugins is not None else None)
+    except UserError as exc:
+        raise spec.blame(exc) from None
     for key, value in defaults(options_schema).items():
         spec.options.setdefault(key, value)
 
@@ -370,7 +396,8 @@ def with_overrides(spec: TaskSpec, overrides: dict[str, Any]) -> TaskSpec:
         return spec
     data = _merge(spec.data, overrides)
     validate(data, load_schema("task_spec.schema.json"), spec.path, spec.lines)
-    return TaskSpec(name=spec.name, path=spec.path, data=data, lines=spec.lines)
+    return TaskSpec(name=spec.name, path=spec.path, data=data, lines=spec.lines,
+                    layers=(*spec.layers, SpecLayer("the command line", overrides)))
 
 
 def context_length_variants(spec: TaskSpec, budgets: list[int | None] | None) -> list[TaskSpec]:

@@ -217,3 +217,13 @@ def test_bad_input_exits_2_naming_the_option(hub, monkeypatch, argv, words):
     essay = ["--set", f"options.essay={TEST_DATA / 'niah' / 'essays'}"] if "niah" in argv else []
     code, _, err = call("run", *argv, *essay, "--model", "scripted:x", "--limit", "1", "--dry-run")
     assert code == 2 and words in err, err
+
+
+def test_every_generated_sample_is_pinned(hub, tmp_path):
+    """samples_digest of every task's samples at 0k and 1k, from the shipped specs (issue 40:
+    their prompts' parts moved to the family's defaults, and no sample changed)."""
+    from tests.plugins.samples_digest import samples_digest
+
+    convs = [c for task in TASKS for c in load(f"babilong_{task}", tmp_path, splits=["0k", "1k"] if int(task[2:]) <= 5
+                                                else ["0k"])[0]]
+    assert samples_digest(convs) == "b1c917617f6250be248a15e238e619d601184a73bddc82cb4f7cd35fce15a8c5"

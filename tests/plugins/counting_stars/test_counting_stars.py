@@ -119,3 +119,17 @@ def test_a_run_scores_each_length_and_draws_the_star_heatmap(tmp_path):
     assert block["value"] == pytest.approx(100 * 4 / 32) and set(block["breakdowns"]["length"]) == {"4K", "8K"}
     lceval("report", str(run_dir), "--format", "html", "-o", str(tmp_path / "report.html"))
     assert "counting_stars_acquisition_en: score by star x length" in (tmp_path / "report.html").read_text()
+
+
+#: samples_digest of every sample (issue 40: the shared haystack builder changes none)
+SAMPLES = {("EN", "searching"): "5aa008f0d371f15eb0e646263791b3e5b7b1b514898dc11c1a3398008bcab6fc",
+           ("EN", "reasoning"): "43089213e8736bcf448f884fac7b191235856e27bc6f9b24db8d518a8db07887",
+           ("ZH", "searching"): "3638e5036110e4f6cbed6be78d8e35b565736b885e329380cfe8d75ac2168f5d",
+           ("ZH", "reasoning"): "f366c1093f461dcd42fec2d2dfee3ca33846b97709a631b234516f999265be06"}
+
+
+@pytest.mark.parametrize("language,task", sorted(SAMPLES))
+def test_every_generated_sample_is_pinned(language, task):
+    from tests.plugins.samples_digest import samples_digest
+
+    assert samples_digest(load(language, task)) == SAMPLES[(language, task)]

@@ -15,7 +15,10 @@ import yaml
 def _isolated_hf(tmp_path_factory, monkeypatch):
     """Nothing downloads and nothing lands in the user's caches: `datasets` writes its Arrow
     files under a scratch folder, the Hub cache is a scratch folder too, and the Hub is
-    offline (a test that needs a Hub file puts it in that cache first: `hub_cache`)."""
+    offline (a test that needs a Hub file puts it in that cache first: `hub_cache`) as on a
+    node whose environment sets HF_HUB_OFFLINE before Python starts: huggingface_hub and
+    `datasets` read it once, at import, so their flags are set too (the reader of a file in a
+    cached Hub archive failed only then)."""
     import datasets
     from huggingface_hub import constants
 
@@ -26,6 +29,8 @@ def _isolated_hf(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(base / "hub"))
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", base / "datasets")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(base / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     return base
 
 

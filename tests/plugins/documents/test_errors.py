@@ -118,8 +118,11 @@ def test_a_revision_not_in_the_local_cache_while_offline(tmp_path, capsys, _isol
     put_in_hub_cache(_isolated_hf / "hub", "someone/bench", "a" * 40, {"rows.json": json.dumps(ROWS).encode()})
     source = {"path": "someone/bench", "revision": "b" * 40, "data_files": "rows.json"}
     spec = spec_with(tmp_path, source=source)
-    out = validate(spec, capsys)
+    assert main(["validate", str(spec)]) == 4  # a valid spec whose data is not installed
+    out = capsys.readouterr().out
+    assert out.startswith("valid; data not installed: ")
     assert f"{spec}:{line_of(spec, 'revision:')}, field 'options.source.revision'" in out
+    assert f"Install it: `lceval data fetch {spec}`" in out
     assert f"revision '{'b' * 40}' of dataset someone/bench is not in the local Hugging Face cache and the Hub is " \
            "offline" in out
     spec = spec_with(tmp_path, source={**source, "revision": "a" * 40})  # the one the cache holds
@@ -128,8 +131,11 @@ def test_a_revision_not_in_the_local_cache_while_offline(tmp_path, capsys, _isol
 
 def test_a_missing_file_and_a_hub_dataset_without_a_revision(tmp_path, capsys):
     spec = spec_with(tmp_path, source={"data_files": "nope/*.jsonl"})
-    out = validate(spec, capsys)
+    assert main(["validate", str(spec)]) == 4  # valid: the data home lacks its files
+    out = capsys.readouterr().out
+    assert out.startswith("valid; data not installed: ")
     assert f"{spec}:{line_of(spec, 'data_files:')}" in out and "data file 'nope/*.jsonl' not found" in out
+    assert f"`lceval data fetch {spec} --from FOLDER`" in out
     spec = spec_with(tmp_path, source={"path": "someone/bench", "data_files": "rows.json"})
     assert "needs a pinned revision" in validate(spec, capsys)
 

@@ -22,12 +22,20 @@ CATALOG = load_catalog(load_plugins())
 
 
 def local_copy(name: str, data: Path, folder: Path) -> Path:
-    """The shipped spec with its rows read from `data` instead of the Hub."""
-    spec = yaml.safe_load(CATALOG.spec(name).path.read_text(encoding="utf-8"))
-    source = spec["options"]["source"]
+    """The shipped spec with its rows read from `data` instead of the Hub, beside a copy of its
+    family's _family.yaml (the defaults it leaves out, less the Hub source) in a folder of the
+    family's name."""
+    shipped = CATALOG.spec(name).path
+    family = folder / shipped.parent.name
+    family.mkdir()
+    defaults = yaml.safe_load((shipped.parent / "_family.yaml").read_text(encoding="utf-8"))
+    defaults["defaults"]["options"].pop("source", None)
+    (family / "_family.yaml").write_text(yaml.safe_dump(defaults, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    spec = yaml.safe_load(shipped.read_text(encoding="utf-8"))
+    source = CATALOG.spec(name).options["source"]
     spec["options"]["source"] = {"data_files": str(data), "split": source.get("split", "test"),
                                  **({"where": source["where"]} if source.get("where") else {})}
-    path = folder / f"{name}.yaml"
+    path = family / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
 

@@ -17,6 +17,7 @@ from lceval.types import CONTEXT_SLOT, Generation, GenerationRequest, JudgeInput
 from tests.paths import TEST_DATA
 
 from .conftest import load_shipped, put_in_hub_cache, write_jsonl, write_spec
+from tests.conftest import spec_notes
 
 PLUGINS = load_plugins()
 CATALOG = load_catalog(PLUGINS)
@@ -75,7 +76,7 @@ def test_four_tasks_a_suite_and_a_family():
     assert sorted(CATALOG.suites["loogle"]) == sorted(f"loogle_{t}" for t in PROMPTS)
     for task in PROMPTS:
         spec = CATALOG.spec(f"loogle_{task}")
-        assert spec.data["family"] == "loogle" and "bigai-nlco/LooGLE" in spec.path.read_text()
+        assert spec.data["family"] == "loogle" and "bigai-nlco/LooGLE" in spec_notes(spec)
         assert spec.data["generation"]["max_new_tokens"] == MAXLEN[task]
         assert spec.data["context"] == {"policy": "truncate-middle", "cut": "prompt", "marker": ""}
 

@@ -19,6 +19,7 @@ from lceval.types import CONTEXT_SLOT, JudgeInput
 from tests.paths import TEST_DATA
 
 from .conftest import load_shipped, put_in_hub_cache, write_jsonl, write_spec
+from tests.conftest import spec_notes
 
 PLUGINS = load_plugins()
 CATALOG = load_catalog(PLUGINS)
@@ -105,7 +106,7 @@ def test_eleven_datasets_at_five_lengths_with_suites_and_a_family():
     assert CATALOG.suites["lveval"] == [f"lveval_{length}" for length in LENGTHS]
     for name in names:
         spec = CATALOG.spec(name)
-        assert spec.data["family"] == "lveval" and "infinigence/LVEval" in spec.path.read_text()
+        assert spec.data["family"] == "lveval" and "infinigence/LVEval" in spec_notes(spec)
         assert spec.data["context"] == {"policy": "truncate-middle", "cut": "prompt", "marker": ""}
 
 

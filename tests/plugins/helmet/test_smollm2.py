@@ -5,6 +5,7 @@ plus each question's own tokens)."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 def test_a_storys_questions_prefill_it_once(tmp_path):
     pytest.importorskip("llama_cpp")
-    data = yaml.safe_load(CATALOG.spec("helmet_narrativeqa").path.read_text())
+    data = copy.deepcopy(CATALOG.spec("helmet_narrativeqa").data)
     hub = tmp_path / "helmet" / "hub" / "narrativeqa"
     hub.mkdir(parents=True)
     for name, rows in (("test", narrativeqa_rows(2, 3, 500)), ("train", narrativeqa_rows(3, 2, 20))):

@@ -4,6 +4,7 @@ spec, the field and the value."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 
@@ -87,7 +88,7 @@ def test_limit_takes_the_first_drawn_rows_of_each_length():
 
 
 def bad_spec(tmp_path, change) -> str:
-    data = yaml.safe_load(CATALOG.spec("helmet_json_kv").path.read_text())
+    data = copy.deepcopy(CATALOG.spec("helmet_json_kv").data)
     change(data)
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(data))

@@ -23,6 +23,7 @@ from tests.plugins.graphwalks.test_graphwalks import Answering
 from tests.plugins.judges.test_llm_judges import ScriptedJudgeModel, plugins_with_models
 from tests.plugins.documents.conftest import load_shipped
 from tests.paths import TEST_DATA
+from tests.conftest import spec_notes
 
 PLUGINS = load_plugins()
 CATALOG = load_catalog(PLUGINS)
@@ -57,7 +58,7 @@ def test_three_specs_a_suite_and_a_family():
     for name in ("longwriter", "longwriter_en", "longwriter_ruler"):
         spec = CATALOG.spec(name)
         assert spec.data["generation"]["max_new_tokens"] == 32768 and spec.data["generation"]["temperature"] == 0.5
-        assert spec.data["context"]["policy"] == "error" and "THUDM/LongWriter" in spec.path.read_text()
+        assert spec.data["context"]["policy"] == "error" and "THUDM/LongWriter" in spec_notes(spec)
 
 
 @pytest.mark.parametrize("name, file", [("longwriter", "longbench_write.jsonl"), ("longwriter_en", "longbench_write_en.jsonl"),

@@ -186,3 +186,18 @@ def test_a_run_of_a_shipped_spec_scores_and_draws_the_heatmap(tmp_path):
     assert block["n"] == 8 and set(block["breakdowns"]["language"]) == {"en", "zh"}
     lceval("report", str(run_dir), "--format", "html", "-o", str(tmp_path / "report.html"))
     assert "needlebench_single_4k: score by depth x length" in (tmp_path / "report.html").read_text()
+
+
+#: samples_digest of every sample of each kind (issue 40: the shared haystack builder changes none)
+SAMPLES = {"single": "f9b7e1bec5e9af63662f27f88585f05273f32f235e35a20c8faf364384962e46",
+           "multi_retrieval": "88d08b8915603fffbc4fdfd44c5b874f22d2f8e9e5fef8436a66b6b41854079a",
+           "multi_reasoning": "d1898e358f601eb1d9ef8ce106cf2a2f9b3f7b8b880b8da45f7a88099b598f3a",
+           "atc": "f7db7ea8d709fb5529d3b671bea849dfece9d02c07ae990b2290c4294a9dcde5"}
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_every_generated_sample_is_pinned(kind):
+    from tests.plugins.samples_digest import samples_digest
+
+    convs = load(kind, splits=("1000", "2000")) if kind != "atc" else load(kind, splits=(), needle_counts=[2, 5, 8])
+    assert samples_digest(convs) == SAMPLES[kind]

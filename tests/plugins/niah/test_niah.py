@@ -178,3 +178,16 @@ def test_the_rubric_judge_grades_on_the_authors_rubric(tmp_path):
     assert "Score 7: The answer aligns with the reference but has minor omissions.\n" in prompt
     assert "### Reference answer (score 10):\nThe best thing to do in San Francisco is eat a sandwich" in prompt
     assert request.params.temperature == 0.0
+
+
+#: samples_digest of every sample (issue 40: the shared haystack builder changes none)
+SAMPLES = {("linear", 1000): "bbb4f86c1b97d6c9619fc4e2e568b5d55aa42160caa62cdd92280062f5c1be6c",
+           ("sigmoid", 300): "624abf6efa98ef1402f17d5ddfcd4620f1077ecac088c9be4d86378477ba4ef2"}
+
+
+@pytest.mark.parametrize("kind,length", sorted(SAMPLES))
+def test_every_generated_sample_is_pinned(kind, length):
+    from tests.plugins.samples_digest import samples_digest
+
+    convs = load({"depth_interval_type": kind}, length, model=RegexModel(window=None))
+    assert samples_digest(convs) == SAMPLES[(kind, length)]

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from lceval.errors import UserError
-from lceval_plugins.noise.align import align, edit_counts
-from lceval_plugins.noise.corpus import Corpus, canonical_sha256, read_corpus
-from lceval_plugins.noise.inject import inject, measure
-from lceval_plugins.noise.rules import build_rules, load_rules, write_rules
-from lceval_plugins.noise.text import PROTECTED, normalize, words
+from lceval_plugins.transcript_noise.align import align, edit_counts
+from lceval_plugins.transcript_noise.corpus import Corpus, canonical_sha256, read_corpus
+from lceval_plugins.transcript_noise.inject import inject, measure
+from lceval_plugins.transcript_noise.rules import build_rules, load_rules, write_rules
+from lceval_plugins.transcript_noise.text import PROTECTED, normalize, words
 from tests.paths import TEST_DATA
 
 DATA = TEST_DATA / "noise"

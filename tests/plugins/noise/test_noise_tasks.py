@@ -12,10 +12,10 @@ import pytest
 
 from lceval.errors import UserError
 from lceval.interfaces import TaskContext
-from lceval_plugins.noise import transcripts
-from lceval_plugins.noise.corpus import read_corpus
+from lceval_plugins.transcript_noise import transcripts
+from lceval_plugins.transcript_noise.corpus import read_corpus
 from lceval_plugins.noise.report import format_report, noise_report
-from lceval_plugins.noise.rules import build_rules, write_rules
+from lceval_plugins.transcript_noise.rules import build_rules, write_rules
 from lceval_plugins.cream.task import CreamTaskType
 from lceval_plugins.elitr.task import ElitrTaskType
 
@@ -60,7 +60,7 @@ def test_elitr_noise_option_builds_and_caches_noisy_transcripts(noise_home, tmp_
     assert noise["effective_wer"] == first.metadata["noise_wer"] and noise["seed"] == 1
     assert {p.name for p in files} >= {"rules.json", f"{transcripts.cache_key(noise['transcript_sha256'], noise['rules_sha256'], 0.8, 1, True)}.txt"}
     # a second load reads the cache: the injection never runs again
-    monkeypatch.setattr("lceval_plugins.noise.inject.inject", lambda *a, **k: pytest.fail("rebuilt"))
+    monkeypatch.setattr("lceval_plugins.transcript_noise.inject.inject", lambda *a, **k: pytest.fail("rebuilt"))
     again = ElitrTaskType().load(context(noise_home, tmp_path, options, {}, []))
     assert [c.context for c in again] == [c.context for c in convs]
 

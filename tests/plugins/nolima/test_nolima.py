@@ -142,3 +142,12 @@ def test_a_run_scores_per_length_and_draws_the_heatmap(tmp_path):
     assert set(block["breakdowns"]["depth"]) == {"0", "24", "48", "100"}    # --limit 4 spans the depths
     lceval("report", str(run_dir), "--format", "html", "-o", str(tmp_path / "report.html"))
     assert "nolima: score by depth x length" in (tmp_path / "report.html").read_text()
+
+
+def test_every_generated_sample_is_pinned():
+    """samples_digest of every sample, distractors included (issue 40: the shared haystack
+    builder changes none)."""
+    from tests.plugins.samples_digest import samples_digest
+
+    convs = load({"needle_set": "needlesets/needle_set_w_Distractor.json"}, splits=("250", "500", "1K"))
+    assert samples_digest(convs) == "b4b5babba5e78a49f15153a6eee18d5ceb0764055340b097b333f1034b68c494"

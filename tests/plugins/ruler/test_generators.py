@@ -15,7 +15,7 @@ from lceval.errors import UserError
 from lceval.interfaces import TaskContext
 from lceval.types import CONTEXT_SLOT
 from lceval_plugins.ruler.aggregation import zeta
-from lceval_plugins.ruler.haystack import DEPTHS, NOISE
+from lceval_plugins.ruler.common import DEPTHS, NOISE
 from lceval_plugins.ruler.niah import niah_template
 from lceval_plugins.ruler.task import TASK_TYPES
 
@@ -326,3 +326,26 @@ def test_the_haystack_is_tokenized_once_and_each_sample_counted_about_once(tmp_p
     load("ruler_niah", {"haystack": "essay", "essay": essay, "num_samples": 40}, 8192, model=model, limit=40)
     # the next length tokenizes only the sentences it adds (the source is kept for the run)
     assert model.tokenized - first < 4096 + 2000 and model.prompts <= 40 + 3
+
+
+#: samples_digest of the first 4 samples of each case at 2,048 tokens (issue 40: the shared
+#: haystack builder changes none)
+SAMPLES = ["3a3f5f5079bc81636c7e196a254c4ceccc7102b9f9a158ca79f0bf89922e4d84",
+           "7fb5d024a8bbd669032250d2579c4a2e02cdda7c33650df638b0b6bb8372889b",
+           "29e4fe801eb00677c636f289a035ade6cfe2d115ad6880f6cddf08d5f2c7f456",
+           "8e3966bdeeecfde416f2d0ef48c289829d0400441fc1aad922ad4bc0f28ef1b5",
+           "e95af8ff3b9f8d33f160e3a287c5ae04f28da2e21c0503313da9c1a4033c0f90",
+           "1a5b280ef647f1c8ec80bb988195e6c52c4594e2e2779168ab458d3bf7d85df4",
+           "a91e9ded7ad4a5d162c7ae8a2d9b22405d918f30c0579027f68c5edfc375c532",
+           "4f73f6759fe7cbd36f39cca8419abdc004e1dc0bcd6b4a1c7ac4d16eb93df242",
+           "f42b2c07c5eabe81fe8a85ed2ea1cbb37e2e12b18073192b301380b9185a1052"]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_every_generated_sample_is_pinned(case, tmp_path):
+    from tests.plugins.samples_digest import samples_digest
+
+    kind, options = CASES[case]
+    if options.get("haystack") == "essay":
+        options = {**options, "essay": str(essay_folder(tmp_path))}
+    assert samples_digest(load(kind, options, 2048, limit=4)) == SAMPLES[case]

@@ -13,7 +13,7 @@ import pytest
 from lceval.engine import RunConfig, load_catalog, load_plugins
 from lceval.types import Message
 
-from tests.conftest import ScriptedModel, execute_config, plugins_with_model
+from tests.conftest import ScriptedModel, execute_config, plugins_with_model, spec_notes
 
 from .conftest import AUTHORS_PROMPTS, ROWS
 
@@ -48,7 +48,7 @@ def test_every_task_in_both_modes_is_shipped_with_a_suite():
     for name in SPECS:
         spec = CATALOG.spec(name)
         assert spec.data["family"] == "scbench" and "Li et al." in spec.data["citation"]
-        assert "fb56c917f618e8645f1cfc37535afd7424d78f0d" in spec.path.read_text()
+        assert "fb56c917f618e8645f1cfc37535afd7424d78f0d" in spec_notes(spec)
 
 
 @pytest.mark.parametrize("name", SPECS)

@@ -18,6 +18,7 @@ from lceval.errors import UserError
 from lceval.interfaces import Dataset, DatasetFile, TaskContext, TaskType
 from lceval.types import CONTEXT_SLOT, Conversation, Turn
 
+from tests import elitr_tiny
 from tests.cli import call
 from tests.conftest import ScriptedModel, serve_scripted
 
@@ -120,7 +121,11 @@ def test_the_pasted_commands_work_and_an_empty_folder_lists_every_missing_archiv
     assert "notes: installed" in out
 
 
-def test_validate_takes_task_and_suite_names(tmp_path):
+def test_validate_takes_task_and_suite_names(tmp_path, monkeypatch):
+    code, out, _ = call("validate", "elitr_qa")  # valid, its data not fetched yet: exit 4, and how to get it
+    assert code == 4 and out.startswith("valid; data not installed: ")
+    assert "elitr_qa.yaml (task 'elitr_qa', type 'elitr')" in out and "Run: `lceval data fetch elitr-bench`" in out
+    monkeypatch.setenv("LCEVAL_DATA", str(elitr_tiny.build(tmp_path / "home")))
     code, out, err = call("validate", "elitr_qa")
     assert code == 0, err
     assert out.startswith("ok      ") and "elitr_qa.yaml (task 'elitr_qa', type 'elitr')" in out

@@ -94,6 +94,8 @@ def shadow_site(tmp_path: Path) -> Path:
     builtin = REPO / "tasks" / "elitr" / "elitr_qa.yaml"
     text = re.sub(r"(?m)^description:.*$", "description: SHADOW copy", builtin.read_text())
     (specs / "elitr_qa.yaml").write_text(text)
+    # the spec's family defaults come with it (a plugin's spec folder has them as tasks/<family>/ has)
+    (specs / "_family.yaml").write_text((builtin.parent / "_family.yaml").read_text())
     return site
 
 

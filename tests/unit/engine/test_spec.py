@@ -87,9 +87,12 @@ def test_task_type_options_are_checked_with_line(tmp_path):
     assert err.value.field == "options.mode" and err.value.line == 6
 
 
-def test_validate_cli_exit_2_without_traceback(tmp_path, capsys):
+def test_validate_cli_exit_2_without_traceback(tmp_path, capsys, tiny_home, monkeypatch):
     bad = write(tmp_path, GOOD.replace("max_new_tokens: 64", "max_new_tokens: -3"), "bad.yaml")
     good = write(tmp_path, GOOD, "good.yaml")
+    assert main(["validate", str(good)]) == 4  # valid, its dataset not installed yet
+    assert "valid; data not installed: " in capsys.readouterr().out
+    monkeypatch.setenv("LCEVAL_DATA", str(tiny_home))
     assert main(["validate", str(good)]) == 0
     assert main(["validate", str(good), str(bad)]) == 2
     out = capsys.readouterr().out

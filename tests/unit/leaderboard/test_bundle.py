@@ -26,7 +26,6 @@ from lceval.results import sample_from_record, score_task
 
 from tests import cli as commands
 from tests import elitr_tiny
-from tests.paths import REPO
 
 DATASET = "tiny-elitr"
 
@@ -78,7 +77,7 @@ def setup(tmp_path):
     plugins = _plugins(archives / "tiny.zip")
     fetch(plugins.datasets[DATASET], str(archives), home)
     spec = tmp_path / "tiny_qa.yaml"
-    spec.write_text((REPO / "tasks" / "elitr" / "elitr_qa.yaml").read_text().replace("name: elitr_qa", "name: tiny_qa")
+    spec.write_text(commands.lceval("tasks", "show", "elitr_qa").replace("name: elitr_qa", "name: tiny_qa")
                     .replace("dataset: elitr-bench", f"dataset: {DATASET}"))
     recorded = home / DATASET / "generated-responses" / "tiny_{split}.json"
     ((run_dir, _),) = commands.run(tasks=str(spec), models=[f"replay:{recorded}#M"],

@@ -15,10 +15,9 @@ from lceval.errors import UserError
 from lceval.results import add_up, first_difference
 from lceval_plugins.summhay.template import write_template
 
-from tests.cli import merge
+from tests.cli import lceval, merge
 from tests.conftest import ScriptedModel
 from tests.shards import assert_same_results, engine_run, read
-from tests.paths import REPO
 
 
 def sharded(tasks: str, home: Path, out: Path, n: int, **config) -> list[Path]:
@@ -62,10 +61,10 @@ def test_summhay(task, three_haystacks, tmp_path):
 
 def test_two_benchmarks_in_one_run_where_some_shards_hold_no_context_of_a_task(tiny_home, three_haystacks,
                                                                                tmp_path):
-    spec = (REPO / "tasks" / "summhay" / "summhay_full.yaml").read_text()
+    spec = lceval("tasks", "show", "summhay_full")  # the resolved spec, as a user copies one
     spec = spec.replace("name: summhay_full", "name: my_summhay").replace(
-        "  retriever: full\n", f"  retriever: full\n  haystack: {three_haystacks['options.haystack']}\n"
-        "  budget_tokenizer: words\n")
+        "  retriever: full\n", f"  retriever: full\n  haystack: {three_haystacks['options.haystack']}\n").replace(
+        "  budget_tokenizer: auto\n", "  budget_tokenizer: words\n")
     path = tmp_path / "my_summhay.yaml"
     path.write_text(spec)
     tasks = f"elitr_qa,{path}"

@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import ast
 import json
-from typing import Any, Callable, Hashable
+from typing import Any, Hashable
 
-from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.judging import SampledJudge, require_model, sampling_options, sha256_text
 from lceval.options import check_options
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
 
-from .metric_base import MetricJudge, metric_options
+from lceval_plugins.judges.metric_base import MetricJudge, metric_options
 
 METRICS = ("bleu1", "bleu4", "rouge1", "rouge2", "rougeL", "meteor")
 
@@ -267,10 +266,3 @@ class LooGLEGPT4Judge(SampledJudge, Judge):
         return {"judge": self.name, "version": 1, "task": self.task,
                 "template_sha256": sha256_text(QA_SYSTEM if self.task == "qa" else SUMMARY_PROMPT),
                 **self.sampling_identity()}
-
-
-@hookimpl
-def register_judges(register: Callable[..., None]) -> None:
-    for cls in (LooGLEJudge, LooGLEClozeJudge):
-        register(cls.name, cls, options_schema=cls.OPTIONS)
-    register(LooGLEGPT4Judge.name, LooGLEGPT4Judge, options_schema=LooGLEGPT4Judge.OPTIONS)

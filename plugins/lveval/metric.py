@@ -33,12 +33,11 @@ import string
 from collections import Counter
 from typing import Any, Callable
 
-from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.types import JudgeInput
 
-from .metric_base import REFERENCES, MetricJudge, metric_options
-from .metrics_text import longbench_rouge_score, token_f1
+from lceval_plugins.judges.metric_base import REFERENCES, MetricJudge, metric_options
+from lceval_plugins.judges.metrics_text import longbench_rouge_score, token_f1
 
 #: infinigence/LVEval metrics.py ABANDON_WORDS_EN, verbatim
 ABANDON_WORDS_EN = frozenset([
@@ -203,8 +202,3 @@ class LVEvalJudge(MetricJudge):
         scores = [function(prediction, r, keywords) for r in references]
         best = max(range(len(scores)), key=lambda i: scores[i])
         return scores[best], {"reference": best, "keywords": keywords or None}
-
-
-@hookimpl
-def register_judges(register: Callable[..., None]) -> None:
-    register(LVEvalJudge.name, LVEvalJudge, options_schema=LVEvalJudge.OPTIONS)

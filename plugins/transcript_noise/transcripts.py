@@ -1,4 +1,5 @@
-"""`options.noise` of the task types that read ELITR transcripts (`elitr`, `cream`).
+"""The ELITR-Bench transcripts the task types read (`elitr`, `cream`: `read_transcript`), and
+their `options.noise`.
 
 A noisy transcript is built once per (transcript, rules, level, seed, protect) and kept in
 the data home under the hash of those inputs (`noise/transcripts/<hash>.txt` with its facts
@@ -20,9 +21,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lceval.io import write_text_atomic
+from lceval.io import read_text, write_text_atomic
 from lceval.io import sha256_file
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.interfaces import TaskContext
 
 
@@ -109,6 +110,17 @@ def noisy_transcript(transcript: str, rules_file: Path, target: float, seed: int
     return txt, facts
 
 
+def noise_needs(noise: dict[str, Any] | None, ctx: TaskContext) -> list[Any]:
+    """The rules file a noisy variant reads from the data home's noise/ folder (which the user
+    builds with `lceval noise rules`; `lceval data pack` carries it)."""
+    from lceval.io import DataHomePath
+
+    if not noise or Path(str(noise["rules"])).expanduser().is_absolute() or Path(str(noise["rules"])).is_file():
+        return []
+    return [DataHomePath(f"noise/{noise['rules']}", ctx.data_home,
+                         "a rules file built with `lceval noise corpus` and `lceval noise rules` (docs/tasks/noise.md)")]
+
+
 def apply_noise(ctx: TaskContext, noise: dict[str, Any] | None, transcript: str,
                 context_id: str) -> tuple[str, dict[str, Any]]:
     """The transcript a task type should use, and the metadata to add to its conversations.
@@ -117,10 +129,10 @@ def apply_noise(ctx: TaskContext, noise: dict[str, Any] | None, transcript: str,
         return transcript, {}
     path = rules_path(str(noise["rules"]), ctx.data_home)
     if not path.is_file():
-        raise UserError(f"noise rules file '{noise['rules']}' not found (looked in the current folder and "
-                        f"{ctx.data_home / 'noise'})", file=ctx.spec_path, field="options.noise.rules",
-                        hint="Build one: lceval noise corpus --elitr -o corpus.jsonl && lceval noise rules "
-                             f"corpus.jsonl -o {ctx.data_home / 'noise' / noise['rules']}")
+        raise DataMissing(f"noise rules file '{noise['rules']}' not found (looked in the current folder and "
+                          f"{ctx.data_home / 'noise'})", file=ctx.spec_path, field="options.noise.rules",
+                          hint="Build one: lceval noise corpus --elitr -o corpus.jsonl && lceval noise rules "
+                               f"corpus.jsonl -o {ctx.data_home / 'noise' / noise['rules']}")
     ctx.record_file(path)
     txt, facts = noisy_transcript(transcript, path, float(noise["wer"]), int(noise.get("seed", 0)),
                                   bool(noise.get("protect", True)), ctx.data_home,
@@ -130,3 +142,18 @@ def apply_noise(ctx: TaskContext, noise: dict[str, Any] | None, transcript: str,
     meta = {"noise_target_wer": facts["target_wer"], "noise_wer": facts["effective_wer"],
             "noise_seed": facts["seed"], "noise_rules": facts["rules_sha256"][:12]}
     return txt.read_bytes().decode("utf-8"), meta
+
+
+def read_transcript(root: Path, meeting: str, ctx: TaskContext) -> str:
+    """The transcript of `meeting` in the dataset folder `root`, recorded (an empty one refused)."""
+    path = root / "transcripts" / f"{meeting}.txt"
+    if not path.exists():
+        raise UserError(f"transcript of {meeting} not found", file=path,
+                        hint="Run: lceval data fetch elitr-bench [--from DIR]")
+    text = read_text(path, what=f"transcript of {meeting}")
+    if not text.strip():
+        # answering questions about nothing would score the model on guesses
+        raise UserError(f"transcript of {meeting} is empty ({len(text.encode())} bytes)", file=path,
+                        hint="Fetch the data again: lceval data fetch elitr-bench [--from DIR]")
+    ctx.record_file(path)
+    return text

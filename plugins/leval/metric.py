@@ -35,9 +35,8 @@ import json
 import re
 import string
 from pathlib import Path
-from typing import Any, Callable, Hashable
+from typing import Any, Hashable
 
-from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.io import quote
@@ -45,7 +44,7 @@ from lceval.judging import SampledJudge, require_model, sampling_options, sha256
 from lceval.options import check_options
 from lceval.types import GenerationParams, GenerationRequest, JudgeInput, Judgment, Message
 
-from .metric_base import MetricJudge, metric_options
+from lceval_plugins.judges.metric_base import MetricJudge, metric_options
 
 _PUNCTUATION = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -402,10 +401,3 @@ class LEvalPairJudge(SampledJudge, Judge):
                 "system_prompt_sha256": self.system_prompt_identity(),
                 "baseline_sha256": sha256_text(json.dumps(sorted(self.baseline.items()), ensure_ascii=False)),
                 **self.sampling_identity()}
-
-
-@hookimpl
-def register_judges(register: Callable[..., None]) -> None:
-    for cls in (LEvalExamJudge, LEvalRougeJudge):
-        register(cls.name, cls, options_schema=cls.OPTIONS)
-    register(LEvalPairJudge.name, LEvalPairJudge, options_schema=LEvalPairJudge.OPTIONS)
