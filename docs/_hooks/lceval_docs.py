@@ -9,8 +9,8 @@
   (prompts, caps, cut, metric), what differs and by how much, the commit it was checked against
   and the published answers re-scored, from each spec folder's `_family.yaml` and the specs'
   `report.differs_from_paper` (`fidelity_ledger`).
-- `contributing.md`: CONTRIBUTING.md from the repository root, so the plugin author's guide
-  and the conventions are one text, in the site and on GitHub.
+- `contributing.md`: CONTRIBUTING.md from the repository root, so the contributor's guide is
+  one text, in the site and on GitHub.
 - `<!-- lceval-options: KIND NAME -->` in a page becomes the table of that plugin's typed
   options (`lceval.options.describe` of its `options_schema`), what `lceval plugins NAME`
   prints; an unknown plugin fails the build.
@@ -58,11 +58,13 @@ BENCHMARK_PAGES = {"longbench_v2": "tasks/longbench.md", "infinitebench": "tasks
 LIST_RE = re.compile(r"^<!-- lceval-plugins: ([a-z-]+) -->$", re.M)
 HARNESSES_RE = re.compile(r"^<!-- lceval-harnesses -->$", re.M)
 HARNESSES = ROOT / "docs" / "_data" / "harnesses.yaml"
-#: the API reference: one page per public module (CONTRIBUTING, "The public API"), each the
-#: module's docstrings through mkdocstrings; mkdocs.yml's nav lists the same pages
+#: the API reference: one page per public module (docs/plugins.md, "The public API"), each the
+#: module's docstrings through mkdocstrings; mkdocs.yml's nav lists the same pages. A public module
+#: kept only so that plugins written against an older lceval still import (a re-export of one
+#: listed here) gets no page: the docs send readers to the module it re-exports.
 API_MODULES = ("lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.needs", "lceval.options",
                "lceval.hookspecs", "lceval.methods", "lceval.judging", "lceval.tokens", "lceval.hf_tokens", "lceval.reasoning", "lceval.stats",
-               "lceval.safeio", "lceval.io", "lceval.results", "lceval.analysis", "lceval.report",
+               "lceval.io", "lceval.results", "lceval.analysis", "lceval.report",
                "lceval.engine", "lceval.launch")
 
 

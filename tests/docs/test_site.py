@@ -117,7 +117,11 @@ def test_the_api_reference_renders_every_public_module(site: Path):
     finally:
         sys.path.pop(0)
     top_level = {f"lceval.{p.stem}" for p in (REPO / "src" / "core").glob("*.py") if not p.stem.startswith("_")}
-    assert top_level <= set(hook.API_MODULES), f"public modules without an API page: {top_level - set(hook.API_MODULES)}"
+    pages = [importlib.import_module(m) for m in hook.API_MODULES]
+    for name in sorted(top_level - set(hook.API_MODULES)):  # only an old name kept for old plugins may go without
+        shim = importlib.import_module(name)
+        assert any(all(getattr(shim, n) is getattr(m, n, None) for n in shim.__all__) for m in pages), \
+            f"public module without an API page: {name} (not a re-export of a documented module)"
     for module in hook.API_MODULES:
         page = (site / "api" / module / "index.html").read_text(encoding="utf-8")
         exported = [n for n in getattr(importlib.import_module(module), "__all__", []) if not n.startswith("_")]
