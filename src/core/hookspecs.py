@@ -5,7 +5,7 @@ decorates functions named like these hooks with ``lceval.hookimpl``. Each ``regi
 receives a ``register`` callback, called once per thing provided. A plugin registers all or
 nothing, names are global (built-ins win a clash unless ``-p override:NAME``), and options are
 declared with ``options_schema`` (``lceval.options``). The guide to writing one, with the
-example package, is docs/plugins.md; CONTRIBUTING.md "Writing a plugin" has one section per hook.
+example package and one section per hook, is docs/plugins.md.
 """
 
 from __future__ import annotations

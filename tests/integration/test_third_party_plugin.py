@@ -1,4 +1,4 @@
-"""Done-when of the plugin contract: a package written from CONTRIBUTING alone
+"""Done-when of the plugin contract: a package written from the plugin guide alone
 (tests/data/thirdparty_plugin), installed with pip into a scratch folder, gets typed options
 for free, needs no `lceval_plugins` import, and can neither break nor silently shadow a
 built-in: its clashes are printed on every command and recorded, an override is explicit,
@@ -20,7 +20,7 @@ from ..conftest import only_run
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "tests" / "data" / "thirdparty_plugin"
-#: The modules CONTRIBUTING.md documents as lceval's public API.
+#: The modules the plugin guide (docs/plugins.md) documents as lceval's public API.
 PUBLIC = {"lceval", "lceval.interfaces", "lceval.types", "lceval.errors", "lceval.options", "lceval.judging",
           "lceval.tokens", "lceval.stats", "lceval.compare", "lceval.pairwise", "lceval.svgplot",
           "lceval.report_figures", "lceval.hookspecs"}
