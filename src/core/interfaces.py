@@ -33,11 +33,10 @@ class PrefixCache:
       requests fan out, so no two concurrent requests prefill the same transcript.
 
     Whatever the kind, a multi-turn conversation is asked turn by turn, and an answer reaches
-    the request cache as soon as it exists. ``capacity_tokens`` counts every token the
-    cache must hold at once: the transcripts in flight (each once) plus, per request in
-    flight, its own part (question, history) and its answer. The engine never starts a
-    transcript that would push one whose questions are still pending out of the cache; with
-    ``None`` it admits a new transcript only when the ones in flight have nothing left to send.
+    the request cache as soon as it exists. ``capacity_tokens`` counts what the cache holds at
+    once: the transcripts in flight (each once) plus each request's own part and answer. No
+    transcript starts that would push out one whose questions are pending; with ``None`` a new
+    one starts only when those in flight have nothing left to send.
     """
 
     kind: Literal["none", "last-prompt", "shared"] = "last-prompt"
@@ -169,10 +168,9 @@ class BatchAPI(ABC):
 
     def find_batch(self, local_id: str, ids: list[str], since: float) -> dict[str, Any] | None:
         """As `find`, given the ids the batch's requests were submitted under: a batch is ours
-        only when the provider shows it holds exactly those requests (by the tag `submit` wrote,
-        or by its requests' ids), never by its size and time alone, or a stranger's batch of
-        the same size would be adopted and every request paid twice. The engine calls this;
-        the default asks `find` (an API written before it)."""
+        only when the provider shows it holds exactly those requests (the tag `submit` wrote,
+        its requests' ids), never by size and time alone (a stranger's batch would be adopted
+        and paid twice). The engine calls this; the default asks `find`."""
         return self.find(local_id, len(ids), since)
 
 
@@ -233,13 +231,11 @@ class ModelBackend(ABC):
         """Answer each request; results in the same order. The engine sends requests that
         share a long prefix back to back, so a backend with a KV cache should reuse it."""
 
-    # -- tokenizer access, needed by the context policy; backends without one leave them --
-    # The policy tokenizes the context once, cuts the ids, detokenizes the kept ones and sizes
-    # the whole prompt with count_tokens, so: tokenize adds no special tokens and
-    # detokenize(tokenize(x)) == x; count_tokens grows by len(tokenize(x)) when x is put into
-    # a message; a backend without a tokenizer leaves context_window None. Check them with
-    # lceval.tokens.tokenizer_problems. A prompt over the window that still reaches generate
-    # is never cut silently: raise UserError naming the option (n_ctx), or fail the request.
+    # -- the tokenizer, for the context policy (which cuts the context's ids and sizes the prompt
+    # with count_tokens): tokenize adds no special tokens, detokenize(tokenize(x)) == x, and
+    # count_tokens grows by len(tokenize(x)) when x enters a message (lceval.tokens.
+    # tokenizer_problems checks it). Without one, leave them and context_window None. A prompt
+    # over the window is never cut silently: raise UserError naming the option, or fail it.
     def count_tokens(self, messages: list[Message]) -> int | None:
         """Tokens of the prompt after the chat template, exactly as `generate` sends it."""
         return None
@@ -323,9 +319,8 @@ class JudgeModel(Protocol):
 
 def requires(*modules: str, install: str) -> Callable[[Any], Any]:
     """Mark a factory (a backend's, a judge's ...) whose plugin needs optional packages:
-    `lceval plugins` then shows "not installed: <install>" while one of `modules` cannot be
-    found (looked up, never imported, so the listing stays instant), and the factory should
-    raise a `UserError` with the same hint when it is called without them.
+    `lceval plugins` shows "not installed: <install>" while one of `modules` is not found
+    (looked up, never imported); called without them, the factory raises a `UserError` with it.
 
         @requires("vllm", install="pip install 'lceval[vllm]'")
         def make_vllm(model, options): ...
@@ -466,22 +461,19 @@ class TaskContext:
     #: contexts and an id that exists is never reported unknown; the engine drops the
     #: conversations of unchosen contexts anyway.
     select_context: Callable[[str], bool] = field(default=lambda context_id: True)
-    #: Facts about one context (a meeting) that the manifest should keep, e.g. the noise a task
-    #: type applied to a transcript: ``record_facts(context_id, {"noise": {...}})``. They land
-    #: in manifest.json under ``context_facts[task][context_id]`` (merged per context) and are
-    #: summarised under the run's console table; the engine never interprets them.
+    #: Facts about one context the manifest should keep (the noise applied to a transcript):
+    #: ``record_facts(context_id, {"noise": {...}})``, kept under ``context_facts[task][context_id]``
+    #: (merged per context) and summarised under the console table; never interpreted.
     record_facts: Callable[[str, dict[str, Any]], None] = field(default=lambda context_id, facts: None)
     #: `--limit-per-context K`: at most K scored items about one long context (a meeting, a
     #: haystack), chosen to spread over it (ELITR: evenly over the meeting's questions); with
     #: `limit`, the contexts are taken in order until the split has `limit` items. A task type
     #: that ignores it is trimmed by the engine (the first K items of each context_id).
     limit_per_context: int | None = None
-    #: The evaluated model's tokenizer, for task types that build contexts to a length in the
-    #: model's own tokens (synthetic tasks): `ctx.model_tokenizer()` returns the backend, of
-    #: which a task type may use only `context_window`, `tokenize`, `detokenize` and
-    #: `count_tokens` (the chat-templated prompt), or None when the backend lends no tokenizer
-    #: (an API model without `tokenizer=...`). The model loads on the first call, once for the
-    #: whole run, so a task type that never calls it costs nothing.
+    #: The evaluated model's tokenizer, for task types that build contexts to a length in its
+    #: tokens: the backend (use only `context_window`, `tokenize`, `detokenize`, `count_tokens`),
+    #: or None when it lends none (an API model without `tokenizer=...`). Loaded on the first
+    #: call, once per run: a task type that never calls it costs nothing.
     model_tokenizer: Callable[[], "ModelBackend | None"] = field(default=lambda: None)
     #: The prompt length to build to, in the model's tokens: this variant's budget of
     #: `--context-lengths` (the spec's `context.max_tokens`); None = no target.
@@ -581,11 +573,10 @@ class Command(ABC):
 
 @dataclass
 class ReportFigure:
-    """One figure of the HTML report: a Vega-Lite chart spec (the dict `altair`'s
-    `Chart.to_dict()` gives; build it with `lceval.report.charts` or altair, and wrap it with
-    `lceval.report.figure`), its title and caption. `section` is the heading it goes under (a
-    task name, "SummHay"); `points` is how many data values it plots: a figure with none is
-    named as having no value instead of drawn, and a browser test checks the rest rendered."""
+    """One figure of the HTML report: a Vega-Lite chart spec (altair's `Chart.to_dict()`; build it
+    with `lceval.report.charts` or altair, wrap it with `lceval.report.figure`), its title and
+    caption. `section` is the heading it goes under (a task name); `points` is how many data
+    values it plots: a figure with none is said to have no value instead of drawn."""
 
     title: str
     spec: dict[str, Any]
