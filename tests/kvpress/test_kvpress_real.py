@@ -56,7 +56,12 @@ def request(question: str) -> GenerationRequest:
                              hints={"context_end": [0, len(CONTEXT)]})
 
 
-@pytest.mark.parametrize("press", PRESSES)
+#: the press CI compares (kvpress is a heavy stack: one short real test); the others are marked
+#: `matrix` (`.ci/kvpress test -m matrix`, or pytest -m matrix in its venv, runs them)
+CI_PRESS = "snapkv"
+
+
+@pytest.mark.parametrize("press", [pytest.param(p, marks=[] if p == CI_PRESS else [pytest.mark.matrix]) for p in PRESSES])
 def test_lceval_answers_as_kvpress_does(folder, press):
     from lceval_plugins.backends.hf import make_hf
 

@@ -1,10 +1,16 @@
 """`lceval launch --on slurm` against a real one-node Slurm cluster (Debian's slurm-wlm and
-munge, started by tests/clusters.py): sbatch arrays, squeue, scancel, Slurm's own requeue."""
+munge, started by tests/clusters.py): sbatch arrays, squeue, scancel, Slurm's own requeue.
+
+CI runs the first test only (a heavy stack gets one short real test there); the scenarios after
+it are marked `matrix` (`pytest -m matrix tests/launch` runs them), and every one of them runs
+in CI on the local launcher (tests/launch/test_local.py), which shares their code (scenarios.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import threading
+
+import pytest
 
 from tests.cli import lceval
 from tests.shards import assert_same_results
@@ -22,16 +28,19 @@ def test_four_shards_equal_the_whole_run_and_a_second_launch_submits_nothing(slu
     assert slurm.squeue("-t", "pending,running", "-o", "%j") == ""
 
 
+@pytest.mark.matrix
 def test_a_killed_shard_is_submitted_again(slurm, real_home, tmp_path):
     out = check_killed_shard_is_retried(on(slurm), real_home, tmp_path)
     assert "Slurm state FAILED" in out
 
 
+@pytest.mark.matrix
 def test_ctrl_c_cancels_the_jobs(slurm, real_home, tmp_path):
     check_ctrl_c_cancels(on(slurm), real_home, tmp_path, slurm.env)
     assert slurm.squeue("-t", "pending,running", "-o", "%j") == ""
 
 
+@pytest.mark.matrix
 def test_a_requeued_shard_is_slurms_own_retry(slurm, real_home, tmp_path):
     """`scontrol requeue` (what a preemption does to a job submitted with --requeue): Slurm
     puts the shard back in the queue and runs it again under the same job id; the launcher
@@ -62,6 +71,7 @@ def test_a_requeued_shard_is_slurms_own_retry(slurm, real_home, tmp_path):
     assert_same_results(whole, merged_run(out))
 
 
+@pytest.mark.matrix
 def test_what_the_cluster_lacks_is_refused_before_anything_is_submitted(slurm, real_home, tmp_path):
     flags = ["--shards", "2", *run_flags(real_home, tmp_path / "l")]
     err = bad_input("--on", "slurm", "--partition", "gpu-a100", *flags)

@@ -65,9 +65,11 @@ def answers_in(cache) -> int:
 # One real model on one real scheduler: Slurm, the one users' clusters run (each scheduler costs
 # minutes of SmolLM2 here). Ray and local launches run every scenario on recorded answers
 # (tests/launch/test_ray.py, test_local.py); LCEVAL_LAUNCH_SCHEDULERS=local,slurm,ray runs all three.
+# Marked `matrix`: CI gives Slurm one short real test (test_slurm.py's first), not this one (~45 s).
 SCHEDULERS = os.environ.get("LCEVAL_LAUNCH_SCHEDULERS", "slurm").split(",")
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_four_shards_one_killed_mid_run_equal_the_whole_run(scheduler, whole, tmp_path, request):
     home, whole_dir = whole
