@@ -234,13 +234,15 @@ def _fit(ctx: TaskContext, budget: Budget, tokens: Tokens, counts: _Counts, corp
 def load_qa(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversation]:
     o = ctx.options
     corpus = _corpus(ctx)
-    if int(o["num_samples"]) > len(corpus.questions):
-        raise UserError(f"{o['num_samples']} samples asked and the {o['dataset']} dev set has "
-                        f"{len(corpus.questions):,} questions", field="options.num_samples")
+    plan = sample_plan(ctx, budget.label, 1)
+    if plan and plan[-1][1][0] >= len(corpus.questions):  # sample i is question i
+        raise UserError(f"sample {plan[-1][1][0] + 1:,} asked and the {o['dataset']} dev set has "
+                        f"{len(corpus.questions):,} answerable questions", field="options.num_samples",
+                        hint="Lower options.num_samples or --limit.")
     template = with_prefix(QA_TEMPLATE, QA_ANSWER_PREFIX, o["answer_prefix"])
     counts = _Counts(tokens, corpus)
     out: list[Conversation] = []
-    for h, (index,) in sample_plan(ctx, budget.label, 1):
+    for h, (index,) in plan:
         question = corpus.questions[index]
         user = template.format(context=CONTEXT_SLOT, query=question.query)
         overhead = tokens.prompt(user_messages(user, ""))

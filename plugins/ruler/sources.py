@@ -13,7 +13,8 @@ from typing import Any
 
 from lceval.errors import DataMissing, UserError
 from lceval.interfaces import TaskContext
-from lceval.io import DatasetNeed, sha256_text
+from lceval.io import CHECKSUMS, DataHomePath, DatasetNeed, sha256_text
+from lceval.needs import Need
 
 from lceval_plugins.haystack.texts import essay_needs, read_essay_texts, split_sentences
 from lceval_plugins.haystack.tokens import Tokens
@@ -22,7 +23,7 @@ from lceval_plugins.haystack.units import EssaySource, NoiseSource
 from .common import Budget, NOISE
 from .essays import ESSAYS_FILE, ESSAYS_NAME, ruler_essays
 
-__all__ = ["ESSAY_FETCH", "essay_choice", "essay_needs_of", "haystack_source", "too_short"]
+__all__ = ["ESSAY_FETCH", "EssayText", "essay_choice", "essay_needs_of", "haystack_source", "too_short"]
 
 ESSAY_FETCH = f"lceval data fetch {ESSAYS_NAME}"
 
@@ -34,12 +35,50 @@ def essay_choice(value: str, home: Path) -> str:
     return ESSAYS_NAME if (home / ESSAYS_NAME / ESSAYS_FILE).is_file() else "elitr"
 
 
+class EssayText(Need):
+    """`essay: auto`: RULER's essays when installed, else the ELITR-Bench transcripts. One need
+    whichever is there (its key does not change with the data home), so a pack made where the
+    essays are installed unpacks where they are not; a fetch gets RULER's essays."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home)
+        self.essays = DatasetNeed(ruler_essays(), self.home)
+        self.transcripts = DataHomePath("elitr-bench/transcripts", self.home, "the ELITR-Bench transcripts")
+        self.key = "ruler:essay-text"
+        self.label = "the essay haystack's text (RULER's essays, else the ELITR-Bench transcripts)"
+        self.command = ESSAY_FETCH
+
+    def root(self) -> Path:
+        return self.home
+
+    def _essays_here(self) -> bool:
+        return (self.home / ESSAYS_NAME / ESSAYS_FILE).is_file()
+
+    def missing(self) -> str | None:
+        if self._essays_here() or self.transcripts.missing() is None:
+            return None
+        return (f"neither RULER's essays (`{ESSAY_FETCH}`) nor the ELITR-Bench transcripts (`lceval data fetch "
+                f"elitr-bench`) are in the data home {self.home}")
+
+    def fetch(self, source: Path | None) -> None:
+        self.essays.fetch(source)
+
+    def files(self) -> list[str]:
+        if self._essays_here():
+            return self.essays.files()
+        found = DataHomePath("elitr-bench", self.home, "ELITR-Bench").files()  # the dataset, as its own need packs it
+        marker = f"elitr-bench/{CHECKSUMS}"
+        return [f for f in found if f != marker] + ([marker] if marker in found else [])
+
+
 def essay_needs_of(options: dict[str, Any], ctx: TaskContext) -> list[Any]:
     """What the essay haystack reads from the data home (RULER's essays, or the transcripts)."""
-    choice = essay_choice(str(options.get("essay")), ctx.data_home)
+    choice = str(options.get("essay"))
+    if choice == "auto":
+        return [EssayText(ctx.data_home)]
     if choice == ESSAYS_NAME:
         return [DatasetNeed(ruler_essays(), ctx.data_home)]
-    return essay_needs({**options, "essay": choice}, ctx)
+    return essay_needs(options, ctx)
 
 
 def haystack_source(ctx: TaskContext, tokens: Tokens, kind: str) -> NoiseSource | EssaySource:
@@ -59,7 +98,15 @@ def haystack_source(ctx: TaskContext, tokens: Tokens, kind: str) -> NoiseSource 
         texts, _ = read_essay_texts(str(path), "text", ctx.data_home, ctx.record_file)
         name = f"RULER's essays ({ESSAYS_NAME})"
     else:
-        texts, name = read_essay_texts(choice, str(ctx.options["essay_field"]), ctx.data_home, ctx.record_file)
+        try:
+            texts, name = read_essay_texts(choice, str(ctx.options["essay_field"]), ctx.data_home, ctx.record_file)
+        except DataMissing as exc:
+            if ctx.options["essay"] != "auto":
+                raise
+            raise DataMissing(f"essay 'auto' reads RULER's essays, which are not installed, else {exc.message}",
+                              field="options.essay", command=ESSAY_FETCH,
+                              hint=f"Run: {ESSAY_FETCH} (RULER's essays), or lceval data fetch elitr-bench "
+                                   "[--from DIR]; or point options.essay at a file or folder of text.") from None
     repeat = bool(ctx.options.get("essay_repeat", False))
     joined = " ".join(texts)
     key = ("essay", sha256_text(joined), str(repeat))

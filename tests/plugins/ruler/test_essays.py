@@ -157,7 +157,8 @@ def test_installed_essays_are_the_default_and_elitr_the_fallback(tmp_path):
     task = TASK_TYPES["ruler_niah"]()
     ctx = TaskContext(spec={"options": {"haystack": "essay", "essay": "auto"}}, spec_path=Path("t.yaml"),
                       data_home=home, splits=None, limit=None, record_file=lambda p: None)
-    assert [n.key for n in task.needs(ctx)] == ["dataset:ruler-essays"]
+    assert [n.key for n in task.needs(ctx)] == ["ruler:essay-text"] and task.needs(ctx)[0].missing() is None
+    assert task.needs(ctx)[0].files()[-1] == "ruler-essays/PaulGrahamEssays.json"
 
 
 def test_a_text_too_short_repeats_as_ruler_or_names_the_fetch(tmp_path):
@@ -174,3 +175,25 @@ def test_a_text_too_short_repeats_as_ruler_or_names_the_fetch(tmp_path):
     with pytest.raises(UserError) as err:
         load("ruler_niah", {"haystack": "essay", "essay_repeat": False}, 1024, limit=1, home=home)
     assert "ruler-essays" in err.value.message and "fetch ruler-essays" not in err.value.hint
+
+
+def test_status_pack_and_unpack_carry_the_essays(tmp_path, monkeypatch):
+    made = tmp_path / "made"
+    made.mkdir()
+    (made / "PaulGrahamEssays.json").write_text(json.dumps({"text": "Essays to carry. " * 50}))
+    connected, cluster = tmp_path / "connected", tmp_path / "cluster"
+    monkeypatch.setenv("LCEVAL_DATA", str(connected))
+    code, out, _ = call("data", "status", "ruler_niah_single_2")  # nothing yet: either text, and how to get it
+    assert code == 4 and "`lceval data fetch ruler-essays`" in out and "`lceval data fetch elitr-bench`" in out, out
+    code, _, err = call("data", "fetch", "ruler-essays", "--from", made)
+    assert code == 0, err
+    code, out, _ = call("data", "status", "ruler_niah_single_2")  # installed: the default, and what it needs
+    assert code == 0 and "present  ruler_niah_single_2" in out, out
+    code, out, err = call("data", "pack", "ruler_niah_single_2", "-o", tmp_path / "pack.tar")
+    assert code == 0, err
+    monkeypatch.setenv("LCEVAL_DATA", str(cluster))
+    code, out, err = call("data", "unpack", tmp_path / "pack.tar")
+    assert code == 0 and "ruler_niah_single_2" in out, err
+    assert _text(cluster) == _text(connected)
+    code, out, _ = call("data", "status", "ruler_niah_single_2")
+    assert code == 0 and "present  ruler_niah_single_2" in out, out

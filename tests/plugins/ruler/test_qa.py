@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval.errors import DataMissing
+from lceval.errors import DataMissing, UserError
 from lceval_plugins.ruler.qa import DATASETS, DOCUMENT_PROMPT, documents_for, read_hotpotqa, read_squad
 from tests.cli import call
 from tests.conftest import ScriptedModel
@@ -148,6 +148,9 @@ def test_samples_hold_rulers_prompt_and_as_many_documents_as_the_length_fits(tmp
         assert meta["num_docs"] > len(corpus.docs) and meta["corpus_passes"] >= 2  # a small corpus: repeated
     smaller = load("ruler_qa", {"dataset": which, "num_samples": 3}, 256, model=model, limit=1, home=home)
     assert smaller[0].turns[0].metadata["num_docs"] < convs[0].turns[0].metadata["num_docs"]
+    with pytest.raises(UserError) as err:  # sample i is question i: no more samples than questions
+        load("ruler_qa", {"dataset": which, "num_samples": 100}, 512, model=model, limit=None, home=home)
+    assert err.value.field == "options.num_samples" and f"has {len(corpus.questions)} answerable" in err.value.message
 
 
 def test_a_missing_dataset_names_its_fetch_and_the_pins_refuse_other_files(tmp_path):
