@@ -14,12 +14,18 @@ from pathlib import Path
 import pytest
 
 from lceval.errors import DataMissing, UserError
+from lceval.types import CONTEXT_SLOT
 from lceval_plugins.ruler.qa import DATASETS, DOCUMENT_PROMPT, documents_for, read_hotpotqa, read_squad
 from tests.cli import call
 from tests.conftest import ScriptedModel
 from tests.plugins.ruler.test_generators import load
 
 FIXTURES = Path(__file__).parents[2] / "data" / "ruler" / "qa"
+#: NVIDIA/RULER c3f5e3b4 scripts/data/synthetic/constants.py, TASKS['qa']['template'] (its answer prefix: " Answer:")
+RULER_QA_TEMPLATE = ("Answer the question based on the given documents. Only give me the answer and do not output any "
+                     "other words.\n\nThe following are given documents.\n\n{context}\n\nAnswer the question based on "
+                     "the given documents. Only give me the answer and do not output any other words.\n\nQuestion: "
+                     "{query}")
 
 
 # -- RULER's qa.py, transcribed (reads a parsed file instead of a path) ------------------------
@@ -146,6 +152,12 @@ def test_samples_hold_rulers_prompt_and_as_many_documents_as_the_length_fits(tmp
         longest = max(len(d.split()) for d in corpus.docs) + 8
         assert 512 - longest <= meta["length_built"] <= 512, meta
         assert meta["num_docs"] > len(corpus.docs) and meta["corpus_passes"] >= 2  # a small corpus: repeated
+        # past the corpus RULER draws nothing: the prompt is RULER's, to the character
+        qas, docs = (ruler_read_squad if which == "squad" else ruler_read_hotpotqa)(_data(DATASETS[which].files[0].name))
+        _, _, context = ruler_docs(qas, docs, i, meta["num_docs"], seed=0)
+        assert conv.context == context
+        assert turn.user.replace(CONTEXT_SLOT, context) + turn.assistant_prefix == RULER_QA_TEMPLATE.format(
+            context=context, query=question.query) + " Answer:"
     smaller = load("ruler_qa", {"dataset": which, "num_samples": 3}, 256, model=model, limit=1, home=home)
     assert smaller[0].turns[0].metadata["num_docs"] < convs[0].turns[0].metadata["num_docs"]
     with pytest.raises(UserError) as err:  # sample i is question i: no more samples than questions
