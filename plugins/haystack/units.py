@@ -87,20 +87,29 @@ class NoiseSource(_Source):
 
 
 class EssaySource(_Source):
-    """Sentences of the user's text, joined by a space (niah.py joins them with " ")."""
+    """Sentences of the user's text, joined by a space (niah.py joins them with " "); with
+    `repeat`, the text again from its start once it runs out (niah.py: "Repeat haystack as many
+    times as needed"), each sentence tokenized once."""
 
     joiner = " "
 
-    def __init__(self, tokens: Tokens, sentences: list[str], name: str) -> None:
+    def __init__(self, tokens: Tokens, sentences: list[str], name: str, repeat: bool = False) -> None:
         super().__init__(tokens)
         self.sentences = sentences
         self.name = name
+        self.repeat = repeat
 
     def _more(self) -> Unit | None:
         i = len(self.units)
         if i >= len(self.sentences):
-            return None
+            if not self.repeat or not self.sentences:
+                return None
+            return Unit(self.sentences[i % len(self.sentences)], self.units[i % len(self.sentences)].tokens)
         return Unit(self.sentences[i], len(self.tokens.ids(self.sentences[i])))
+
+    def passes(self, units: int) -> int:
+        """How many times the first `units` units read the text (2: it was repeated once)."""
+        return max(1, -(-units // max(1, len(self.sentences))))
 
 
 class LineSource(_Source):

@@ -40,7 +40,7 @@ from lceval_plugins.haystack.tokens import Tokens
 from lceval_plugins.haystack.units import Calibration, EssaySource, LineSource, assemble, fit_to_length
 
 from .common import DEPTHS, Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
-from .sources import haystack_source
+from .sources import haystack_source, too_short
 from .wordlists import ADJECTIVES, NOUNS
 
 __all__ = ["NEEDLE", "NIAH_ANSWER_PREFIX", "NIAH_TEMPLATE", "load_niah", "niah_template", "random_value"]
@@ -166,24 +166,26 @@ def _build(ctx: TaskContext, budget: Budget, tokens: Tokens, source: Any, stack:
         raise short_of(budget, f"the instructions and {n} needle(s) take {overheads[longest] + needle_tokens:,} "
                        f"tokens, leaving no room for a haystack", f"options.{option}", o[option])
     if source.available(first + budget.tolerance) < first:
-        raise _too_short(budget, source, first)
+        raise _too_short(ctx, budget, source, first)
 
     def make(hay_budget: int) -> tuple[Any, int]:
         units = source.take(hay_budget)
         inserts = [(n.text, depth_point(len(units), n.depth)) for n in stack.needles]
         placed = assemble(units, inserts, joiner)
-        return placed, tokens.prompt(user_messages(stack.queries[longest]["user"], placed.context))
+        return (placed, len(units)), tokens.prompt(user_messages(stack.queries[longest]["user"], placed.context))
 
     fitted = fit_to_length(make, budget.prompt_target, first, budget.close, calibration=calibration)
     if fitted is None or budget.prompt_target - fitted.prompt_tokens > budget.tolerance:
-        raise _too_short(budget, source, first)
-    placed = fitted.value
+        raise _too_short(ctx, budget, source, first)
+    placed, units = fitted.value
     convs = []
     for j, (i, q) in enumerate(zip(indexes, stack.queries)):
         n = fitted.prompt_tokens if j == longest else tokens.prompt(user_messages(q["user"], placed.context))
         achieved = placed.achieved[j * o["num_needle_v"]]  # needles are laid out key by key
         meta = {"depth": _depth_value(q["depth"]), "depth_achieved": round(achieved, 2),
                 "needle_depths": [_depth_value(nd.depth) for nd in stack.needles], "fit_rounds": fitted.rounds}
+        if isinstance(source, EssaySource):  # 2 and more: the text was repeated to reach the length (niah.py)
+            meta["essay_passes"] = source.passes(units)
         sample = SampleOut(i, q["user"], q["question"], q["answers"], n, meta)
         convs.append(conversation(budget, h, placed.context, sample, kind))
     return convs
@@ -193,10 +195,7 @@ def _depth_value(depth: float) -> int | float:
     return int(depth) if float(depth).is_integer() else depth
 
 
-def _too_short(budget: Budget, source: Any, needed: int) -> UserError:
-    if not isinstance(source, EssaySource):  # noise and distractor lines never run out
+def _too_short(ctx: TaskContext, budget: Budget, source: Any, needed: int) -> UserError:
+    if not isinstance(source, EssaySource) or source.repeat:  # noise, distractor lines, a repeated text: endless
         return UserError(f"could not build a sample within 1% of {budget.describe()}", field=budget.field)
-    have = source.available(needed + budget.tolerance)
-    return UserError(f"the haystack ({source.name}) holds {have:,} of the model's tokens, fewer than the {needed:,} "
-                     f"a sample needs at {budget.describe()}", field="options.essay",
-                     hint="Point options.essay at more text, or give a shorter length.")
+    return too_short(budget, source, needed, ctx)

@@ -12,19 +12,22 @@ from lceval.needs import Need
 from lceval.types import Conversation
 
 from .aggregation import load_cwe, load_fwe
-from lceval_plugins.haystack.texts import essay_needs
 from lceval_plugins.haystack.tokens import Tokens, model_tokens
 
 from .common import COMMON_OPTIONS, Budget, budget_of, check_splits
 from .niah import load_niah
+from .qa import DATASETS, QA_OPTIONS_EXTRA, load_qa
+from .sources import essay_needs_of
 from .vt import load_vt
 
-__all__ = ["CWE_OPTIONS", "FWE_OPTIONS", "NIAH_OPTIONS", "VT_OPTIONS", "RulerTaskType", "TASK_TYPES"]
+__all__ = ["CWE_OPTIONS", "FWE_OPTIONS", "NIAH_OPTIONS", "QA_OPTIONS", "VT_OPTIONS", "RulerTaskType", "TASK_TYPES"]
 
 _ESSAY = {
-    "essay": {"type": "string", "minLength": 1, "default": "elitr",
-              "description": "The essay haystack's text: 'elitr' (the ELITR-Bench transcripts of the data home), "
-                             "a text file, a folder of .txt/.md files, or a .json/.jsonl file (see essay_field)."},
+    "essay": {"type": "string", "minLength": 1, "default": "auto",
+              "description": "The essay haystack's text: 'auto' (RULER's essays once `lceval data fetch ruler-essays` "
+                             "installed them, else the ELITR-Bench transcripts), 'ruler-essays', 'elitr' (the "
+                             "ELITR-Bench transcripts of the data home), a text file, a folder of .txt/.md files, "
+                             "or a .json/.jsonl file (see essay_field)."},
     "essay_field": {"type": "string", "minLength": 1, "default": "text",
                     "description": "Field of each JSON record that holds the text (RULER's PaulGrahamEssays.json: text)."},
 }
@@ -39,6 +42,10 @@ NIAH_OPTIONS = _schema({
     "haystack": {"enum": ["noise", "essay", "needle"], "default": "essay",
                  "description": "RULER's type_haystack: repeated noise sentences, essay text, or distractor needles."},
     **_ESSAY,
+    "essay_repeat": {"type": "boolean", "default": True,
+                     "description": "Repeat the essay text from its start when a length needs more than it holds, "
+                                    "as RULER's niah.py does (samples record essay_passes); false: such a length "
+                                    "is refused, naming what gets more text."},
     "type_needle_k": {**_NEEDLE_KIND, "default": "words", "description": "What keys are."},
     "type_needle_v": {**_NEEDLE_KIND, "default": "numbers", "description": "What values are."},
     "num_needle_k": {"type": "integer", "minimum": 1, "maximum": 256, "default": 1, "description": "Keys per haystack."},
@@ -74,6 +81,7 @@ FWE_OPTIONS = _schema({
     "vocab_size": {"type": ["integer", "null"], "minimum": 4, "default": None,
                    "description": "Distinct coded words (default: (length - tokens to generate) // 50, as RULER)."},
 })
+QA_OPTIONS = _schema(QA_OPTIONS_EXTRA)
 
 
 class RulerTaskType(TaskType):
@@ -86,8 +94,13 @@ class RulerTaskType(TaskType):
         self.description = doc  # what `lceval plugins` says of this type
 
     def needs(self, ctx: TaskContext) -> list[Need]:
-        """An essay haystack's text, when it is the data home's ELITR-Bench transcripts."""
-        return essay_needs(ctx.options, ctx) if ctx.options.get("haystack") == "essay" else []
+        """An essay haystack's text, when it is in the data home (RULER's essays or ELITR-Bench's
+        transcripts); the QA dataset of `ruler_qa`."""
+        from lceval.io import DatasetNeed
+
+        if "dataset" in self.options_schema["properties"]:
+            return [DatasetNeed(DATASETS[str(ctx.options["dataset"])], ctx.data_home)]
+        return essay_needs_of(ctx.options, ctx) if ctx.options.get("haystack") == "essay" else []
 
     def load(self, ctx: TaskContext) -> list[Conversation]:
         check_splits(ctx)
@@ -104,4 +117,6 @@ TASK_TYPES: dict[str, Callable[[], RulerTaskType]] = {
                                        "common_words_extraction.py): the most common words of a numbered list."),
     "ruler_fwe": lambda: RulerTaskType(FWE_OPTIONS, load_fwe, "RULER frequent words extraction (scripts/data/synthetic/"
                                        "freq_words_extraction.py): the three most frequent words of a Zipf text."),
+    "ruler_qa": lambda: RulerTaskType(QA_OPTIONS, load_qa, "RULER question answering (scripts/data/synthetic/qa.py): "
+                                      "a SQuAD or HotpotQA question among distractor documents."),
 }

@@ -27,7 +27,7 @@ from lceval_plugins.haystack.tokens import Tokens
 from lceval_plugins.haystack.units import Calibration, Unit, fit_to_length
 
 from .common import DEPTHS, Budget, SampleOut, conversation, rng_for, sample_plan, short_of, user_messages, with_prefix
-from .sources import haystack_source
+from .sources import haystack_source, too_short
 
 __all__ = ["VT_ANSWER_PREFIX", "VT_TEMPLATE", "generate_chains", "load_vt"]
 
@@ -150,9 +150,7 @@ def load_vt(ctx: TaskContext, budget: Budget, tokens: Tokens) -> list[Conversati
             raise short_of(budget, f"the worked example, instructions and chains take {overhead + lines:,} tokens, "
                            "leaving no room for a haystack", "options.num_chains", o["num_chains"])
         if source.available(first + budget.tolerance) < first:
-            raise UserError(f"the haystack ({getattr(source, 'name', kind)}) holds fewer than the {first:,} "
-                            f"tokens a sample needs at {budget.describe()}", field="options.essay",
-                            hint="Point options.essay at more text, or give a shorter length.")
+            raise too_short(budget, source, first, ctx)
 
         def make(hay_budget: int, index: int = index, chains: list[list[str]] = chains, user: str = user
                  ) -> tuple[str, int]:

@@ -537,22 +537,21 @@ class DatasetFile:
 
 @dataclass
 class Dataset:
-    """A dataset `lceval data fetch NAME` can install into the data home.
-
-    `install(archives, dest)` receives the verified archive paths (by DatasetFile.name) and
-    writes the final layout under `dest` (a fresh temporary folder; the engine swaps it in
-    atomically only when install returns)."""
+    """A dataset `lceval data fetch NAME` installs: `install(archives, dest)` gets the verified
+    archives by DatasetFile.name and writes the final layout under `dest` (a fresh temporary
+    folder, swapped in atomically only when install returns)."""
 
     name: str
     description: str
     files: list[DatasetFile]
     install: Callable[[dict[str, Path], Path], None]
     license: str = ""
-    #: For data published without checksums we could pin (e.g. SummHay's haystack files):
-    #: `collect(folder)` checks the files of a `--from` folder by their content (a schema) and
-    #: returns them by name; `files` stays empty, only `--from` installs, and the sha256 of
-    #: each collected file is recorded like an archive's.
+    #: Data without checksums we could pin (SummHay's haystack files): `collect(folder)` checks a
+    #: `--from` folder's files by content and returns them by name; `files` stays empty and each
+    #: file's sha256 is recorded like an archive's. `download(folder, base, say)` (optional, with
+    #: `collect`) gets them from their sources instead (`base`: a `--from` URL prefix, else None).
     collect: Callable[[Path], dict[str, Path]] | None = None
+    download: Callable[[Path, str | None, Callable[[str], None]], dict[str, Path]] | None = None
 
 
 class Command(ABC):

@@ -39,4 +39,5 @@ def test_the_wheel_builds_without_setuptools_warnings_and_ships_every_data_file(
     assert specs and specs <= names, sorted(specs - names)
     assert words <= names and assets <= names, sorted((words | assets) - names)
     assert "lceval/registry.yaml" in names and "lceval/io/schemas/results.schema.json" in names
+    assert "lceval_plugins/ruler/essay_sources.tsv" in names  # what `lceval data fetch ruler-essays` downloads
     assert not [n for n in names if "__pycache__" in n]

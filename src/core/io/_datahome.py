@@ -226,6 +226,11 @@ def fetch(dataset: Dataset, source: str | None = None, home: Path | None = None,
     # with what was installed, and the same hashes then serve the verification.
     archives: dict[str, Path] = {}
     hashes: dict[str, str] = {}
+    record = read_record(target)
+    if dataset.collect is not None and not local and dataset.download is not None:
+        if record is not None and _files_intact(target, record):
+            return FetchReport(dataset.name, target, "already-present", record.get("archives") or {})
+        return _fetch_downloaded(dataset, source, root, target, record, say)
     if dataset.collect is not None:  # no pinned checksums: files checked by content, then hashed
         if not local:
             raise UserError(f"dataset '{dataset.name}' has no published checksums to verify a download "
@@ -238,7 +243,6 @@ def fetch(dataset: Dataset, source: str | None = None, home: Path | None = None,
         assert source is not None
         archives = _local_archives(dataset, source)
         hashes = {name: sha256_file(path) for name, path in archives.items()}
-    record = read_record(target)
     if (record is not None and record.get("archives") == expected
             and (not local or hashes == expected) and _files_intact(target, record)):
         return FetchReport(dataset.name, target, "already-present", expected)
@@ -260,26 +264,63 @@ def fetch(dataset: Dataset, source: str | None = None, home: Path | None = None,
             _download(url, path, dataset)
             _verify(file, path)
             archives[file.name] = path
-        staging = scratch / "install"
-        staging.mkdir()
-        say(f"  unpacking {dataset.name}")
-        dataset.install(dict(archives), staging)
-        files = {p.relative_to(staging).as_posix(): sha256_file(p)
-                 for p in sorted(staging.rglob("*")) if p.is_file()}
-        if not files:
-            raise UserError(f"dataset '{dataset.name}': install produced no files", field="install")
         used = str(Path(source).expanduser().resolve()) if local else (source or "official URLs")
-        record = {"dataset": dataset.name, "source": used, "archives": expected, "files": files}
-        (staging / CHECKSUMS).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n",
-                                         encoding="utf-8")
-        _swap_in(staging, target, scratch / "previous")
+        _install(dataset, archives, expected, used, scratch, target, say)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-        if created_root and not target.exists():
-            try:  # we created it for this fetch and it is empty again: leave no trace
-                root.rmdir()
-            except OSError:
-                pass
+        _clean_up(scratch, root, target, created_root)
+    return FetchReport(dataset.name, target, "installed", expected)
+
+
+def _install(dataset: Dataset, archives: dict[str, Path], expected: dict[str, str], used: str, scratch: Path,
+             target: Path, say: Callable[[str], None]) -> None:
+    """`dataset.install` into a staging folder, its CHECKSUMS.json written last, swapped in."""
+    staging = scratch / "install"
+    staging.mkdir()
+    say(f"  unpacking {dataset.name}")
+    dataset.install(dict(archives), staging)
+    files = {p.relative_to(staging).as_posix(): sha256_file(p) for p in sorted(staging.rglob("*")) if p.is_file()}
+    if not files:
+        raise UserError(f"dataset '{dataset.name}': install produced no files", field="install")
+    record = {"dataset": dataset.name, "source": used, "archives": expected, "files": files}
+    (staging / CHECKSUMS).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    _swap_in(staging, target, scratch / "previous")
+
+
+def _clean_up(scratch: Path, root: Path, target: Path, created_root: bool) -> None:
+    shutil.rmtree(scratch, ignore_errors=True)
+    if created_root and not target.exists():
+        try:  # we created it for this fetch and it is empty again: leave no trace
+            root.rmdir()
+        except OSError:
+            pass
+
+
+def _fetch_downloaded(dataset: Dataset, source: str | None, root: Path, target: Path, record: dict | None,
+                      say: Callable[[str], None]) -> FetchReport:
+    """A dataset whose sources publish no checksums lceval could pin (`Dataset.download`): what
+    the download got is hashed and recorded; a later fetch over a damaged install that gets
+    other content for a file than the install recorded is refused, naming the files, rather
+    than taken silently (the source changed them since)."""
+    assert dataset.download is not None
+    created_root = not root.exists()
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{dataset.name}.fetch-", dir=root))
+    try:
+        folder = scratch / "download"
+        folder.mkdir()
+        archives = dict(dataset.download(folder, source, say))
+        expected = {name: sha256_file(path) for name, path in archives.items()}
+        before = (record or {}).get("archives") or {}
+        changed = sorted(n for n, digest in expected.items() if n in before and before[n] != digest)
+        if changed:
+            raise UserError(f"{len(changed)} file(s) of '{dataset.name}' now differ from those its install "
+                            f"recorded: {', '.join(changed[:8])}{' ...' if len(changed) > 8 else ''} (their source "
+                            "changed them since); the data home was left unchanged",
+                            hint=f"To take the new content, remove {target} and fetch again; to keep the old, "
+                                 "unpack a `lceval data pack` file made from it.")
+        _install(dataset, archives, expected, source or "official URLs", scratch, target, say)
+    finally:
+        _clean_up(scratch, root, target, created_root)
     return FetchReport(dataset.name, target, "installed", expected)
 
 

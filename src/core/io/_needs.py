@@ -69,7 +69,7 @@ class DatasetNeed(Need):
         self.dataset, self.home = dataset, Path(home)
         self.key = f"dataset:{dataset.name}"
         self.label = f"dataset {dataset.name}"
-        folder_only = dataset.collect is not None or not dataset.files
+        folder_only = (dataset.collect is not None and dataset.download is None) or not (dataset.files or dataset.download)
         self.from_folder = (f"the files of {dataset.name} (`lceval data list` describes it; its page in the docs "
                             "says where to get them)") if folder_only else None
         self.command = f"lceval data fetch {dataset.name}" + (" --from FOLDER" if folder_only else "")

@@ -21,7 +21,7 @@ from lceval_plugins.ruler.task import TASK_TYPES
 
 from tests.conftest import ScriptedModel, complete
 
-GENERATE = {"ruler_niah": 128, "ruler_vt": 30, "ruler_cwe": 120, "ruler_fwe": 50}
+GENERATE = {"ruler_niah": 128, "ruler_vt": 30, "ruler_cwe": 120, "ruler_fwe": 50, "ruler_qa": 32}
 
 
 def essay_folder(tmp_path: Path, sentences: int = 4000) -> Path:
@@ -255,8 +255,8 @@ def test_essay_sources_and_their_errors(tmp_path, monkeypatch):
     assert sorted(p.name for p in files) == ["a.txt", "b.md"] and "Sentence 0 says" in convs[0].context
     jsonl = tmp_path / "essays.jsonl"
     jsonl.write_text('{"body": "One. Two. Three."}\n' * 2)
-    with pytest.raises(UserError) as err:  # the haystack cannot reach the length
-        load("ruler_niah", {"haystack": "essay", "essay": str(jsonl), "essay_field": "body"}, 1024)
+    with pytest.raises(UserError) as err:  # the haystack cannot reach the length, and is not to be repeated
+        load("ruler_niah", {"haystack": "essay", "essay": str(jsonl), "essay_field": "body", "essay_repeat": False}, 1024)
     assert err.value.field == "options.essay" and "1k" in err.value.message
     with pytest.raises(UserError) as err:
         load("ruler_niah", {"haystack": "essay", "essay": str(jsonl), "essay_field": "text"}, 1024)
@@ -331,10 +331,10 @@ def test_the_haystack_is_tokenized_once_and_each_sample_counted_about_once(tmp_p
 #: samples_digest of the first 4 samples of each case at 2,048 tokens (issue 40: the shared
 #: haystack builder changes none)
 SAMPLES = ["3a3f5f5079bc81636c7e196a254c4ceccc7102b9f9a158ca79f0bf89922e4d84",
-           "7fb5d024a8bbd669032250d2579c4a2e02cdda7c33650df638b0b6bb8372889b",
+           "a8c505c14d611214ad2d348bb386fc63c13764bc996c48904e8e45d233b4f8e8",
            "29e4fe801eb00677c636f289a035ade6cfe2d115ad6880f6cddf08d5f2c7f456",
-           "8e3966bdeeecfde416f2d0ef48c289829d0400441fc1aad922ad4bc0f28ef1b5",
-           "e95af8ff3b9f8d33f160e3a287c5ae04f28da2e21c0503313da9c1a4033c0f90",
+           "96adff7e4b8cdf5d70054ea0bdfe7343f0aa4183a025b9d5fde10c4bff671750",
+           "785c2c814429da6702447807c5f0014320c58ae377cf424ef6ebe4459049c3ee",
            "1a5b280ef647f1c8ec80bb988195e6c52c4594e2e2779168ab458d3bf7d85df4",
            "a91e9ded7ad4a5d162c7ae8a2d9b22405d918f30c0579027f68c5edfc375c532",
            "4f73f6759fe7cbd36f39cca8419abdc004e1dc0bcd6b4a1c7ac4d16eb93df242",

@@ -120,16 +120,17 @@ def test_a_report_of_a_run_without_a_sweep_says_so(tmp_path):
     assert rc == 2 and "--context-lengths" in text
 
 
-def test_the_suite_lists_the_eleven_tasks():
+def test_the_suite_lists_rulers_thirteen_tasks():
     from lceval.engine import load_catalog, load_plugins
 
     catalog = load_catalog(load_plugins())
     assert [spec.name for spec in catalog.resolve_tasks("ruler")] == [
         "ruler_niah_single_1", "ruler_niah_single_2", "ruler_niah_single_3", "ruler_niah_multikey_1",
         "ruler_niah_multikey_2", "ruler_niah_multikey_3", "ruler_niah_multivalue", "ruler_niah_multiquery",
-        "ruler_vt", "ruler_cwe", "ruler_fwe"]
+        "ruler_vt", "ruler_cwe", "ruler_fwe", "ruler_qa_1", "ruler_qa_2"]
     for spec in catalog.resolve_tasks("ruler"):
         report = spec.data["report"]
         assert report["effective_length_threshold"] == 85.6 and report["cluster_by"] == "haystack_id"
-        assert spec.data["judge"] == {"name": "string_match", "options": {"mode": "all"}}
+        mode = "part" if spec.data["type"] == "ruler_qa" else "all"  # RULER's string_match_part for qa
+        assert spec.data["judge"] == {"name": "string_match", "options": {"mode": mode}}
         assert ("depth" in report.get("breakdowns", [])) == spec.data["type"].endswith("niah")

@@ -15,8 +15,8 @@ from tests.cli import lceval
 
 def test_tasks_are_listed_under_their_family() -> None:
     out = lceval("tasks")
-    head = out.index("RULER (Hsieh et al., 2024): 11 tasks")
-    assert out.index("  ruler_cwe") > head and out.index("  ruler_vt") > head
+    head = out.index("RULER (Hsieh et al., 2024): 13 tasks")
+    assert out.index("  ruler_cwe") > head and out.index("  ruler_vt") > head and out.index("  ruler_qa_2") > head
     assert out.index("LongBench (Bai et al., 2024): 21 tasks") < out.index("  longbench_qasper")
 
 

@@ -129,8 +129,9 @@ def test_validate_takes_task_and_suite_names(tmp_path, monkeypatch):
     code, out, err = call("validate", "elitr_qa")
     assert code == 0, err
     assert out.startswith("ok      ") and "elitr_qa.yaml (task 'elitr_qa', type 'elitr')" in out
-    code, out, _ = call("validate", "ruler")  # a suite: each of its tasks
-    assert code == 0 and out.count("ok      ") == 11
+    code, out, _ = call("validate", "ruler")  # a suite: each of its tasks (its two QA tasks' data not fetched)
+    assert code == 4 and out.count("ok      ") == 11 and out.count("valid; data not installed: ") == 2, out
+    assert "Run: `lceval data fetch squad-v2-dev`" in out
     code, out, _ = call("validate", "elitr_q")
     assert code == 2
     assert "'elitr_q' is neither a spec file, a plugin folder nor a task or suite name" in out
