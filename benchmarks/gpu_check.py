@@ -594,11 +594,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     for name, value in SIZES["tiny" if args.config == "tiny" else "real"].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.device is None:
-        import torch
-
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+    device_defaults(args)
     args.systems = [s for s in args.systems.split(",") if s]
     unknown = set(args.systems) - {"lceval", "generate_batch", "generate"}
     if unknown:
@@ -606,9 +602,22 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def device_defaults(args: argparse.Namespace) -> None:
+    """--device: cuda when torch sees one, else cpu; --dtype: bfloat16 on cuda, float32 on cpu."""
+    if args.device is None:
+        import torch
+
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+
+
+def quiet_offline() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded: the model folder is local
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    quiet_offline()
     return run(parse(argv))
 
 

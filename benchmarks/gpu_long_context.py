@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -143,17 +142,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--work", default=None, help="where the model folder and runs go (default: the temp dir)")
     p.add_argument("--out", default=None, help="write gpu_long_context.json here")
     args = p.parse_args(argv)
-    if args.device is None:
-        import torch
-
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+    gpu_check.device_defaults(args)
     return args
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded: the model folder is local
+    gpu_check.quiet_offline()
     return run(parse(argv))
 
 
