@@ -313,12 +313,14 @@ class HFBackend(HFTokens, ModelBackend):
     def long_context(self) -> LongContextSettings:
         """What the model is built with: the RoPE scaling and position count its config ended
         up holding (the loaded model's own, once loaded), the window, and the engine's prefill
-        in pieces of STEP_TOKENS with its prefixes kept (hf_batching; fixed, not options)."""
+        in pieces of STEP_TOKENS with its prefixes kept (hf_batching; fixed, not options). A
+        press prefills its context in one pass (hf_press) and keeps the last one."""
         config = self._model.config if self._model is not None else self._get_config()
         positions = getattr(config, "max_position_embeddings", None)
+        chunked = self._press is None
         return LongContextSettings(window=self.context_window, position_embeddings=positions,
-                                   rope=read_rope(config), chunked_prefill=True, prefill_chunk=STEP_TOKENS,
-                                   prefix_caching=True)
+                                   rope=read_rope(config), chunked_prefill=chunked,
+                                   prefill_chunk=STEP_TOKENS if chunked else None, prefix_caching=True)
 
     def count_tokens(self, messages: list[Any]) -> int:
         with self._tok_lock:
