@@ -397,13 +397,14 @@ def shared_prefix_floor(shape: Shape, ids: list[list[int]], new: int) -> tuple[F
 
 # -- RULER through the command line ---------------------------------------------------------------
 def ruler_run(folder: Path, length: str, args: argparse.Namespace, work: Path, machine: Machine,
-              shape: Shape) -> dict[str, Any]:
-    """`lceval run` of RULER at one length (in this process), read back from its run folder."""
+              shape: Shape, options: str = "") -> dict[str, Any]:
+    """`lceval run` of RULER at one length (in this process), read back from its run folder;
+    `options`: more `,KEY=VALUE` for the `hf:` model (gpu_long_context.py's RoPE scaling)."""
     from lceval.cli import main as lceval_main
 
     out_dir = work / f"ruler-{length}"
     argv = ["run", "--tasks", RULER_TASK, "--context-lengths", length, "--limit", str(args.ruler_limit),
-            "--model", f"hf:{folder},dtype={args.dtype},device={args.device}", "--output", str(out_dir),
+            "--model", f"hf:{folder},dtype={args.dtype},device={args.device}{options}", "--output", str(out_dir),
             "--cache", str(work / f"ruler-{length}.sqlite"), "--no-progress", "-v"]
     free_device(args.device)
     began = time.perf_counter()
@@ -413,7 +414,8 @@ def ruler_run(folder: Path, length: str, args: argparse.Namespace, work: Path, m
     if code != 0:
         raise RuntimeError(f"`{result['command']}` exited {code} after {wall:.1f}s")
     (run_dir,) = [p for p in out_dir.iterdir() if not p.name.startswith(".")]
-    stats = json.loads((run_dir / "manifest.json").read_text())["backend_stats"]["model"]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    stats = manifest["backend_stats"]["model"]
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines() if line.strip()]
     prompts = [s["prompt_tokens"] for s in samples]
     prefilled = [s["prefilled_tokens"] for s in samples]
@@ -423,7 +425,8 @@ def ruler_run(folder: Path, length: str, args: argparse.Namespace, work: Path, m
     floor = Floor(prefill_flops, dec_flops, dec_bytes)
     phases = {k: stats.get(f"{k}_seconds", 0.0) for k in ("load", "prefill", "decode")}
     phases["other"] = wall - sum(phases.values())
-    result.update(samples=len(samples), prompt_tokens=sum(prompts), prefilled=sum(prefilled),
+    result.update(long_context=manifest["resolved"]["model_identity"].get("long_context"), samples=len(samples),
+                  prompt_tokens=sum(prompts), prefilled=sum(prefilled),
                   generated=sum(completions), phases_s=phases, peak_bytes=stats.get("peak_memory_bytes"),
                   memory_plan=stats.get("memory_plan"), oom_retries=stats.get("oom_retries"),
                   prefill_flops=prefill_flops, floor_s=dict(zip(("prefill", "decode"), floor.seconds(machine))),
@@ -523,11 +526,12 @@ def section(results: dict[str, Any], name: str, work: Any) -> Any:
 
 
 def save(results: dict[str, Any]) -> None:
-    """results as gpu_check.json in --out, when it is given."""
+    """results as gpu_check.json (or the settings' `out_file`) in --out, when it is given."""
     if results["settings"].get("out"):
         out = Path(results["settings"]["out"])
         out.mkdir(parents=True, exist_ok=True)
-        (out / "gpu_check.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+        name = results["settings"].get("out_file", "gpu_check.json")
+        (out / name).write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -590,11 +594,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     for name, value in SIZES["tiny" if args.config == "tiny" else "real"].items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.device is None:
-        import torch
-
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+    device_defaults(args)
     args.systems = [s for s in args.systems.split(",") if s]
     unknown = set(args.systems) - {"lceval", "generate_batch", "generate"}
     if unknown:
@@ -602,9 +602,22 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def device_defaults(args: argparse.Namespace) -> None:
+    """--device: cuda when torch sees one, else cpu; --dtype: bfloat16 on cuda, float32 on cpu."""
+    if args.device is None:
+        import torch
+
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+
+
+def quiet_offline() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded: the model folder is local
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    quiet_offline()
     return run(parse(argv))
 
 

@@ -31,7 +31,7 @@ from lceval.tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.methods import METHOD_OPTIONS
 from lceval.options import check_options
-from lceval.types import Generation, GenerationParams, GenerationRequest
+from lceval.types import Generation, GenerationParams, GenerationRequest, LongContextSettings
 
 from . import local_files
 from .hf_batching import ATTENTION_NAME, STEP_TOKENS, BatchEngine, Job, register_attention
@@ -39,6 +39,7 @@ from .hf_memory import (MAX_DEFAULT_BATCH, MemoryAwareEngine, MemoryPlan, dtype_
                         timed_load)
 from .hf_press import PressEngine, PressSetting, compressed_span
 from .local_files import file_sha256
+from .long_context import ROPE_OPTIONS, read_rope, replaced_rope, rope_option, rope_parameters, stretched_positions
 
 if TYPE_CHECKING:
     import torch
@@ -47,7 +48,6 @@ SCHEME = "hf"
 _INSTALL_HINT = "Install it with: pip install 'lceval[hf]'"
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _DEVICES = ("cpu", "cuda", "auto")
-_ROPE_TYPES = ("linear", "dynamic", "yarn")
 _ATTENTION = ("sdpa", "eager")
 _DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 #: Files of a model folder that decide its outputs, hashed into `identity()`.
@@ -80,15 +80,13 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "device_map": {"enum": list(_DEVICE_MAPS),
                    "description": "Spread the layers over several GPUs (accelerate's device_map; needs "
                                   "accelerate and device=cuda or auto)."},
-    "rope_scaling": {"type": "string",
-                     "pattern": f"^(?i:{'|'.join(_ROPE_TYPES)}):(?=[0-9.]*[1-9])([0-9]+(\\.[0-9]*)?|\\.[0-9]+)$",
-                     "description": f"TYPE:FACTOR, TYPE one of {'|'.join(_ROPE_TYPES)} and FACTOR a positive "
-                                    "number, e.g. linear:2.0 (stretches the window FACTOR times)."},
+    # rope_scaling=TYPE:FACTOR, original_max_position_embeddings=N: long_context.py
+    **ROPE_OPTIONS["properties"],
 }}
 # a long-context method as a setting (press=NAME,compression_ratio=R,press.KEY=V): hf_press.py
 OPTIONS["properties"].update(METHOD_OPTIONS["properties"])
 OPTIONS.update(patternProperties=METHOD_OPTIONS["patternProperties"],
-               dependentRequired=METHOD_OPTIONS["dependentRequired"])
+               dependentRequired={**METHOD_OPTIONS["dependentRequired"], **ROPE_OPTIONS["dependentRequired"]})
 
 
 def resolve_source(model: str) -> tuple[str, Path | None]:
@@ -148,9 +146,7 @@ class HFBackend(HFTokens, ModelBackend):
 
     def __init__(self, model: str, options: dict[str, str]) -> None:
         self.options: dict[str, Any] = check_options(OPTIONS, options, what=f"backend '{SCHEME}'")
-        if "rope_scaling" in self.options:  # TYPE:FACTOR, its form checked by the schema's pattern
-            kind, _, factor = self.options["rope_scaling"].lower().partition(":")
-            self.options["rope_scaling"] = (kind, float(factor))
+        self._rope = rope_option(self.options)  # None: the config's own RoPE
         if "device_map" in self.options and self.options["device"] == "cpu":
             raise UserError("device_map spreads a model over GPUs; it needs device=cuda or auto, not cpu",
                             field="device_map")
@@ -185,15 +181,18 @@ class HFBackend(HFTokens, ModelBackend):
     def _get_config(self) -> Any:
         if self._config is None:
             config = self._load("config", "AutoConfig")
-            trained = getattr(config, "max_position_embeddings", None)
+            trained = (self._rope and self._rope.original_window) or getattr(config, "max_position_embeddings", None)
             factor = 1.0
-            if "rope_scaling" in self.options:
-                kind, factor = self.options["rope_scaling"]
-                rope = getattr(config, "rope_parameters", None)
-                if isinstance(rope, dict):  # transformers >= 5
-                    config.rope_parameters = {**rope, "rope_type": kind, "factor": factor}
-                else:
-                    config.rope_scaling = {"type": kind, "rope_type": kind, "factor": factor}
+            if self._rope is not None:
+                if not trained:
+                    raise UserError(f"the config of '{self.name}' records no max_position_embeddings for "
+                                    "rope_scaling to stretch", field="original_max_position_embeddings",
+                                    hint="Pass original_max_position_embeddings=N in the model spec.")
+                factor = self._rope.factor
+                params = rope_parameters(self._rope, trained, replaced_rope(config, self.name))
+                # transformers >= 5 reads rope_parameters, older versions rope_scaling
+                setattr(config, "rope_parameters" if hasattr(config, "rope_parameters") else "rope_scaling", params)
+                config.max_position_embeddings = stretched_positions(self._rope, trained)
             # RoPE scaling by F stretches the trained window F times: that is its point.
             self._n_ctx = self.options.get("n_ctx") or (int(trained * factor) if trained else None)
             if self._n_ctx is None:
@@ -297,7 +296,7 @@ class HFBackend(HFTokens, ModelBackend):
         attention kernel are left out: they change how answers are computed, not what they
         are meant to be (the tests hold batched greedy answers to the unbatched ones)."""
         digest = {"gguf": file_sha256, "folder": folder_sha256}.get(self.kind)
-        rope = self.options.get("rope_scaling")
+        rope = self._rope
         return {
             "scheme": SCHEME,
             "model": f"sha256:{digest(self.path)}" if digest and self.path else self.name,
@@ -305,11 +304,23 @@ class HFBackend(HFTokens, ModelBackend):
             "revision": self.options.get("revision"),
             "dtype": self._resolve_device()[1],
             "n_ctx": self.context_window,
-            "rope_scaling": f"{rope[0]}:{rope[1]}" if rope else None,
+            "rope_scaling": f"{rope.type}:{rope.factor}" if rope else None,
             "chat_template_sha256": (hashlib.sha256(self.template_override.encode()).hexdigest()
                                      if self.template_override is not None else None),
             **({"press": self._press.identity()} if self._press is not None else {}),
         }
+
+    def long_context(self) -> LongContextSettings:
+        """What the model is built with: the RoPE scaling and position count its config ended
+        up holding (the loaded model's own, once loaded), the window, and the engine's prefill
+        in pieces of STEP_TOKENS with its prefixes kept (hf_batching; fixed, not options). A
+        press prefills its context in one pass (hf_press) and keeps the last one."""
+        config = self._model.config if self._model is not None else self._get_config()
+        positions = getattr(config, "max_position_embeddings", None)
+        chunked = self._press is None
+        return LongContextSettings(window=self.context_window, position_embeddings=positions,
+                                   rope=read_rope(config), chunked_prefill=chunked,
+                                   prefill_chunk=STEP_TOKENS if chunked else None, prefix_caching=True)
 
     def count_tokens(self, messages: list[Any]) -> int:
         with self._tok_lock:

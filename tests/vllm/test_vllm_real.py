@@ -74,6 +74,8 @@ def test_elitr_questions_on_vllm_with_prefix_cache_hits(smollm2_folder, tiny_hom
     assert usage["prefilled_tokens"] == sum(s["prefilled_tokens"] for s in samples) < usage["prompt_tokens"]
     assert stats["engine_started"] and stats["kv_cache_tokens"] > 4096 and stats["block_size"] > 0
     assert manifest["resolved"]["model_identity"]["model"].startswith("sha256:")
+    stretched = manifest["resolved"]["model_identity"]["long_context"]  # recorded: what the engine got
+    assert (stretched["window"], stretched["prefix_caching"], stretched["rope"]) == (1024, True, None), stretched
 
     # the console script, served from lceval's cache: vLLM is never started
     again = lceval(*args, "--output", str(tmp_path / "again"), module=False)

@@ -50,6 +50,17 @@ def messages_payload(messages: Iterable[Message]) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
 
+def backend_identity(backend: ModelBackend) -> dict[str, Any]:
+    """What keys a backend's answers: its `identity()` and, when it reports them, the
+    long-context settings it applied (`ModelBackend.long_context`), so two runs that differ
+    only by how the model was stretched to its window never share an answer; no secrets."""
+    identity = backend.identity()
+    settings = backend.long_context()
+    if settings is not None:
+        identity = {**identity, "long_context": settings.as_dict()}
+    return strip_secrets(identity)
+
+
 def request_key(identity: dict[str, Any], request: GenerationRequest) -> str:
     params = request.params.as_dict()
     if params["temperature"] == 0:
@@ -91,7 +102,7 @@ class CachedModel:
         #: the user declared the model thinks (the runner sets it from the backend's controls
         #: and the model's options): answers with no thinking at all are then an error
         self.expects_thinking = False
-        self._identity = strip_secrets(backend.identity())
+        self._identity = backend_identity(backend)
         #: contexts (`SharedPrefix.group`) one of whose requests has come back: the provider's
         #: prompt cache holds their shared part, so later requests read it
         self._primed: set[str] = set()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lceval.engine import _context_policy as context_policy
+from lceval.engine._cached_model import backend_identity
 from lceval.engine._model_handle import ModelHandle
 from lceval.engine._model_spec import ModelSpec
 from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge
@@ -165,7 +166,7 @@ class _Recorder:
     item: retries depend on answers a dry run does not have)."""
 
     def __init__(self, backend: ModelBackend) -> None:
-        self.identity = backend.identity()
+        self.identity = backend_identity(backend)  # as CachedModel's, which a real run's judge is handed
         self.asked: list[GenerationRequest] = []
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:

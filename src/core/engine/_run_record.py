@@ -20,7 +20,7 @@ from lceval.engine._runner import RunState, TaskRun
 from lceval.engine._spec import TaskSpec
 from lceval.errors import UserError
 from lceval.io import read_json_object, validate
-from lceval.types import Sample
+from lceval.types import LongContextSettings, Sample
 
 #: the parts of manifest.json a later stage would stumble on, checked when it is read (each
 #: task's resolved spec is then checked as a spec, by `TaskSpec.from_manifest`)
@@ -116,6 +116,14 @@ class RunRecord:
             source_run=state.source_run, shard=state.shard, merged_from=state.merged_from, data_files=files,
             context_facts={t.spec.name: t.context_facts for t in state.tasks if t.context_facts},
             data_sources={t.spec.name: t.sources for t in state.tasks if t.sources}, **written)
+
+    @property
+    def long_context(self) -> LongContextSettings | None:
+        """How the model was stretched to its window (`ModelBackend.long_context`), recorded in
+        `resolved.model_identity.long_context` (where it keys the cache); None: the backend did
+        not say, or an lceval older than these settings ran it."""
+        found = self.model_identity.get("long_context")
+        return LongContextSettings.from_dict(found) if isinstance(found, dict) else None
 
     @property
     def seeds(self) -> list[int]:

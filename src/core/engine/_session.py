@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from lceval.engine._batching import Batcher
 from lceval.engine._cache import Cache, cache_failures, default_cache_path
-from lceval.engine._cached_model import CachedModel, strip_secrets
+from lceval.engine._cached_model import CachedModel, backend_identity
 from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._dry_run import dry_run
 from lceval.engine._model_handle import ModelHandle
@@ -204,7 +204,7 @@ class Session:
                                  "output_cost_per_mtok=USD (per million tokens; 0 for a server of your own).")
         batcher = None
         if api is not None:
-            identity = canonical_hash(strip_secrets(backend.identity()))
+            identity = canonical_hash(backend_identity(backend))
             batcher = Batcher(api, self.cache, identity, BatchSettings.of(options))
             if budget is not None:  # answers of an adopted batch that nobody asks are paid too
                 batcher.on_unasked = lambda gen: budget.add(cost_of(gen, price) or 0.0)

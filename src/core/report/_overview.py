@@ -390,11 +390,13 @@ def runs_table(ctx: ReportContext) -> str:
     for run, label in zip(ctx.runs, ctx.labels):
         tasks = run.results.get("tasks") or {}
         judges = sorted({str((t.get("judge") or {}).get("judge", "?")) for t in tasks.values()})
+        stretched = run.record.long_context
         rows.append(f'<tr><th scope="row">{escape(label)}</th><td><code>{escape(run.model)}</code></td>'
+                    f"<td>{escape(stretched.summary() if stretched else '-')}</td>"
                     f"<td>{escape(', '.join(tasks))}</td><td>{escape(', '.join(judges))}</td>"
                     f"<td>{escape(seeds_text(run.results.get('seeds') or [], None))}</td>"
                     f'<td class="num">{len(run.samples)}</td><td><code>{escape(run.run_id)}</code></td></tr>')
-    return table(["label", "model", "tasks", "judge", "seeds", "samples", "run"], rows, cls="runs",
+    return table(["label", "model", "long context", "tasks", "judge", "seeds", "samples", "run"], rows, cls="runs",
                  caption="The runs of this report")
 
 

@@ -22,7 +22,7 @@ pytest.importorskip("tokenizers")
 from lceval.errors import UserError  # noqa: E402
 from lceval.options import check_options  # noqa: E402
 from lceval.engine import load_plugins  # noqa: E402
-from lceval.types import GenerationParams, GenerationRequest, Message  # noqa: E402
+from lceval.types import GenerationParams, GenerationRequest, LongContextSettings, Message, RopeScaling  # noqa: E402
 from lceval_plugins.backends import vllm_backend  # noqa: E402
 from lceval_plugins.backends.vllm_backend import OPTIONS_SCHEMA, VLLMBackend, drive, sampling_kwargs  # noqa: E402
 from lceval_plugins.backends.vllm_driver import affinity_rank  # noqa: E402
@@ -146,7 +146,8 @@ def test_registered_with_typed_options():
     factory = load_plugins().models["vllm"]
     assert factory.options_schema is OPTIONS_SCHEMA
     for bad, words in [({"max_model_len": "0"}, ["max_model_len=0"]),
-                       ({"rope_scaling": "cubic:2"}, ["rope_scaling=cubic:2"]),
+                       ({"rope_scaling": "cubic:2"}, ["rope_scaling=cubic:2", "linear, dynamic, yarn"]),
+                       ({"rope_scaling": "yarn:0.9"}, ["rope_scaling=yarn:0.9", "at least 1"]),
                        ({"tensor_paralel_size": "2"}, ["Did you mean 'tensor_parallel_size'"]),
                        ({"enforce_eager": "maybe"}, ["enforce_eager=maybe"])]:
         with pytest.raises(UserError) as err:
@@ -210,6 +211,40 @@ def test_rope_scaling_goes_through_hf_overrides_and_stretches_the_window(model_f
     assert kw["max_model_len"] == window == b.context_window
     if kind == "yarn":  # transformers' YaRN convention: the stretched length in the config
         assert kw["hf_overrides"]["max_position_embeddings"] == window
+
+
+def test_long_context_settings_are_what_the_engine_gets(model_folder):
+    b = backend(model_folder, rope_scaling="yarn:4", original_max_position_embeddings=1024,
+                enable_chunked_prefill=True, max_num_batched_tokens=512, enable_prefix_caching=False)
+    kw = b.engine_kwargs()
+    assert kw["max_model_len"] == 4096 == kw["hf_overrides"]["max_position_embeddings"]
+    assert kw["hf_overrides"]["rope_parameters"]["original_max_position_embeddings"] == 1024
+    assert kw["enable_chunked_prefill"] is True and kw["enable_prefix_caching"] is False
+    assert b.long_context() == LongContextSettings(window=4096, position_embeddings=4096,
+                                                   rope=RopeScaling("yarn", 4.0, 1024), chunked_prefill=True,
+                                                   prefill_chunk=512, prefix_caching=False)
+    assert b.prefix_cache.kind == "none"  # nothing kept: the scheduler plans no prefix reuse
+    # linear from a trained window below the config's: vLLM derives its limit from max_position_embeddings
+    linear = backend(model_folder, rope_scaling="linear:2", original_max_position_embeddings=1024)
+    assert linear.engine_kwargs()["hf_overrides"]["max_position_embeddings"] == 1024
+    assert linear.long_context().rope == RopeScaling("linear", 2.0, None) and linear.context_window == 2048
+    plain = backend(model_folder)
+    assert "enable_chunked_prefill" not in plain.engine_kwargs()  # vLLM's own default, reported as unknown
+    assert plain.long_context() == LongContextSettings(window=2048, position_embeddings=2048, prefix_caching=True)
+
+
+def test_a_config_s_own_scaling_is_reported_and_replaced_whole(tmp_path, model_folder):
+    folder = tmp_path / "llama3"
+    shutil.copytree(model_folder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                              "original_max_position_embeddings": 256}
+    (folder / "config.json").write_text(json.dumps(config))
+    assert backend(folder).long_context().rope == RopeScaling("llama3", 8.0, 256)
+    b = backend(folder, rope_scaling="yarn:2")
+    params = b.engine_kwargs()["hf_overrides"]["rope_parameters"]
+    assert params["rope_type"] == "yarn" and "low_freq_factor" not in params and params["rope_theta"] == 10000.0
+    assert b.long_context().rope == RopeScaling("yarn", 2.0, 2048) and b.context_window == 4096
 
 
 def test_identity_without_engine_and_without_paths(tmp_path, model_folder):

@@ -14,6 +14,7 @@ import pytest
 
 from lceval.engine import ReportSettings, RunConfig, RunRecord, TaskSpec, load_catalog, load_plugins
 from lceval.results import load_run
+from lceval.types import LongContextSettings, RopeScaling
 from tests.cli import lceval
 from tests.conftest import serve_scripted
 
@@ -115,6 +116,11 @@ def test_a_manifest_without_the_spec_is_named(broken: dict[str, Any]) -> None:
     assert err.value.field == "resolved.tasks.elitr_qa.spec"
 
 
+#: how the sample run's model was stretched to its window (recorded in its model identity)
+STRETCHED = LongContextSettings(window=131072, position_embeddings=131072, rope=RopeScaling("yarn", 4.0, 32768),
+                                chunked_prefill=True, prefill_chunk=8192, prefix_caching=False)
+
+
 def _record_samples() -> dict[str, Any]:
     """A value unlike the default for every RunRecord field. A field added to RunRecord
     without one fails `test_every_record_field_has_a_sample`: add one, and the round trip
@@ -123,7 +129,8 @@ def _record_samples() -> dict[str, Any]:
     return {
         "run_id": "20250101-000000_Model_elitr_qa", "command": ["lceval", "run", "--tasks", "elitr_qa"],
         "config": RunConfig(**SAMPLES), "model_spec": "hf:org/Model,batch_size=4",
-        "model_identity": {"scheme": "hf", "model": "org/Model"}, "tasks": {spec.name: spec},
+        "model_identity": {"scheme": "hf", "model": "org/Model", "long_context": STRETCHED.as_dict()},
+        "tasks": {spec.name: spec},
         "usage": {"requests": 7, "seconds": 1.5}, "judge_usage": {"requests": 3}, "cost": {"total_usd": 0.5},
         "partial": {"reason": "cost_limit", "limit": "--max-cost"},
         "model_backend_stats": {"forward_passes": 4}, "judge_backend_stats": {"attempts": 3},
@@ -159,6 +166,7 @@ def test_run_record_goes_round_through_json_field_by_field() -> None:
     for f in fields(RunRecord):
         assert _comparable(f.name, getattr(back, f.name)) == _comparable(f.name, getattr(record, f.name)), f.name
     assert back.seeds == [2023, 2024, 2025]
+    assert back.long_context == STRETCHED  # typed again, as the report's run table reads it
 
 
 def test_a_manifest_lacking_the_config_takes_the_results_model_and_seeds() -> None:
