@@ -548,6 +548,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     say(f"measured: {args.dtype} matrix product {si(machine.flops, 'FLOP/s')}, copy "
         f"{si(machine.bandwidth, 'B/s')} (read + written){sheet}")
     say(f"settings: {json.dumps(results['settings'])}")
+    if args.work:  # a folder named for the work need not exist yet (tempfile would fail on it)
+        Path(args.work).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="lceval-gpu-check-", dir=args.work) as tmp:
         work = Path(tmp)
         folder = work / f"model-{args.config}"
@@ -588,7 +590,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--generate-requests", type=int, help="requests timed through plain generate")
     p.add_argument("--ruler-lengths", help="comma-separated (empty: none)")
     p.add_argument("--ruler-limit", type=int, help=f"samples per length. Defaults of the sizes: {sizes}")
-    p.add_argument("--work", default=None, help="where the model folder and runs go (default: the temp dir)")
+    p.add_argument("--work", default=None, help="where the model folder and runs go, made if missing (default: the temp dir)")
     p.add_argument("--out", default=None, help="write gpu_check.json here")
     args = p.parse_args(argv)
     for name, value in SIZES["tiny" if args.config == "tiny" else "real"].items():

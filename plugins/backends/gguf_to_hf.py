@@ -39,7 +39,7 @@ def _libs() -> Any:
 
 def resolve_gguf(source: str) -> Path:
     """A GGUF path, or `pkg:MODULE/REL` for one shipped inside a Python package."""
-    path = resolve_package_file(source) if source.startswith("pkg:") else Path(source).expanduser()
+    path = resolve_package_file(source, file_only=True) if source.startswith("pkg:") else Path(source).expanduser()
     if not path.is_file():
         raise UserError(f"GGUF file not found: {path}", field="convert-gguf")
     with path.open("rb") as f:

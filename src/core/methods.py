@@ -72,9 +72,14 @@ def method_options_of(options: dict[str, Any]) -> dict[str, Any]:
 #: What a backend that applies a method records per answer in `Generation.extras`, so a
 #: sweep's report can draw memory and time against the compression ratio: the positions the
 #: cache held when the answer ended (mean over layers; its peak, since it only grows while
-#: decoding) and their keys' and values' bytes, the context's positions after compression,
-#: and the seconds spent prefilling (context and question) and decoding.
-EXTRAS = ("kv_cache_tokens", "kv_cache_bytes", "kv_context_tokens", "prefill_seconds", "decode_seconds")
+#: decoding) and their keys' and values' bytes (the memory the cache takes), the bytes of the
+#: entries the method kept (the memory a cache that removed what the method masks would
+#: take: the same as the first for a method that removes what it drops), the context's
+#: positions the cache holds after compression, the share of the context's key/value entries
+#: (positions times key/value heads) the method kept, masked ones counted as dropped, and the
+#: seconds spent prefilling (context and question) and decoding.
+EXTRAS = ("kv_cache_tokens", "kv_cache_bytes", "kv_kept_bytes", "kv_context_tokens", "kv_kept_share",
+          "prefill_seconds", "decode_seconds")
 
 
 class ContextMethod(ABC):
@@ -106,6 +111,16 @@ class ContextMethod(ABC):
     def decoding(self, model: Any, cache: Any) -> AbstractContextManager[Any]:
         """In effect while the answers are decoded from `cache` (default: nothing)."""
         return nullcontext()
+
+    def masked_entries(self, model: Any) -> list[int] | None:
+        """After `prefilling`: per layer of the cache, how many of the context's key/value
+        entries (a key/value head at a position) the method masks out of attention but leaves
+        in the cache. kvpress's head-wise presses (AdaKV's budget: `expected_attention`,
+        `adakv_snapkv`) keep every position and mask keys instead, so the cache's size says
+        nothing of what they dropped; the backend reports the share kept and the memory the
+        kept entries would take from these counts. None (default): the method removes what it
+        drops, and the cache's size says it."""
+        return None
 
     def next_position(self, context_tokens: int, cache: Any) -> int:
         """The position the question's first token takes after a context of `context_tokens`

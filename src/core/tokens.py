@@ -28,8 +28,11 @@ is the cut the model sees; send those ids to the engine, not text. lceval's own 
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -38,7 +41,7 @@ from lceval.types import GenerationRequest, Message
 
 __all__ = ["SAFETY_MARGIN", "SAMPLE_TEXTS", "TOKENIZERS", "WORDS_PER_TOKEN", "Counter", "HFTokens", "Kept",
            "chat_token_ids", "check_fits_window", "counter", "fill_budget", "opens_thinking", "read_chat_template",
-           "template_thinks",
+           "loading_bars_off", "template_thinks",
            "thinking_kwargs", "tokenizer_problems"]
 
 TOKENIZERS = ("auto", "cl100k_base", "words")
@@ -277,6 +280,57 @@ def thinking_kwargs(template: str | None, thinking: bool | None) -> dict[str, An
     return {"enable_thinking": bool(thinking)}
 
 
+_quiet = 0  # runs in progress that asked for no progress bars (loading_bars_off)
+_quiet_lock = threading.Lock()
+
+
+@contextmanager
+def loading_bars_off(off: bool = True) -> Iterator[None]:
+    """While in effect (and `off`), a Hugging Face load through `HFTokens` (tokenizer, config,
+    weights, a GGUF file dequantized) draws no progress bars: the engine turns them off for a
+    run under `--no-progress`, where transformers' "Loading weights" bar alone wrote ~80 KB of
+    redraws per model load into a log. Process-wide (a model loads on whichever worker thread
+    asks first), counted, so runs in one process nest."""
+    global _quiet
+    if not off:
+        yield
+        return
+    with _quiet_lock:
+        _quiet += 1
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet -= 1
+
+
+@contextmanager
+def _bars_silenced() -> Iterator[None]:
+    """transformers' and the hub's bars off (their own switch), and the GGUF converter's, which
+    calls tqdm directly, disabled, for one load; restored after. Nothing while no run asked."""
+    if not _quiet:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # another transformers: its switch above is all there is
+        gguf_utils = None
+    bar = getattr(gguf_utils, "tqdm", None)
+    if bar is not None:
+        gguf_utils.tqdm = partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        if bar is not None:
+            gguf_utils.tqdm = bar
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
 class HFTokens:
     """Config and tokenizer of a transformers model (found by `_source()`), loaded lazily,
     and the token access the context policy needs: the prompt is exactly the chat template's
@@ -292,7 +346,8 @@ class HFTokens:
         raise NotImplementedError
 
     def _load(self, what: str, auto_class: str, **extra: Any) -> Any:
-        """`transformers.<auto_class>.from_pretrained`, its failures turned into UserErrors."""
+        """`transformers.<auto_class>.from_pretrained`, its failures turned into UserErrors;
+        without its progress bars while `loading_bars_off` is in effect."""
         try:
             import transformers
         except ImportError as exc:
@@ -300,7 +355,8 @@ class HFTokens:
                             field="--model", hint=self.install_hint) from None
         src, kwargs = self._source()
         try:
-            return getattr(transformers, auto_class).from_pretrained(src, **kwargs, **extra)
+            with _bars_silenced():
+                return getattr(transformers, auto_class).from_pretrained(src, **kwargs, **extra)
         except ImportError as exc:  # e.g. `gguf` missing for a .gguf file
             raise UserError(f"loading the {what} of '{self.name}' needs a missing package: {exc}",
                             field="--model", hint=self.install_hint) from None

@@ -94,3 +94,24 @@ def test_the_cache_keeps_the_share_the_ratio_says(folder):
         assert gen.extras["kv_context_tokens"] == compute_n_kept(n, float(ratio))
         kept[ratio] = gen.extras["kv_cache_bytes"]
     assert kept["0"] > kept["0.25"] > kept["0.5"] > kept["0.75"]
+
+
+def test_a_head_wise_press_reports_the_keys_it_masks(folder):
+    """AdaKV (adakv_snapkv) keeps every position and masks keys: lceval counts the masked
+    entries kvpress leaves on each attention module, which makes the kept share. Prefilled
+    only: decoding through kvpress's fake keys fails on random weights (module docstring)."""
+    import torch
+    import transformers
+    from transformers import DynamicCache
+
+    from lceval_plugins.methods.kvpress import KVPressFactory, PRESSES
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    ids = transformers.AutoTokenizer.from_pretrained(folder)(CONTEXT)["input_ids"]
+    method = KVPressFactory("adakv_snapkv", PRESSES["adakv_snapkv"])({"compression_ratio": 0.5, "window_size": 8})
+    cache = DynamicCache()
+    with torch.inference_mode(), method.prefilling(model, cache):
+        model.model(input_ids=torch.tensor([ids]), past_key_values=cache)
+    n, heads, layers = len(ids), model.config.num_key_value_heads, model.config.num_hidden_layers
+    assert cache.layers[0].keys.shape[-2] == n  # every position held
+    assert method.masked_entries(model) == [heads * (n - int(n * 0.5))] * layers

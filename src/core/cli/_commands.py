@@ -60,6 +60,13 @@ def _wrote(table: str, run_dir: Path) -> None:
         print(f"\nwrote {run_dir}")
 
 
+def _report_hint(run_dirs: list[Path]) -> None:
+    """The command that draws what was just written, so a run's end says where to look next."""
+    import shlex
+
+    print(f"report: lceval report {' '.join(shlex.quote(str(d)) for d in run_dirs)} --format html -o report.html")
+
+
 # -- runs ----------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
@@ -73,6 +80,8 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         done = run_and_write(session)
         for run_dir, results, state in done:
             _wrote(console_text(state, results), run_dir)
+        if done:
+            _report_hint([run_dir for run_dir, _, _ in done])
     stopped = [(run_dir, state) for run_dir, _, state in done if state.stopped]
     if stopped:
         return _stopped(*stopped[0], models_left=len(session.plan().models) - len(done))

@@ -77,6 +77,10 @@ def parse_model_spec(text: str, catalog: Catalog, field: str = "--model") -> Mod
         alias_base, alias_opts = split_options(catalog.models[base].spec, field)
         base, extra = alias_base, {**alias_opts, **extra}
     scheme, sep, model = base.partition(":")
+    if not sep and base.lower().endswith(".gguf"):  # a model file given as it is: name the backend that runs it
+        raise UserError(f"model '{text}' is a GGUF file without a backend", field=field,
+                        hint=f"Run it with llama.cpp: --model llamacpp:{text.strip()} (or hf:{text.strip()}, which "
+                             "dequantizes it with transformers).")
     if not sep or not scheme or not model:
         raise UserError(
             f"model '{text}' is neither SCHEME:MODEL nor a known alias",

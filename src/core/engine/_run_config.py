@@ -106,10 +106,40 @@ def parse_press_sweep(text: str) -> str:
     return f"{name.strip()}:{','.join(f'{v:g}' for v in sorted(values))}"
 
 
+def check_sweep_models(models: list[str], sweep: str | None, *, own_runs: bool) -> None:
+    """A model that names a press beside `--press-sweep` is refused, naming both: the sweep
+    would otherwise be ignored for it without a word. `own_runs`: a model that is one of the
+    sweep's own runs (its press and one of its ratios: a run of the sweep reopened from its
+    manifest) is accepted; the command line accepts none."""
+    from lceval.methods import METHOD_OPTION, RATIO_OPTION
+    from lceval.options import split_options
+
+    if not sweep:
+        return
+    name, _, ratios = sweep.partition(":")
+    for model in models:
+        try:
+            options = split_options(model, "--model")[1]
+        except UserError:
+            continue  # a malformed model string is said by the model's own check
+        if METHOD_OPTION not in options:
+            continue
+        try:
+            ratio: float | None = float(options.get(RATIO_OPTION, "nan"))
+        except ValueError:
+            ratio = None
+        if own_runs and options[METHOD_OPTION] == name and ratio in [float(r) for r in ratios.split(",")]:
+            continue
+        raise UserError(f"--press-sweep {sweep} runs each model at each of its ratios, but --model '{model}' already "
+                        f"names a press ({METHOD_OPTION}={options[METHOD_OPTION]})", field="--press-sweep",
+                        hint=f"Give the model without {METHOD_OPTION}= and {RATIO_OPTION}= to sweep it, or drop "
+                             "--press-sweep to run that one setting.")
+
+
 def press_sweep_models(models: list[str], sweep: str | None) -> list[str]:
     """Each model once per ratio of the sweep, with `press=NAME,compression_ratio=R` added
     (lceval.methods' option names); a model that already names a press (a run of the sweep
-    reopened from its manifest) is kept as it is."""
+    reopened from its manifest: `check_sweep_models` refuses any other) is kept as it is."""
     from lceval.methods import METHOD_OPTION, RATIO_OPTION
 
     if not sweep:
@@ -223,6 +253,15 @@ class RunConfig(FlagSettings):
             parse_usd(self.max_cost)
         if self.press_sweep is not None:
             parse_press_sweep(self.press_sweep)
+            check_sweep_models(self.models, self.press_sweep, own_runs=True)
+
+    @classmethod
+    def from_flags(cls, given: Any, **extra: Any) -> "RunConfig":
+        """FlagSettings' `from_flags`; on the command line no model may name a press beside
+        `--press-sweep` (a config reopened from a sweep's run holds its press and ratio)."""
+        config: RunConfig = super().from_flags(given, **extra)
+        check_sweep_models(config.models, config.press_sweep, own_runs=False)
+        return config
 
     def run_models(self) -> list[str]:
         """The model strings the run answers with: `models`, each once per ratio of `--press-sweep`."""

@@ -29,6 +29,7 @@ from lceval.engine._thinking import controls_of, expects_thinking, thinking_sett
 from lceval.errors import UserError
 from lceval.interfaces import Judge, ModelBackend
 from lceval.io import canonical_hash
+from lceval.tokens import loading_bars_off
 from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Sample,
                           is_scored)
 
@@ -270,8 +271,9 @@ def execute(plan: RunPlan, model_spec: ModelSpec, plugins: Plugins, cache: Cache
     own_progress = progress is None
     progress = progress or RunProgress(config.progress)
     try:
-        return _execute(plan, config, model_spec, plugins, cache, data_home, handle, judge_model, progress,
-                        through_cache)
+        with loading_bars_off(not config.progress):  # --no-progress: the libraries' loading bars too
+            return _execute(plan, config, model_spec, plugins, cache, data_home, handle, judge_model, progress,
+                            through_cache)
     finally:
         if own_progress:
             progress.close()

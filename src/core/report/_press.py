@@ -11,8 +11,12 @@ context length gets its rows) and each ratio:
   press) on the items both answered: `lceval compare`'s test (`analysis.paired_comparison`:
   cluster-bootstrap interval, sign-flip permutation p);
 - the KV cache at its largest (the most bytes any answer's cache held, and the mean), the
-  context's positions kept, and the mean seconds an answer spent prefilling and decoding, from
-  what the backend recorded per answer (`Generation.extras`, lceval.methods.EXTRAS).
+  memory the entries the press kept would take, the share of the context's key/value entries
+  kept and the positions the cache holds, and the mean seconds an answer spent prefilling and
+  decoding, from what the backend recorded per answer (`Generation.extras`,
+  lceval.methods.EXTRAS). Held and kept are apart because a head-wise press (kvpress's AdaKV
+  budget) masks keys instead of removing them: its cache holds every position, and only the
+  kept share and the kept entries' memory show what it dropped.
 
 `lceval report` prints these as a table per sweep and task; the HTML report draws them
 against the ratio in each task's section, with the score per context-length bucket.
@@ -63,9 +67,11 @@ class Row:
     diff_high: float | None
     p_value: float | None
     pairs: int
-    peak_kv_mib: float | None
+    peak_kv_mib: float | None  # the memory the cache takes
     mean_kv_mib: float | None
-    kv_context_tokens: float | None
+    peak_kept_mib: float | None  # the memory the entries kept would take (masked ones removed)
+    kept_share: float | None  # of the context's key/value entries, masked ones counted as dropped
+    kv_context_tokens: float | None  # positions the cache holds after compression
     prefill_s: float | None
     decode_s: float | None
 
@@ -141,12 +147,14 @@ def sweep_rows(sweep: Sweep, task: str, seed: int = 0) -> list[Row]:
                                      [s for s in base.samples if s.task == task], task,
                                      spec.report.cluster_by if spec is not None else None, seed=seed)
         kv = _extras(run, task, "kv_cache_bytes")
+        kept = _extras(run, task, "kv_kept_bytes")
         rows.append(Row(
             ratio=ratio, score=head.get("value"), low=spread.get("ci_low"), high=spread.get("ci_high"),
             n=int(head.get("n") or 0), diff=test.diff if test else None, diff_low=test.ci_low if test else None,
             diff_high=test.ci_high if test else None, p_value=test.p_value if test else None,
             pairs=test.n_pairs if test else 0, peak_kv_mib=max(kv) / MIB if kv else None,
-            mean_kv_mib=_mean(kv) / MIB if kv else None,
+            mean_kv_mib=_mean(kv) / MIB if kv else None, peak_kept_mib=max(kept) / MIB if kept else None,
+            kept_share=_mean(_extras(run, task, "kv_kept_share")),
             kv_context_tokens=_mean(_extras(run, task, "kv_context_tokens")),
             prefill_s=_mean(_extras(run, task, "prefill_seconds")),
             decode_s=_mean(_extras(run, task, "decode_seconds"))))
@@ -157,8 +165,9 @@ def sweep_rows(sweep: Sweep, task: str, seed: int = 0) -> list[Row]:
 COLUMNS = (("score", "mean", "score"), ("score", "ci low", "low"), ("score", "ci high", "high"),
            ("vs uncompressed", "diff", "diff"), ("vs uncompressed", "ci low", "diff_low"),
            ("vs uncompressed", "ci high", "diff_high"), ("vs uncompressed", "p", "p_value"),
-           ("KV cache MiB", "peak", "peak_kv_mib"), ("KV cache MiB", "mean", "mean_kv_mib"),
-           ("context kept", "tokens", "kv_context_tokens"),
+           ("KV cache MiB held", "peak", "peak_kv_mib"), ("KV cache MiB held", "mean", "mean_kv_mib"),
+           ("KV MiB of kept entries", "peak", "peak_kept_mib"),
+           ("context", "kept share", "kept_share"), ("context", "positions held", "kv_context_tokens"),
            ("seconds per answer", "prefill", "prefill_s"), ("seconds per answer", "decode", "decode_s"))
 
 
@@ -174,9 +183,24 @@ def table_notes(sweep: Sweep) -> list[str]:
              "clusters; p: two-sided sign-flip permutation test, as `lceval compare`)"]
     if base is None:
         notes.append("no uncompressed run was given (ratio 0 or the model without a press): no paired test")
-    notes.append("KV cache: the bytes of the keys and values the cache held when an answer ended (its largest); "
-                 "seconds: prefill (context and question) and decoding, the mean per answer")
+    notes.append("KV cache MiB held: the bytes of the keys and values the cache held when an answer ended (its "
+                 "largest); KV MiB of kept entries: what they would take without the entries the press masks; "
+                 "kept share: of the context's key/value entries (positions x heads), masked ones counted as dropped; "
+                 "positions held: the context's positions in the cache; seconds: prefill (context and question) and "
+                 "decoding, the mean per answer")
+    if _masks(sweep):
+        notes.append(f"{sweep.press} masks keys instead of removing them (a head-wise budget): its cache holds every "
+                     "position and takes the memory held, not the memory of the kept entries")
     return notes
+
+
+def _masks(sweep: Sweep) -> bool:
+    """Whether the press masked entries it left in the cache: some answer's kept entries take
+    fewer bytes than its cache held (the two are equal for a press that removes what it drops)."""
+    return any(isinstance(s.generation_extras.get("kv_kept_bytes"), (int, float))
+               and isinstance(s.generation_extras.get("kv_cache_bytes"), (int, float))
+               and s.generation_extras["kv_kept_bytes"] < s.generation_extras["kv_cache_bytes"]
+               for _, run in sweep.points for s in run.samples)
 
 
 # -- the HTML report --------------------------------------------------------------------
@@ -218,13 +242,15 @@ def press_figures(ctx: ReportContext, colors: dict[str, str]) -> list[ReportFigu
                               "Per item, the score at this ratio minus the uncompressed run's; whiskers: 95% "
                               "intervals resampling clusters.", section=task))
             for fields, y_title, legend, what, caption in (
-                    (("peak_kv_mib", "mean_kv_mib"), "KV cache (MiB)", "per answer", "KV cache memory",
-                     "The keys' and values' bytes the cache held when each answer ended: the largest and the mean "
-                     "over answers."),
+                    (("peak_kv_mib", "mean_kv_mib", "peak_kept_mib"), "KV cache (MiB)", "per answer",
+                     "KV cache memory",
+                     "The keys' and values' bytes the cache held when each answer ended (peak: the largest; mean: "
+                     "over answers), and peak kept: what the entries the press kept would take (a press that masks "
+                     "keys instead of removing them holds the first and would take the second)."),
                     (("prefill_s", "decode_s"), "seconds per answer", "phase", "prefill and decoding time",
                      "Mean seconds per answer (a context prefilled once is counted on the answer that prefilled "
                      "it).")):
-                lines = [Series(name.split("_")[0], [Point(c, getattr(r, name)) for c, r in zip(cats, rows)])
+                lines = [Series(_SERIES[name], [Point(c, getattr(r, name)) for c, r in zip(cats, rows)])
                          for name in fields]
                 chart = charts.intervals(cats, lines, y_title=y_title, x_title=x_title, style="line", colors=None,
                                          series_title=legend, description=f"{task}: {what} against the ratio")
@@ -239,6 +265,11 @@ def press_figures(ctx: ReportContext, colors: dict[str, str]) -> list[ReportFigu
                                   "One line per bucket of context length (in the model's tokens); whiskers and "
                                   "bands: 95% intervals.", section=task))
     return out
+
+
+#: the lines of the memory and time charts
+_SERIES = {"peak_kv_mib": "peak held", "mean_kv_mib": "mean held", "peak_kept_mib": "peak kept",
+           "prefill_s": "prefill", "decode_s": "decode"}
 
 
 def _bucket_series(sweep: Sweep, task: str, cats: list[str]) -> list[Series]:

@@ -26,18 +26,26 @@ from lceval.results._cost import cost_summary, format_cost, format_prompt_cache
 from lceval.results._curves import length_curves
 from lceval.results._scoring import DIFFERS_MARK, UNCENSORED, differs_from_paper, headline_block, score_task
 from lceval.io import load_schema
+from lceval.methods import METHOD_OPTION, RATIO_OPTION
+from lceval.options import split_options
 
 RESULTS_SCHEMA_VERSION = 1
 
 
 def run_id_for(state: RunState) -> str:
-    """`<time>_<model>_<task>`: the model as a table names it (`GPT-4` for a replay of ELITR's
-    recorded file, `smollm2` for the alias) and the first task (`+N` more), readable in `ls`."""
+    """`<time>_<model>[_<press>-<ratio>]_<task>`: the model as a table names it (`GPT-4` for a
+    replay of ELITR's recorded file, `smollm2` for the alias), the long-context method and its
+    ratio where the model names one (a `--press-sweep`'s folders differ by them, not only by
+    the time) and the first task (`+N` more), readable in `ls`."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     bases = list(dict.fromkeys(t.spec.name.split("@")[0] for t in state.tasks))
     task = (bases[0] + (f"+{len(bases) - 1}" if len(bases) > 1 else "")) if bases else "none"
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{model_label(state.model_text)}_{task}").strip("-.")
-    return f"{stamp}_{name[:64]}" + ("_partial" if state.stopped else "")
+    model = model_label(state.model_text)
+    options = split_options(state.model_text.strip())[1]
+    if METHOD_OPTION in options:
+        model += f"_{options[METHOD_OPTION]}-{options.get(RATIO_OPTION, 'default')}"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{model[:48]}_{task}").strip("-.")
+    return f"{stamp}_{name[:80]}" + ("_partial" if state.stopped else "")
 
 
 def build_results(state: RunState, run_id: str) -> dict[str, Any]:

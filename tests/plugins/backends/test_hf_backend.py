@@ -195,3 +195,15 @@ def test_an_engine_run_sends_a_transcripts_questions_together(folder, tiny_home,
     assert one["decoded_tokens"] == one["decoding_passes"]  # one at a time
     assert eight["decoded_tokens"] >= 3 * eight["decoding_passes"]  # a meeting's questions together, or more
     assert eight["forward_passes"] < one["forward_passes"]
+
+
+def test_no_progress_silences_the_loading_bars_and_the_run_ends_with_its_report_command(folder, tiny_home, tmp_path):
+    from tests.cli import call
+
+    code, out, err = call("run", "--tasks", "elitr_qa", "--model", f"hf:{folder}", "--limit", "1", "--set",
+                          "generation.max_new_tokens=2", "--data-home", tiny_home, "--output", tmp_path / "runs",
+                          "--no-progress")
+    assert code == 0, err
+    assert "%|" not in err and "\r" not in err, err[:400]  # no bar of transformers' loading (it drew them before)
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
+    assert out.rstrip().splitlines()[-1] == f"report: lceval report {run_dir} --format html -o report.html"

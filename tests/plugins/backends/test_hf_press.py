@@ -144,3 +144,60 @@ def test_a_press_sweep_runs_each_ratio_and_the_report_draws_it(folder, plugins, 
         assert code == 0, err
         html = page.read_text()
         assert "score by compression ratio" in html and "KV cache memory by compression ratio" in html
+
+
+FAKE_KVPRESS = Path(__file__).resolve().parents[2] / "data" / "fake_kvpress"
+
+
+@pytest.fixture
+def fake_kvpress(monkeypatch):
+    """tests/data/fake_kvpress: kvpress's AdaKVPress as far as lceval reads it (the keys it
+    masks, left on each attention module), so a head-wise press runs without kvpress."""
+    if importlib.util.find_spec("kvpress") is not None:
+        pytest.skip("kvpress is installed: tests/kvpress runs its real head-wise presses")
+    monkeypatch.syspath_prepend(str(FAKE_KVPRESS))
+    yield
+    sys.modules.pop("kvpress", None)
+
+
+def test_a_head_wise_press_reports_what_it_kept_apart_from_the_memory_its_cache_takes(folder, fake_kvpress, tiny_home,
+                                                                                      tmp_path):
+    code, out, err = call("run", "--tasks", "elitr_qa", "--model", f"hf:{folder},dtype=auto", "--press-sweep",
+                          "adakv_snapkv:0,0.5", "--set", "generation.max_new_tokens=4", "--limit", "2",
+                          "--data-home", tiny_home, "--output", tmp_path / "runs", "--no-progress")
+    assert code == 0, err
+    runs = sorted(p for p in (tmp_path / "runs").iterdir() if not p.name.startswith("."))
+    by_ratio = {json.loads((r / "manifest.json").read_text())["resolved"]["model_identity"]["press"]
+                ["compression_ratio"]: r for r in runs}
+    # the folders say the press and the ratio, not only the time
+    assert "_adakv_snapkv-0_" in by_ratio[0.0].name and "_adakv_snapkv-0.5_" in by_ratio[0.5].name
+    stats = {r: json.loads((d / "manifest.json").read_text())["backend_stats"]["model"] for r, d in by_ratio.items()}
+    assert stats[0.0]["kept_share"] == 1.0 and stats[0.0]["masked_entries"] == 0
+    # every position held (the memory of the uncompressed cache), half the entries kept
+    assert stats[0.5]["held_share"] == 1.0 and 0.45 < stats[0.5]["kept_share"] <= 0.5
+    assert stats[0.5]["masked_entries"] > 0
+    samples = [json.loads(line) for line in (by_ratio[0.5] / "samples.jsonl").read_text().splitlines()]
+    extras = samples[0]["generation_extras"]
+    assert extras["kv_context_tokens"] == extras["context_tokens"]
+    assert extras["kv_kept_bytes"] < extras["kv_cache_bytes"] and 0.45 < extras["kv_kept_share"] <= 0.5
+
+    code, out, err = call("report", *runs, "--format", "markdown")
+    assert code == 0, err
+    table = out.split("by compression ratio")[1].split("###")[0]
+    rows = {line.split("|")[1].strip(): [float(c) if c.strip() != "-" else None for c in line.split("|")[2:-1]]
+            for line in table.splitlines() if line.startswith("| adakv_snapkv")}
+    # columns: score mean/low/high, diff/low/high/p, KV held peak/mean, kept entries' MiB, kept share,
+    # positions held, prefill, decode
+    zero, half = rows["adakv_snapkv 0"], rows["adakv_snapkv 0.5"]
+    assert half[7] == zero[7] and half[11] == zero[11]  # the same memory held, the same positions
+    assert half[9] < half[7] and zero[9] == zero[7]  # the kept entries would take less
+    assert zero[10] == 1.0 and 0.45 < half[10] <= 0.5
+    assert "adakv_snapkv masks keys instead of removing them" in out
+
+
+def test_a_press_sweep_beside_a_model_that_names_a_press_exits_2_naming_both(tiny_home, tmp_path):
+    model = "hf:some/model,press=snapkv,compression_ratio=0.5"
+    code, _, err = call("run", "--tasks", "elitr_qa", "--model", model, "--press-sweep", "expected_attention:0,0.5",
+                        "--data-home", tiny_home, "--output", tmp_path / "runs")
+    assert code == 2 and "--press-sweep expected_attention:0,0.5" in err and model in err, err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "runs").exists()

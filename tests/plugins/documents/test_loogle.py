@@ -14,6 +14,7 @@ import pytest
 from lceval.engine import load_catalog, load_plugins
 from lceval.interfaces import JudgeContext, ModelBackend
 from lceval.types import CONTEXT_SLOT, Generation, GenerationRequest, JudgeInput
+from tests.cli import call
 from tests.paths import TEST_DATA
 
 from .conftest import load_shipped, put_in_hub_cache, write_jsonl, write_spec
@@ -188,3 +189,27 @@ def test_a_bad_metric_exits_2_naming_spec_field_and_value(tmp_path, capsys):
     assert main(["validate", str(spec)]) == 2
     out = capsys.readouterr().out
     assert str(spec) in out and "metric" in out and "rouge4" in out, out
+
+
+@pytest.mark.parametrize("case", CASES["cloze_eval_only"], ids=[str(i) for i in range(len(CASES["cloze_eval_only"]))])
+def test_an_answer_only_pythons_eval_reads_is_no_dict_here(case):
+    """lceval never runs a model's answer: code that builds a dict (dict(...), 'a' + 'b') is
+    no Python literal, so 0 masks, where the authors' eval counts it (the fixture's scores)."""
+    reference = json.dumps(case["reference"], ensure_ascii=False)
+    for mode in ("exact", "partial"):
+        judge = PLUGINS.judges["loogle_cloze"](JudgeContext(options={"mode": mode}))
+        (j,) = judge.judge([JudgeInput(item_id="q", question="?", response=case["prediction"], reference=reference,
+                                       metadata={"references": [reference]})])
+        assert j.details == {"matched": 0, "masks": len(case["reference"]), "parsed": False} and j.score == 0.0
+
+
+def test_the_eval_departure_is_declared_with_the_effect_its_cases_measure():
+    cases = CASES["cloze_eval_only"]
+    masks = sum(c["authors"]["exact"][1] for c in cases)
+    exact = 100 * sum(c["authors"]["exact"][0] for c in cases) / masks
+    partial = 100 * sum(c["authors"]["partial"][0] for c in cases) / masks
+    why = CATALOG.spec("loogle_shortdep_cloze").report.differs_from_paper
+    assert "eval" in why and f"exact match {exact:.1f} and partial match {partial:.1f}" in why
+    assert f"on {len(cases)} crafted answers" in why
+    code, out, _ = call("tasks", "show", "loogle_shortdep_cloze")
+    assert code == 0 and "literal_eval" in out

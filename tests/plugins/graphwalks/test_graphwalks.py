@@ -8,6 +8,7 @@ same answers, computed by running that code outside this repository."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -123,3 +124,22 @@ def test_the_spec_sends_each_prompt_alone_and_skips_one_past_the_window(_isolate
     metrics = results["tasks"]["graphwalks_128k"]["metrics"]
     assert metrics["score"]["breakdowns"]["problem_type"]["bfs"]["value"] == 100.0
     assert metrics["recall"]["value"] == 50.0 and results["tasks"]["graphwalks_128k"]["accounting"]["skipped"] == 1
+
+
+def test_the_card_text_the_grader_follows_is_named_in_the_spec_and_the_ledger():
+    """The card changed after the 2026-02-27 fix: the specs say which text the grader follows
+    (be6cc6ec's) and why; `lceval tasks show` carries it (report.differs_from_paper)."""
+    from lceval.engine import family_file
+    from tests.cli import call
+
+    for name in ("graphwalks_128k", "graphwalks_1m"):
+        why = CATALOG.spec(name).report.differs_from_paper
+        assert why and "be6cc6ec" in why and "2026-02-27" in why and "no node in common" in why
+    record = family_file(Path(CATALOG.specs["graphwalks_128k"]).parent)  # the ledger's source
+    assert record is not None and any("2026-02-27" in d.what for d in record.fidelity.departures_of("graphwalks_1m"))
+    code, out, _ = call("tasks", "show", "graphwalks_128k")
+    assert code == 0 and "differs_from_paper" in out
+    # where the two texts differ, this grader's scores: no gold node 0, a right one-node answer 100
+    (none,), (one,) = judge().judge([item("Final Answer: [eccbc87e4b]", G)]), \
+        judge().judge([item("Final Answer: [1679091c5a]", ["1679091c5a"])])
+    assert (none.score, one.score) == (0.0, 100.0)

@@ -27,8 +27,11 @@ def gpu_check():
 def test_the_gpu_check_runs_whole_on_a_tiny_model_on_the_cpu(gpu_check, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
-    # the smoke run docs/performance.md shows: its sizes are the script's own for `tiny`
-    got = gpu_check.main(["--config", "tiny", "--device", "cpu", "--work", str(tmp_path), "--out", str(tmp_path / "out")])
+    # the smoke run docs/performance.md shows: its sizes are the script's own for `tiny`; the
+    # --work folder does not exist yet (the script makes it)
+    work = tmp_path / "not-yet" / "work"
+    got = gpu_check.main(["--config", "tiny", "--device", "cpu", "--work", str(work), "--out", str(tmp_path / "out")])
+    assert work.is_dir()
     new, transcripts, questions = (gpu_check.SIZES["tiny"][k] for k in ("new_tokens", "transcripts", "questions"))
     printed = capsys.readouterr().out
     assert got["errors"] == {} and "failed: nothing" in printed

