@@ -37,7 +37,12 @@ def _label(length: int | None) -> str:
 
 
 def effective_length(points: list[dict[str, Any]], threshold: float | None) -> int | None:
-    """The longest length such that it and every shorter swept length score >= threshold."""
+    """The longest length such that it and every shorter length of `points` (ascending; a
+    point without a length is skipped) score >= threshold: RULER's effective length (Hsieh et
+    al., 2024, Sec. 4 and Table 3, the longest length at which the model still beats the bar),
+    read so that a length below the bar ends it even when a longer one scores above again. None
+    without a threshold, or when the shortest length is already below it. One definition for a
+    `--context-lengths` sweep and for a spec's length bins."""
     if threshold is None:
         return None
     best = None

@@ -121,6 +121,8 @@ def test_a_run_whose_data_lacks_the_field_stops_before_asking_anything(tiny_home
     assert err.value.field == "report.length_bins.field" and "'length'" in err.value.message
     assert "question_type" in err.value.message and "tokens" in err.value.hint  # the fields it has, what is accepted
     assert model.calls == []
+    _, results, _ = run_engine(model, "elitr_qa", tiny_home, tmp_path, overrides={"report.length_bins": None})
+    assert "length_bins" not in results  # `--set report.length_bins=`: the task without bins
 
 
 def test_a_run_writes_counted_bins_to_results_and_console(tiny_home, tmp_path):
