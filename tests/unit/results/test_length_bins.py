@@ -127,7 +127,8 @@ def test_a_run_whose_data_lacks_the_field_stops_before_asking_anything(tiny_home
 
 def test_a_run_writes_counted_bins_to_results_and_console(tiny_home, tmp_path):
     bins = {"field": "tokens", "edges": [300, 100000], "threshold": 0}
-    run_dir, results, _ = run_engine(ScriptedModel(window=100000), "elitr_qa", tiny_home, tmp_path,
+    # a model with a tokenizer and no window: nothing is cut, and each context is still counted
+    run_dir, results, _ = run_engine(ScriptedModel(), "elitr_qa", tiny_home, tmp_path,
                                      overrides={"report.length_bins": bins}, effective_threshold=0.0)
     curve = results["length_bins"]["elitr_qa"]
     assert curve["field"] == "tokens" and curve["points"] and curve["unbinned"] == 0
