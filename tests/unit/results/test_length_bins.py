@@ -11,7 +11,7 @@ import pytest
 
 from lceval.engine import TaskSpec, load_spec
 from lceval.errors import UserError
-from lceval.results import format_table, length_bins
+from lceval.results import format_table, length_bins, load_run
 from lceval.types import ContextCut, Judgment, Sample
 
 from tests.conftest import ScriptedModel, run_engine
@@ -137,3 +137,8 @@ def test_a_run_writes_counted_bins_to_results_and_console(tiny_home, tmp_path):
     assert '"length_bins"' in (run_dir / "results.json").read_text()
     table = format_table(results)
     assert "length bins" in table and "effective length" in table and f"({'>='} 0)" in table
+    from lceval.report import from_run_dir, paper_tables
+
+    markdown = paper_tables([from_run_dir(load_run(run_dir))], "markdown")  # `lceval report`'s tables
+    assert "elitr_qa: score by length bin" in markdown and "effective length" in markdown
+    assert all(p["label"] in markdown for p in curve["points"])
