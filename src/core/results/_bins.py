@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from lceval.engine import TaskSpec
+from lceval.engine import TaskSpec, tokens_label
 from lceval.errors import UserError
 from lceval.results._curves import effective_length
 from lceval.results._scoring import as_spec, cluster_of, primary_score
@@ -39,8 +39,12 @@ def length_bins(samples: dict[str, list[Sample]], specs: dict[str, TaskSpec | di
     members: dict[str, list[str]] = defaultdict(list)
     for name, spec in typed.items():
         bins = spec.report.length_bins
-        if bins is not None:
-            members[bins.curve or name].append(name)
+        if bins is None:
+            continue
+        curve = bins.curve or name
+        if bins.curve and spec.context.max_tokens:  # a --context-lengths variant: its own curve per budget
+            curve += f"@{tokens_label(spec.context.max_tokens)}"
+        members[curve].append(name)
     out: dict[str, Any] = {}
     for curve, tasks in sorted(members.items()):
         out[curve] = _curve(tasks, samples, typed, seed, threshold)

@@ -86,6 +86,10 @@ def test_tasks_of_one_curve_are_its_bins_and_a_level_mapped_to_null_is_in_none()
     assert out["x"]["tasks"] == ["x_16k", "x_32k"] and out["x"]["field"] is None
     assert out["m"]["unbinned"] == 1 and [p["label"] for p in out["m"]["points"]] == ["8k"]
     assert length_bins(samples, {"m": spec("m", None)}) == {}  # no declaration, no block
+    swept = spec("x_16k", {"length": "16k", "curve": "x"})
+    swept.data["context"]["max_tokens"] = 4096  # a --context-lengths variant is not pooled with the uncut task
+    out = length_bins({**samples, "x_16k@4k": [sample("x_16k@4k", "a", 0)]}, {**specs, "x_16k@4k": swept})
+    assert out["x"]["points"][0]["value"] == 70 and out["x@4k"]["tasks"] == ["x_16k@4k"]
 
 
 @pytest.mark.parametrize("bins,field", [
