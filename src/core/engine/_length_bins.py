@@ -124,7 +124,7 @@ class LengthBins:
         if self.field not in metadata:
             known = sorted(metadata)
             listed = ", ".join(known[:12]) + (f" and {len(known) - 12} more" if len(known) > 12 else "")
-            raise UserError(f"the data has no field {quote(self.field)} (its items' fields: {listed or 'none'})",
+            raise UserError(f"the data has no field {quote(self.field)} (its items' fields: {listed or 'none'}).",
                             field=f"{WHERE}.field", hint=f"Accepted: a field every item has, holding {self.accepted()}; "
                                                          "`tokens` to count each context; or --set report.length_bins= "
                                                          "for no bins.")
@@ -144,7 +144,7 @@ class LengthBins:
 
     def _bad(self, value: Any) -> UserError:
         return UserError(f"field {quote(self.field)} holds {quote(value)}, which is no length (accepted: "
-                         f"{self.accepted()})", field=f"{WHERE}.field",
+                         f"{self.accepted()}).", field=f"{WHERE}.field",
                          hint="Name the field's values with their lengths in report.length_bins.levels.")
 
     def _edge_bin(self, n: int) -> tuple[str, int]:
