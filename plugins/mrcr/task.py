@@ -55,7 +55,7 @@ def encoding(name: str) -> Any:
     """The tiktoken encoding `name` (once per process), or a UserError saying how to get it."""
     if name in _ENCODINGS:
         return _ENCODINGS[name]
-    enc = tiktoken_encoding(name, "options.bin_encoding", "--set options.bin_encoding=null for no bins.")
+    enc = tiktoken_encoding(name, "options.bin_encoding", "--set options.bin_encoding=null --set report.length_bins= for no bins.")
     _ENCODINGS[name] = enc
     return enc
 

@@ -263,16 +263,17 @@ def share_cuts(fitted: list[tuple[Conversation, str | None, ContextCut]], model:
 
 
 def fit_all(conversations: list[Conversation], model: ModelBackend, policy: str, max_new_tokens: int,
-            answer_reserve: int, max_tokens: int | None = None,
-            style: CutStyle = CutStyle()) -> list[tuple[Conversation, str | None, ContextCut]]:
+            answer_reserve: int, max_tokens: int | None = None, style: CutStyle = CutStyle(),
+            count: bool = False) -> list[tuple[Conversation, str | None, ContextCut]]:
     """`fit` for every conversation, each context tokenized once, with `share_cuts` applied:
     what every conversation's context will be when it is asked (a run and `--dry-run` both
-    fit through here)."""
+    fit through here). `count`: measure each context even when nothing asks for a cut (a spec
+    that bins its samples by their counted length: `report.length_bins.field: tokens`)."""
     tokens: dict[str, list[int] | None] = {}  # a meeting's questions share one tokenization
     parts: dict[str, Elements | None] = {}
     fitted = []
     for conv in conversations:
-        if (model.context_window or max_tokens or style.max_prompt_tokens) and conv.context_id not in tokens:
+        if (count or model.context_window or max_tokens or style.max_prompt_tokens) and conv.context_id not in tokens:
             tokens[conv.context_id] = model.tokenize(conv.context)
             parts[conv.context_id] = element_tokens(model, conv) if tokens[conv.context_id] is not None else None
         text, cut = fit(conv, model, policy, max_new_tokens, answer_reserve, context_ids=tokens.get(conv.context_id),

@@ -29,7 +29,7 @@ from lceval.needs import Need
 from lceval.options import check_options as check_option_values
 from lceval.options import parse_judge_flag
 from lceval.options import options_schema_of, unwrap
-from lceval.types import Conversation
+from lceval.types import Conversation, is_scored
 
 
 @dataclass
@@ -257,6 +257,13 @@ def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: P
         raise completed(exc, spec, plugins, data_home) from None
     except UserError as exc:
         raise _in_spec(exc, spec, config) from None
+    bins = spec.report.length_bins
+    if bins is not None:  # a length field the data lacks stops the run before anything is asked
+        try:
+            bins.check([{**conv.metadata, **turn.metadata} for conv in conversations for turn in conv.turns
+                        if is_scored(turn.metadata)])
+        except UserError as exc:
+            raise spec.placed(exc) from None
     # a task type that does not ask select_context itself still gets only the chosen contexts
     return cap_per_context([conv for conv in conversations if select(conv.context_id)], config.limit_per_context)
 

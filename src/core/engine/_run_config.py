@@ -11,6 +11,7 @@ value is one line and exit 2, never argparse's usage block.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,17 @@ def _policy(text: str) -> str:
 
 def _negated(given: bool) -> bool:
     return not given
+
+
+def _score(text: str) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise UserError(f"--effective-threshold takes a score (e.g. 85.6), got '{text}'",
+                        field="--effective-threshold") from None
+    if not math.isfinite(value):
+        raise UserError(f"--effective-threshold takes a finite score, got '{text}'", field="--effective-threshold")
+    return value
 
 
 def _thinking(text: str) -> bool:
@@ -182,6 +194,11 @@ class RunConfig(FlagSettings):
         "--context-lengths", metavar="8k,16k,...,full", parse=parse_context_lengths,
         help="run each task with its context cut to each budget (k = 1024 tokens; full = uncut): a curve of "
              "score against context length")
+    effective_threshold: float | None = _flag(
+        "--effective-threshold", metavar="SCORE", parse=_score,
+        help="the score a length must reach for the effective length (RULER's: the longest length such that it and "
+             "every shorter one score at least this), over a --context-lengths sweep and a spec's report.length_bins "
+             "(default: the spec's)")
     thinking: bool | None = _flag(
         "--thinking", metavar="{on,off}", parse=_thinking,
         help="a reasoning model's thinking on or off, where its chat template or API has a switch (Qwen3's "

@@ -139,7 +139,8 @@ def generate_task(spec: TaskSpec, conversations: list[Conversation], model: Cach
     thinking = params.thinking_allowance
     fitted = context_policy.fit_all(conversations, model.backend, spec.context.policy, params.max_new_tokens + thinking,
                                     spec.context.reserve(params.max_new_tokens) + thinking,
-                                    max_tokens=spec.context.max_tokens, style=spec.context.style)
+                                    max_tokens=spec.context.max_tokens, style=spec.context.style,
+                                    count=spec.report.length_bins is not None and spec.report.length_bins.counted)
     states = [ConversationState(conv=conv, context=text, cut=cut) for conv, text, cut in fitted]
     # each context's tokens as the model gets it (after the cut) and its questions: what the
     # progress line shows and its ETA counts

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from lceval.engine._context_policy import CUT_MARK, CutStyle, tokens_label
 from lceval.engine._family import with_family
+from lceval.engine._length_bins import LengthBins
 from lceval.engine._spec_layers import SpecLayer, layer_of, leaf_paths, merge_specs
 from lceval.errors import UserError
 from lceval.io import load_schema, unknown_name, validate
@@ -102,6 +103,8 @@ class ReportSettings:
     tests: tuple[WelchTest, ...] = ()
     #: why the task's number is not comparable with the paper's (a departure kept on purpose)
     differs_from_paper: str | None = None
+    #: where each sample falls on the length axis (`report.length_bins`): the score by length bin
+    length_bins: LengthBins | None = None
 
     @classmethod
     def from_data(cls, data: dict[str, Any] | None) -> "ReportSettings":
@@ -113,7 +116,8 @@ class ReportSettings:
                    context_buckets=tuple(data["context_buckets"]) if data.get("context_buckets") else None,
                    table=dict(data.get("table") or {}), metrics=tuple(data.get("metrics") or ()),
                    tests=tuple(WelchTest(**t) for t in data.get("tests") or ()),
-                   differs_from_paper=data.get("differs_from_paper"))
+                   differs_from_paper=data.get("differs_from_paper"),
+                   length_bins=LengthBins.from_data(data.get("length_bins")))
 
 
 @dataclass
@@ -271,6 +275,12 @@ class TaskSpec:
         return self.blame(UserError(message, file=self.path, field=".".join(map(str, at)) or None,
                                     line=line_of(self.lines, at)))
 
+    def placed(self, exc: UserError) -> UserError:
+        """An error about the spec's field `exc.field` (a dotted path), given the file and line
+        that field is written at."""
+        at = tuple(int(p) if p.isdigit() else p for p in (exc.field or "").split(".") if p)
+        return self.blame(exc.but(file=str(self.path), line=line_of(self.lines, at)))
+
     def blame(self, exc: UserError) -> UserError:
         """An error about one of the spec's values, naming the file that value is written in:
         a value the spec inherits from its family's defaults is fixed there."""
@@ -310,8 +320,13 @@ def load_spec(path: Path) -> TaskSpec:
     if "judge" not in raw and "judge" in headed:
         layers.append(SpecLayer("the headline metric", {"judge": headed["judge"]}))
     data = _merge(DEFAULTS, headed)
-    return TaskSpec(name=data["name"], path=path, data=data, lines=lines,
+    spec = TaskSpec(name=data["name"], path=path, data=data, lines=lines,
                     layers=(SpecLayer("lceval's default", DEFAULTS), *layers))
+    try:  # the typed report's own checks (which of length_bins' fields go together), at the spec's line
+        spec.report
+    except UserError as exc:
+        raise spec.placed(exc) from None
+    return spec
 
 
 def _headline(raw: dict[str, Any], path: Path, lines: dict[PathKey, int]) -> dict[str, Any]:

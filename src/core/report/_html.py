@@ -218,6 +218,7 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
     from lceval.report._charts import palette
     from lceval.report._figures import (agreement_figures, curve_figures, depth_figures, overview_figures,
                                         ranking_figures, task_figures, task_order)
+    from lceval.report._lengths import length_figures, length_tables
     from lceval.report._overview import anchor, cost_table, model_order, overview, runs_table
     from lceval.report._press import press_figures
 
@@ -232,6 +233,9 @@ def build_report(inputs: ReportInputs, plugins: Any, *, title: str = "lceval rep
     if runs:
         forest = figures_html(overview_figures(ctx, model_order(ctx), colors), specs)
         sections.append(("overview", "Overview", f'<div class="overview-row">{overview(ctx, anchors)}{forest}</div>'))
+    lengths = figures_html(length_figures(ctx), specs) + length_tables(ctx)
+    if lengths:  # every task of a run on one length axis
+        sections.append(("lengths", "Score by length", lengths))
     panels, failures = plugin_figures(ctx, plugins)
     extra = curve_figures(ctx, colors) + depth_figures(ctx) + press_figures(ctx, colors)
     for task in tasks:

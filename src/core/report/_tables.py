@@ -12,6 +12,8 @@ Laid out from results alone, driven by each task's spec, so any benchmark gets t
   (e.g. the one-tailed Welch p-value, Table 9, which the paper computed on test2 alone);
   the score by context length and kept share of the context in a table of their own;
 - context-length curves: the budgets of a `--context-lengths` run side by side;
+- length bins: the score per length bin of the tasks whose spec has `report.length_bins`, with
+  each model's effective length;
 - press sweeps: a `--press-sweep`'s ratios, with the paired test, KV memory and time.
 Two runs of one model that both hold a task would share a cell: their rows are then told
 apart by judge, then model spec, then run id.
@@ -275,6 +277,31 @@ def curve_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
     return out
 
 
+def bin_tables(runs: list[ReportRun], labels: list[str]) -> list[Table]:
+    """Per curve of results.json's `length_bins` (a spec's `report.length_bins`): a row per
+    model, a column per bin (shortest first), each model's effective length in the notes."""
+    from lceval.results import effective_said
+
+    curves: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for label, run in zip(labels, runs):
+        for name, curve in (run.results.get("length_bins") or {}).items():
+            curves[name].append((label, curve))
+    out = []
+    for name, entries in curves.items():
+        lengths: dict[str, int] = {}
+        for _, curve in entries:
+            for p in curve["points"]:
+                lengths.setdefault(p["label"], int(p["length"]))
+        bins = sorted(lengths, key=lambda b: (lengths[b], b))
+        table = Table(f"{name}: score by length bin", [Column("length bin", b) for b in bins])
+        for label, curve in entries:
+            at = {p["label"]: p.get("value") for p in curve["points"]}
+            table.rows.append((label, [at.get(b) for b in bins]))
+            table.notes.append(f"{label}: effective length {effective_said(curve)}")
+        out.append(table)
+    return out
+
+
 # -- press sweeps (--press-sweep) ---------------------------------------------------------
 
 def press_tables(runs: list[ReportRun]) -> list[Table]:
@@ -379,7 +406,7 @@ def paper_tables(runs: list[ReportRun], fmt: str, pooled: bool = False, subset: 
         raise UserError("no run directories given", field="run_dirs")
     labels = row_labels(runs)
     tokens = token_table(runs, labels)
-    tables = [*main_tables(runs, labels), *curve_tables(runs, labels), *press_tables(runs),
+    tables = [*main_tables(runs, labels), *curve_tables(runs, labels), *bin_tables(runs, labels), *press_tables(runs),
               *breakdown_tables(runs, labels, pooled), *([tokens] if tokens else [])]
     for table in tables if subset else []:
         table.title += f" (only samples with {subset})"

@@ -37,7 +37,12 @@ def _label(length: int | None) -> str:
 
 
 def effective_length(points: list[dict[str, Any]], threshold: float | None) -> int | None:
-    """The longest length such that it and every shorter swept length score >= threshold."""
+    """The longest length such that it and every shorter length of `points` (ascending; a
+    point without a length is skipped) score >= threshold: RULER's effective length (Hsieh et
+    al., 2024, Sec. 4 and Table 3, the longest length at which the model still beats the bar),
+    read so that a length below the bar ends it even when a longer one scores above again. None
+    without a threshold, or when the shortest length is already below it. One definition for a
+    `--context-lengths` sweep and for a spec's length bins."""
     if threshold is None:
         return None
     best = None
@@ -51,12 +56,14 @@ def effective_length(points: list[dict[str, Any]], threshold: float | None) -> i
 
 
 def length_curves(task_results: dict[str, dict[str, Any]], samples: dict[str, list[Sample]],
-                  specs: dict[str, TaskSpec | dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+                  specs: dict[str, TaskSpec | dict[str, Any]], seed: int = 0,
+                  threshold: float | None = None) -> dict[str, Any]:
     """The `length_curves` block of results.json (empty when no task was swept): per swept
     task its points in ascending length (`full` last), the threshold and effective length;
     and `mean` over the swept tasks that share every length. `task_results` are results.json's
     `tasks`, `samples` and `specs` by the same task names (a `TaskSpec`, or a resolved spec's
-    mapping as a manifest records it)."""
+    mapping as a manifest records it); `threshold` (the run's --effective-threshold) wins over
+    the specs'."""
     specs = {name: as_spec(name, spec) for name, spec in specs.items()}
     variants: dict[str, dict[int | None, str]] = defaultdict(dict)
     for name, entry in task_results.items():
@@ -72,7 +79,7 @@ def length_curves(task_results: dict[str, dict[str, Any]], samples: dict[str, li
             ([None] if None in by_length else [])
         first = specs.get(by_length[lengths[0]])
         report = first.report if first is not None else ReportSettings()
-        threshold = report.effective_length_threshold
+        bar = threshold if threshold is not None else report.effective_length_threshold
         points, resamplers[base] = [], {}
         for length in lengths:
             task = by_length[length]
@@ -84,8 +91,8 @@ def length_curves(task_results: dict[str, dict[str, Any]], samples: dict[str, li
             points.append({"length": length, "label": _label(length), "task": task, "value": head["value"],
                            "ci": ci, "n": int(head["n"] or 0)})
         curves[base] = {"metric": "score", "points": points,
-                        "threshold": float(threshold) if threshold is not None else None,
-                        "effective_length": effective_length(points, threshold)}
+                        "threshold": float(bar) if bar is not None else None,
+                        "effective_length": effective_length(points, bar)}
     if len(curves) >= 2:
         curves["mean"] = _mean_curve(curves, resamplers, seed)
     return curves

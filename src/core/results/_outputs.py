@@ -21,8 +21,9 @@ import jsonschema
 from lceval import __version__
 from lceval.errors import UserError
 from lceval.io import atomic_directory, check_writable, replaced_directory, text_table
-from lceval.engine import FinishedRun, Plugins, RunRecord, RunState, Session, model_label
+from lceval.engine import FinishedRun, Plugins, RunRecord, RunState, Session, model_label, tokens_label
 from lceval.results._cost import cost_summary, format_cost, format_prompt_cache
+from lceval.results._bins import length_bins
 from lceval.results._curves import length_curves
 from lceval.results._scoring import DIFFERS_MARK, UNCENSORED, differs_from_paper, headline_block, score_task
 from lceval.io import load_schema
@@ -63,10 +64,15 @@ def build_results(state: RunState, run_id: str) -> dict[str, Any]:
                                                       metric_identities=task.metric_identities)
     if state.stopped:  # a cost limit stopped it: these are not the run's full results
         results["partial"] = {"reason": "cost_limit", **state.stopped}
-    curves = length_curves(results["tasks"], {t.spec.name: t.samples for t in state.tasks},
-                           {t.spec.name: t.spec for t in state.tasks}, seed=state.config.seeds[0])
+    samples = {t.spec.name: t.samples for t in state.tasks}
+    specs = {t.spec.name: t.spec for t in state.tasks}
+    threshold = state.config.effective_threshold
+    curves = length_curves(results["tasks"], samples, specs, seed=state.config.seeds[0], threshold=threshold)
     if curves:  # a --context-lengths sweep
         results["length_curves"] = curves
+    bins = length_bins(samples, specs, seed=state.config.seeds[0], threshold=threshold)
+    if bins:  # specs that say where each sample falls on the length axis
+        results["length_bins"] = bins
     jsonschema.validate(results, load_schema("results.schema.json"))
     return results
 
@@ -303,10 +309,12 @@ def format_table(results: dict[str, Any], markdown: bool = False) -> str:
     spec says its number is not comparable with the paper's is marked, and why said under it."""
     table = _render(table_rows(results), markdown)
     curves = results.get("length_curves")
+    bins = results.get("length_bins")
     differs = differs_from_paper(results["tasks"])
     notes = "".join(f"\n{DIFFERS_MARK} {name}: not comparable with the paper's number: {why}"
                     for name, why in differs.items())
     return (table + ("\n\n" + _render(curve_rows(curves), markdown) if curves else "")
+            + ("\n\n" + _render(bin_rows(bins), markdown) if bins else "")
             + ("\n" + notes if notes else ""))
 
 
@@ -320,16 +328,44 @@ def curve_rows(curves: dict[str, Any]) -> list[tuple[str, ...]]:
     rows = [("task", *labels, "effective length")]
     for name, curve in curves.items():
         at = {p["label"]: p["value"] for p in curve["points"]}
-        eff = curve.get("effective_length")
-        threshold = curve.get("threshold")
-        said = ("n/a: no threshold" if threshold is None else
-                f"{_tokens(eff)} (>= {threshold:g})" if eff is not None else f"none (< {threshold:g} at the shortest)")
-        rows.append((name if name != "mean" else "mean of tasks", *(_fmt(at.get(lab)) for lab in labels), said))
+        rows.append((name if name != "mean" else "mean of tasks", *(_fmt(at.get(lab)) for lab in labels),
+                     effective_said(curve)))
     return rows
 
 
+def effective_said(curve: dict[str, Any]) -> str:
+    """A curve's effective length in words: "32k (>= 85.6)", "none (< 85.6 at the shortest)",
+    "n/a: no threshold"."""
+    eff, threshold = curve.get("effective_length"), curve.get("threshold")
+    if threshold is None:
+        return "n/a: no threshold"
+    return f"{_tokens(eff)} (>= {threshold:g})" if eff is not None else f"none (< {threshold:g} at the shortest)"
+
+
+def bin_rows(bins: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Per curve of `length_bins`: a row per bin (its length, score, 95% interval, n), then its
+    effective length, and the samples in no bin when there were any."""
+    rows = [("length bins", "bin", "length", "score", "95% CI", "n")]
+    for name, curve in bins.items():
+        for p in curve["points"]:
+            rows.append((name, p["label"], _tokens(p["length"]), _fmt(p["value"]), _point_ci(p), str(p["n"])))
+        rows.append((name, "effective length", effective_said(curve), "", "", ""))
+        if curve.get("uncounted"):
+            rows.append((name, "not counted", "", "", "n/a: the model lends no tokenizer", str(curve["uncounted"])))
+        elif curve.get("unbinned"):
+            rows.append((name, "in no bin", "", "", "", str(curve["unbinned"])))
+    return rows
+
+
+def _point_ci(point: dict[str, Any]) -> str:
+    ci = point.get("ci")
+    if ci:
+        return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+    return "n/a: no score" if not point.get("n") else "n/a"
+
+
 def _tokens(n: int) -> str:
-    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
+    return tokens_label(int(n))
 
 
 def _render(rows: list[tuple[str, ...]], markdown: bool) -> str:

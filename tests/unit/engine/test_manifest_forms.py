@@ -32,6 +32,7 @@ SAMPLES: dict[str, Any] = {
     "seeds": [2023, 2024, 2025],
     "context_policy": "truncate-middle",
     "context_lengths": [8192, 16384, None],
+    "effective_threshold": 85.6,
     "thinking": True,
     "reasoning_budget": 4096,
     "reasoning_effort": "high",

@@ -31,14 +31,15 @@ def test_every_run_flag_is_parsed_from_its_one_declaration(capsys, monkeypatch):
     monkeypatch.setattr(RunConfig, "from_flags", classmethod(caught))
     assert main(["run", "--tasks", "t", "--model", "a", "--model", "b", "--seed", "1,2", "--limit", "3",
                  "--set", "options.x=[1, 2]", "--context-lengths", "8k,full", "--shard", "1/4",
-                 "--no-progress", "--contexts", "dev/*,x", "--context-policy", "truncate-left"]) == 2
+                 "--no-progress", "--contexts", "dev/*,x", "--context-policy", "truncate-left",
+                 "--effective-threshold", "85.6"]) == 2
     assert "caught" in capsys.readouterr().err
     monkeypatch.undo()
     (config,) = built
     assert config.models == ["a", "b"] and config.seeds == [1, 2] and config.limit == 3
     assert config.overrides == {"options.x": [1, 2]} and config.context_lengths == [8192, None]
     assert config.shard == (1, 4) and config.progress is False and config.contexts == ["dev/*", "x"]
-    assert config.context_policy == "truncate-left" and config.dry_run is False
+    assert config.context_policy == "truncate-left" and config.dry_run is False and config.effective_threshold == 85.6
     # every field a user sets on the command line has a flag the parser knows, and no other
     flagged = {f.name for f in fields(RunConfig) if "flag" in f.metadata}
     assert flagged == {dest for dest, _ in flags_of(RunConfig)}
@@ -57,6 +58,7 @@ def test_every_run_flag_is_parsed_from_its_one_declaration(capsys, monkeypatch):
     (["--context-policy", "trim"], "unknown context policy 'trim' (known: error, skip, truncate-middle"),
     (["--shard", "4/4"], "--shard takes I/N"),
     (["--context-lengths", "8q"], "'8q' is not a token budget"),
+    (["--effective-threshold", "high"], "--effective-threshold takes a score (e.g. 85.6), got 'high'"),
 ])
 def test_a_bad_flag_value_is_one_line_naming_the_flag(argv, needle, capsys):
     assert main(["run", "--tasks", "elitr_qa", "--model", "smollm2", *argv]) == 2

@@ -18,7 +18,7 @@ from lceval.engine import load_plugins
 from lceval.interfaces import ReportContext
 from lceval.report import (Point, ReportInputs, Series, build_report, charts, figure, interval_cell, metric_point,
                            numeric_order, run_labels, seeds_text)
-from lceval.results import format_table, load_run
+from lceval.results import effective_said, format_table, load_run
 
 from tests.conftest import ScriptedModel, run_engine
 
@@ -234,6 +234,23 @@ def test_a_length_sweep_is_a_curve_per_model_with_the_console_s_effective_length
     cells = plotted(specs[page.titles.index(heat[0])])
     assert {(c["row"], c["column"]) for c in cells} == {(d, x) for d in ("10%", "50%") for x in ("1k", "2k")}
     assert specs[page.titles.index(heat[0])]["layer"][0]["encoding"]["y"]["sort"] == ["10%", "50%"]
+
+
+def test_one_chart_puts_every_task_of_a_run_on_the_length_axis_with_the_bins_table(tiny_home, tmp_path):
+    bins = {"field": "tokens", "edges": [300, 100000], "threshold": 0}
+    run_dir, _, _ = run_engine(ScriptedModel(window=100000), "elitr_qa", tiny_home, tmp_path,
+                               overrides={"report.length_bins": bins})
+    results = _sweep(run_dir, [8.0, 3.0])  # and a --context-lengths curve of the same run
+    page = parse(html := build_report(html_inputs([run_dir]), load_plugins()))
+    assert page.sections[:2] == ["overview", "lengths"]
+    specs = json.loads(page.scripts["lceval-charts"])
+    title = next(t for t in page.titles if t.endswith(": score against length, all tasks"))
+    rows = plotted(specs[page.titles.index(title)])
+    binned = [p["length"] for p in results["length_bins"]["elitr_qa"]["points"]]
+    assert {r["series"] for r in rows} == {"elitr_qa", "elitr_qa (swept)"}  # one line per curve, one chart
+    assert len(rows) == len(binned) + 2  # every bin, and the sweep's budgets (its uncut point has no length)
+    assert "length bins" in format_table(results) and "score by length bin" in html
+    assert effective_said(results["length_bins"]["elitr_qa"]).replace(">", "&gt;") in html
 
 
 def test_plugin_panels_are_drawn_and_a_failing_one_is_reported(two_runs):
