@@ -93,6 +93,7 @@ class BatchServer:
             ("GET", r"/v1/messages/batches/([^/]+)/results", self.anthropic_results),
             ("POST", r"/v1/messages/batches/([^/]+)/cancel", self.cancel),
             ("POST", r"/v1/chat/completions", self.chat),
+            ("POST", r"/v1/messages/count_tokens", self.count_tokens),
         ]
         for verb, pattern, handler in routes:
             match = re.fullmatch(pattern, path)
@@ -108,6 +109,12 @@ class BatchServer:
         h.send_response(404)
         h.send_header("Content-Length", "0")
         h.end_headers()
+
+    def count_tokens(self, h: Any, body: bytes) -> tuple[int, Any, Any]:
+        """Anthropic's token count, as the ledger counts a prompt (none without a ledger: 404)."""
+        if self.ledger is None:
+            return 404, {"type": "error", "error": {"type": "not_found_error", "message": "no token count"}}, None
+        return 200, self.ledger.count_anthropic(json.loads(body)), None
 
     # -- OpenAI --------------------------------------------------------------------------
     def upload(self, h: Any, body: bytes) -> tuple[int, Any, Any]:

@@ -46,7 +46,7 @@ def test_a_limit_hit_mid_run_writes_a_partial_run_and_a_rerun_goes_on(tiny_home:
     limit = round(whole / 2, 6)
     code, out, err = _run(tiny_home, tmp_path / "runs", tmp_path / "c.sqlite", "--max-cost", str(limit))
     assert code == 3, err
-    assert f"--max-cost {limit:g} USD reached" in err and "partial run" in err and "Run the same command again" in err
+    assert f"--max-cost ${limit:g} reached" in err and "partial run" in err and "Run the same command again" in err
     (partial,) = list((tmp_path / "runs").iterdir())
     assert partial.name.endswith("_partial") and "PARTIAL" in out
     run = load_run(partial)
@@ -96,7 +96,7 @@ def test_a_judge_models_own_limit_stops_its_requests(tiny_home: Path, tmp_path: 
                               "input_cost_per_mtok=2,output_cost_per_mtok=8")
     finally:
         server.close()
-    assert code == 3 and "--judge-model option max_cost 0 USD reached" in err
+    assert code == 3 and "--judge-model option max_cost $0 reached" in err
     assert server.direct == 0  # not one judge request was sent
     run = load_run(next((tmp_path / "runs").iterdir()))
     assert all(s.response for s in run.samples)  # the model (free) answered everything
