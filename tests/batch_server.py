@@ -48,6 +48,10 @@ class BatchServer:
         #: the providers' prompt caches and their charges (tests/provider_caches.py); None: every
         #: prompt is PROMPT_TOKENS tokens
         self.ledger: Any = None
+        #: a batch's lines processed at once, as a provider may: none of them sees the cache
+        #: entries another line of the same batch writes (each writes its context again)
+        self.at_once = False
+        self._before: dict[str, Any] | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -228,7 +232,14 @@ class BatchServer:
         order the batch's requests are processed; else the fixed counts."""
         if self.ledger is not None:
             counted = self.ledger.anthropic if kind == "anthropic" else self.ledger.openai
-            return counted(params["model"], params, COMPLETION_TOKENS, batch=True)
+            if self._before is None:
+                return counted(params["model"], params, COMPLETION_TOKENS, batch=True)
+            written = self.ledger.entries
+            self.ledger.entries = dict(self._before)  # what the cache held when the batch began
+            try:
+                return counted(params["model"], params, COMPLETION_TOKENS, batch=True)
+            finally:
+                self.ledger.entries = {**written, **self.ledger.entries}
         if kind == "anthropic":
             return {"input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS}
         return {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS}
@@ -254,6 +265,7 @@ class BatchServer:
                     continue
                 self.charged[cid] = self.charged.get(cid, 0) + 1
                 done.append((cid, params, self.reply(item)))
+            self._before = dict(self.ledger.entries) if self.at_once and self.ledger is not None else None
             if b["kind"] == "openai":
                 b["state"] = "cancelled" if b.get("cancel") else "expired" if expired else "completed"
                 out = [{"id": f"r{i}", "custom_id": cid, "error": None, "response": {"status_code": 200, "body": {
@@ -283,3 +295,4 @@ class BatchServer:
                 lines += [{"custom_id": cid, "result": {"type": "expired"}} for cid in b["requests"]
                           if cid not in {d[0] for d in done} | set(failed)]
                 b["results"] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+            self._before = None

@@ -36,10 +36,13 @@ from typing import Any, Callable
 #: write for 5 minutes and 1 hour (None: writes are not billed apart)
 PRICES: dict[str, tuple[float, float, float, float | None, float | None]] = {
     "claude-sonnet-4-5": (3.0, 15.0, 0.30, 3.75, 6.0),
+    "claude-haiku-4-5": (1.0, 5.0, 0.10, 1.25, 2.0),
+    #: a Claude model litellm's price map does not hold (lceval knows no price for it)
+    "claude-unpriced-1": (3.0, 15.0, 0.30, 3.75, 6.0),
     "gpt-4.1": (2.0, 8.0, 0.50, None, None),
     "gemini-2.5-flash": (0.30, 2.50, 0.03, None, None),
 }
-MINIMUM = {"claude-sonnet-4-5": 1024, "gpt-4.1": 1024, "gemini-2.5-flash": 2048}
+MINIMUM = {"claude-sonnet-4-5": 1024, "claude-haiku-4-5": 4096, "claude-unpriced-1": 1024, "gpt-4.1": 1024, "gemini-2.5-flash": 2048}
 LIFETIMES = {"5m": 300.0, "1h": 3600.0}
 #: how long OpenAI's and Gemini's automatic caches keep a prefix unused (OpenAI: 5-10 minutes)
 AUTOMATIC_LIFETIME = 300.0

@@ -80,6 +80,8 @@ class ProviderServer:
         self.silent = False
         #: the providers' prompt caches and their charges (None: every prompt is PROMPT tokens)
         self.ledger: CacheLedger | None = None
+        #: False: the token-count endpoints are not there (404)
+        self.counting = True
         self.lock = threading.Lock()
         server = self
 
@@ -117,9 +119,9 @@ class ProviderServer:
     # -- routing ---------------------------------------------------------------------------
     def route(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         try:
-            if path.endswith(":countTokens") and self.ledger is not None:
+            if path.endswith(":countTokens") and self.ledger is not None and self.counting:
                 return 200, self.ledger.count_gemini(body)
-            if path.endswith("/messages/count_tokens") and self.ledger is not None:
+            if path.endswith("/messages/count_tokens") and self.ledger is not None and self.counting:
                 return 200, self.ledger.count_anthropic(body)
             if path.endswith(":generateContent"):
                 return 200, self.gemini(path, body)

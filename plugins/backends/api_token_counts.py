@@ -5,7 +5,8 @@ model's tokens are the provider's to count, and two providers count them for fre
 
 - Anthropic: `POST /v1/messages/count_tokens` with the Messages body's `model`, `system` and
   `messages`, answering `{"input_tokens": N}` ("Token counting", Anthropic's docs);
-- Gemini: `POST /v1beta/models/MODEL:countTokens` with a `generateContentRequest` (its
+- Gemini: `POST {api_base}/models/MODEL:countTokens` (the base as litellm takes it, by default
+  `https://generativelanguage.googleapis.com/v1beta`) with a `generateContentRequest` (its
   `contents` and `systemInstruction`), answering `{"totalTokens": N}` ("Count tokens", Google's
   Gemini API reference).
 
@@ -22,7 +23,7 @@ from typing import Any
 from .batch_apis import ANTHROPIC_VERSION, _Client
 
 ANTHROPIC_BASE = "https://api.anthropic.com"
-GEMINI_BASE = "https://generativelanguage.googleapis.com"
+GEMINI_BASE = "https://generativelanguage.googleapis.com/v1beta"
 #: seconds a count may take: it decides a cache marker, and the estimate is there if it fails
 TIMEOUT_S = 20.0
 
@@ -43,14 +44,14 @@ def anthropic_tokens(base: str | None, key: str | None, model: str, messages: li
 def gemini_tokens(base: str | None, key: str | None, model: str, messages: list[dict[str, str]]) -> int:
     """Gemini's count of `messages` (a system message as its `systemInstruction`)."""
     headers = {"x-goog-api-key": key} if key else {}
-    client = _Client((base or GEMINI_BASE).removesuffix("/v1beta"), headers, TIMEOUT_S, "Gemini")
+    client = _Client(base or GEMINI_BASE, headers, TIMEOUT_S, "Gemini")
     system = "".join(m["content"] for m in messages if m["role"] == "system")
     contents = [{"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
                 for m in messages if m["role"] != "system"]
     request: dict[str, Any] = {"model": f"models/{model}", "contents": contents}
     if system:
         request["systemInstruction"] = {"parts": [{"text": system}]}
-    reply = client.json("POST", f"/v1beta/models/{model}:countTokens", {"generateContentRequest": request})
+    reply = client.json("POST", f"/models/{model}:countTokens", {"generateContentRequest": request})
     return int(reply["totalTokens"])
 
 

@@ -112,7 +112,9 @@ class LiteLLMBackend(ModelBackend):
         #: the shared part's tokens per context (`_shared_size`), and how many were sized which way
         self._sizes: dict[tuple[str, int, int], int] = {}
         self._sizing: dict[str, int] = {}
-        self._counting = True
+        self._sizing_lock = threading.Lock()
+        #: why the provider's token count is not asked (None: it is)
+        self._counting: str | None = None
         self._said_estimate = False
         #: waits `seconds` unless the batch is being abandoned; tests replace it
         self.sleep: Callable[[float], Any] = self._stop.wait
@@ -164,11 +166,18 @@ class LiteLLMBackend(ModelBackend):
     def _map_info(self) -> dict[str, Any] | None:
         """The model's entry in litellm's map, asked once (every request's price reads it)."""
         if self._info is _UNASKED:
+            litellm = self._import()
             try:
-                self._info = dict(self._import().get_model_info(self.model))
+                self._info = dict(litellm.get_model_info(self.model))
             except UserError:
                 raise
             except Exception:  # noqa: BLE001 - a model litellm's map does not hold
+                self._info = None
+            # litellm makes up an entry, prices of 0 included, for a Claude model its map lacks:
+            # a price it does not know is unknown, never free
+            made_up = self._info is not None and self._info.get("key") is not None \
+                and self._info["key"] not in getattr(litellm, "model_cost", {})
+            if made_up:
                 self._info = None
         return self._info  # type: ignore[return-value]
 
@@ -201,37 +210,40 @@ class LiteLLMBackend(ModelBackend):
         the provider's own (`api_token_counts`, once per context), else an under-count by
         characters, the last resort, said once (a warning, and `stats()["cache_sizing"]`)."""
         key = (shared.group, shared.message, shared.chars)
-        with self._stats.lock:
-            if key in self._sizes:
-                return self._sizes[key]
+        with self._sizing_lock:  # one count per context, however many threads ask at once
+            if key not in self._sizes:
+                self._sizes[key] = self._size(shared, request)
+            return self._sizes[key]
+
+    def _size(self, shared: Any, request: GenerationRequest) -> int:
         head = shared.head(request.messages)
         count, how = self.count_tokens(head), "the lent tokenizer"
-        counter = COUNTERS.get(self.cache.counter or "") if self._counting else None
+        counter = COUNTERS.get(self.cache.counter or "") if self._counting is None else None
         if count is None and counter is not None:
             name = self.model.split("/", 1)[1] if "/" in self.model else self.model
-            env = "ANTHROPIC_API_KEY" if self.cache.counter == "anthropic" else "GEMINI_API_KEY"
+            env = ("ANTHROPIC_API_KEY",) if self.cache.counter == "anthropic" else ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+            secret = self._api_key() or next((os.environ[e] for e in env if os.environ.get(e)), None)
             try:
-                count = counter(self.api_base, self._api_key() or os.environ.get(env) or None, name,
-                                [{"role": m.role, "content": m.content} for m in head])
+                count = counter(self.api_base, secret, name, [{"role": m.role, "content": m.content} for m in head])
                 how = "the provider's token count"
             except Exception as exc:  # noqa: BLE001 - no count to be had: the estimate below, said
-                self._counting = False  # one failure says the endpoint is not there for this run
-                log.warning("litellm: %s's token count failed (%s); contexts are sized for its prompt cache's "
-                            "minimum at %g characters a token", self.model, scrub(str(exc)[:200],
-                                                                                 environment_secrets()),
-                            CHARS_PER_TOKEN)
+                # one failure says the endpoint is not there for this run
+                self._counting = f"its token count failed: {scrub(str(exc)[:200], environment_secrets())}"
+        chars = sum(len(m.content) for m in head)
         if count is None:
-            how = f"estimated at {CHARS_PER_TOKEN:g} characters a token (no tokenizer, no token count)"
-            if self.cache.counter is None and not self._said_estimate:
+            how = f"estimated at {CHARS_PER_TOKEN:g} characters a token"
+            # said where the estimate may decide wrongly: a part that even at 2 characters a
+            # token is below the minimum, or at 6 above it, is on the same side counted
+            if shared_tokens(None, chars) < self.cache.minimum() <= chars / 2 and not self._said_estimate:
                 self._said_estimate = True
-                log.warning("litellm: %s lends no tokenizer and its provider has no token count: contexts are sized "
-                            "for its prompt cache's minimum at %g characters a token (give tokenizer=... to count "
-                            "them)", self.model, CHARS_PER_TOKEN)
-        tokens = shared_tokens(count, sum(len(m.content) for m in head))
-        with self._stats.lock:
-            self._sizes[key] = tokens
-            self._sizing[how] = self._sizing.get(how, 0) + 1
-        return tokens
+                why = self._counting or ("it lends no tokenizer and its provider has no token count"
+                                         if self.cache.counter is None else "no token count")
+                log.warning("litellm: %s: %s, so its contexts are sized for the prompt cache's minimum (%d tokens) at "
+                            "%g characters a token, an under-count: a context near the minimum may go unmarked "
+                            "and pay full price (give tokenizer=... to count them)", self.model, why,
+                            self.cache.minimum(), CHARS_PER_TOKEN)
+        self._sizing[how] = self._sizing.get(how, 0) + 1
+        return shared_tokens(count, chars)
 
     def batch_protocol(self) -> str | None:
         """"openai", "anthropic" or None: which batch API this model has."""
