@@ -108,6 +108,12 @@ def test_a_run_costs_what_the_providers_cache_arithmetic_bills(provider: str, se
         assert len(set(keys)) == 3 and all(keys[meetings.index(m)] == k for m, k in zip(meetings, keys))
     if provider == "gemini":
         assert "cache_control" not in json.dumps(bodies) and "cachedContent" not in json.dumps(bodies)
+    # each meeting's shared part sized once, by the provider's own count where it has one
+    counted = {"anthropic": "/messages/count_tokens", "gemini": ":countTokens"}
+    assert server.ledger.counted == (3 if provider in counted else 0)  # type: ignore[union-attr]
+    if provider == "gemini":
+        assert all(c["generateContentRequest"]["model"] == "models/gemini-2.5-flash"
+                   for c in server.bodies(":countTokens"))
 
     # billed as the provider's arithmetic says, counted apart the same everywhere
     samples, tokens, usage = outputs(tmp_path / "runs")
