@@ -19,8 +19,8 @@ lceval's code, so a test can hold lceval's bill against the provider's arithmeti
 
 A token is four characters of the request's text as the provider lays it out (roles, then each
 block's text in order); Anthropic's and Gemini's token-count endpoints count the same way
-(`count_anthropic`, `count_gemini`; `counted` says how often they were asked). `bills` holds each request's charge in USD; `now` is the clock (a test
-moves it to let entries expire).
+(`count_anthropic`, `count_gemini`; `counted` says how often they were asked). `bills` holds
+each request's charge in USD; `now` is the clock (a test moves it to let entries expire).
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ PRICES: dict[str, tuple[float, float, float, float | None, float | None]] = {
     "gpt-4.1": (2.0, 8.0, 0.50, None, None),
     "gemini-2.5-flash": (0.30, 2.50, 0.03, None, None),
 }
-MINIMUM = {"claude-sonnet-4-5": 1024, "claude-haiku-4-5": 4096, "claude-unpriced-1": 1024, "gpt-4.1": 1024, "gemini-2.5-flash": 2048}
+MINIMUM = {"claude-sonnet-4-5": 1024, "claude-haiku-4-5": 4096, "claude-unpriced-1": 1024,
+           "gpt-4.1": 1024, "gemini-2.5-flash": 2048}
 LIFETIMES = {"5m": 300.0, "1h": 3600.0}
 #: how long OpenAI's and Gemini's automatic caches keep a prefix unused (OpenAI: 5-10 minutes)
 AUTOMATIC_LIFETIME = 300.0

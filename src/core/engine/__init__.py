@@ -27,7 +27,7 @@
 - Data a task needs on disk: `DataNeeds(plugins)` (`lceval data status / fetch / pack /
   unpack`, and `validate`'s "data not installed"), built on each task type's `needs`; no run
   is opened.
-- What reports and merges share: `format_usd` (every amount of money lceval writes), `tokens_label`, `removed_span` (a context cut), `assign` and
+- What reports and merges share: `tokens_label`, `removed_span` (a context cut), `assign` and
   `plan_fingerprint` (how a run's contexts are shared among its `--shard`s).
 """
 
@@ -38,7 +38,6 @@ from lceval.engine._family import family_file
 from lceval.engine._context_policy import removed_span, tokens_label
 from lceval.engine._data import DataNeeds
 from lceval.engine._model_spec import ModelSpec, model_label
-from lceval.engine._money import format_rate, format_usd
 from lceval.engine._plan import check_spec
 from lceval.engine._plugin_host import PluginInfo, Plugins, load_plugins
 from lceval.engine._run_config import RunConfig
@@ -51,6 +50,6 @@ from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 __all__ = [
     "Cache", "CachedModel", "Catalog", "DataNeeds", "FinishedRun", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings",
     "RunConfig", "RunRecord", "RunState", "Session", "TaskSpec",
-    "assign", "check_spec", "family_file", "format_rate", "format_usd", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
+    "assign", "check_spec", "family_file", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
     "plan_fingerprint", "removed_span", "tokens_label",
 ]

@@ -21,7 +21,6 @@ from pathlib import Path
 from lceval.engine import _context_policy as context_policy
 from lceval.engine._model_handle import ModelHandle
 from lceval.engine._model_spec import ModelSpec
-from lceval.engine._money import format_rate, format_usd
 from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
@@ -30,6 +29,7 @@ from lceval.engine._shared_prefix import shared_prefixes
 from lceval.engine._spending import CHARS_PER_TOKEN, estimate
 from lceval.engine._thinking import controls_of, thinking_settings
 from lceval.errors import UserError
+from lceval.io import format_rate, format_usd
 from lceval.interfaces import ModelBackend, PrefixCache, Price
 from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, is_scored)
 
@@ -250,7 +250,8 @@ def _priced(tally: _Tally, backend: ModelBackend, batching: bool) -> tuple[str, 
     direct = backend.price(batch=False)
     if direct is None or tally.direct is None:
         return line + ": price unknown (give input_cost_per_mtok= and output_cost_per_mtok=)", None, None
-    line += f": {usd(tally.direct)} at {format_rate(direct.input_per_mtok)}/{format_rate(direct.output_per_mtok)} per million tokens"
+    rates = f"{format_rate(direct.input_per_mtok)}/{format_rate(direct.output_per_mtok)}"
+    line += f": {usd(tally.direct)} at {rates} per million tokens"
     if (tally.cache_read or tally.cache_write) and tally.uncached is not None:
         line += f" ({usd(tally.uncached)} without the prompt cache)"
     batch_cost = tally.batched if backend.batch_api() is not None else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lceval.engine import format_usd
+from lceval.io import format_usd
 
 _PARTS = ("generation", "judging")
 

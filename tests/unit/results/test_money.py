@@ -1,4 +1,4 @@
-"""Every amount of money lceval writes goes through one formatter (`lceval.engine.format_usd`):
+"""Every amount of money lceval writes goes through one formatter (`lceval.io.format_usd`):
 never in scientific notation, small amounts with their first two significant digits, a sign
 before the dollar, "unknown" for an unknown amount, and an upper bound rounded up at the digits
 shown (so a limit set to the figure shown holds)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from lceval.engine import format_rate, format_usd
+from lceval.io import format_rate, format_usd
 from lceval.results import usd
 
 
