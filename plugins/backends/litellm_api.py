@@ -224,6 +224,8 @@ class LiteLLMBackend(ModelBackend):
             env = ("ANTHROPIC_API_KEY",) if self.cache.counter == "anthropic" else ("GEMINI_API_KEY", "GOOGLE_API_KEY")
             secret = self._api_key() or next((os.environ[e] for e in env if os.environ.get(e)), None)
             try:
+                if secret is None:  # the provider would refuse it (a dry run without a key)
+                    raise RuntimeError(f"no API key to ask it with ({' or '.join(env)})")
                 count = counter(self.api_base, secret, name, [{"role": m.role, "content": m.content} for m in head])
                 how = "the provider's token count"
             except Exception as exc:  # noqa: BLE001 - no count to be had: the estimate below, said
