@@ -282,6 +282,11 @@ def test_an_unknown_price_is_said_unknown_never_0(server: ProviderServer, long_h
     assert manifest["cost"]["generation"]["total_usd"] is None and manifest["cost"]["total_usd"] is None
     assert "what it saved is unknown (the price is unknown)" in out and "$0.0000" not in out
     assert "cost: unknown = generation unknown (7 answers of unknown price)" in out
+    # and in the HTML report's cost section
+    assert call("report", only_run(tmp_path / "runs"), "--format", "html", "--output", tmp_path / "r.html")[0] == 0
+    html = (tmp_path / "r.html").read_text()
+    costs = html[html.index('id="cost"'):html.index('id="runs"')]
+    assert "unknown" in costs and "$0.0000" not in costs
 
 
 def test_a_batch_whose_lines_each_write_their_context_says_what_caching_cost_more(long_home: Path, tmp_path: Path,
