@@ -48,6 +48,10 @@ class BatchServer:
         #: the providers' prompt caches and their charges (tests/provider_caches.py); None: every
         #: prompt is PROMPT_TOKENS tokens
         self.ledger: Any = None
+        #: a batch's lines processed at once, as a provider may: none of them sees the cache
+        #: entries another line of the same batch writes (each writes its context again)
+        self.at_once = False
+        self._before: dict[str, Any] | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -93,6 +97,7 @@ class BatchServer:
             ("GET", r"/v1/messages/batches/([^/]+)/results", self.anthropic_results),
             ("POST", r"/v1/messages/batches/([^/]+)/cancel", self.cancel),
             ("POST", r"/v1/chat/completions", self.chat),
+            ("POST", r"/v1/messages/count_tokens", self.count_tokens),
         ]
         for verb, pattern, handler in routes:
             match = re.fullmatch(pattern, path)
@@ -108,6 +113,12 @@ class BatchServer:
         h.send_response(404)
         h.send_header("Content-Length", "0")
         h.end_headers()
+
+    def count_tokens(self, h: Any, body: bytes) -> tuple[int, Any, Any]:
+        """Anthropic's token count, as the ledger counts a prompt (none without a ledger: 404)."""
+        if self.ledger is None:
+            return 404, {"type": "error", "error": {"type": "not_found_error", "message": "no token count"}}, None
+        return 200, self.ledger.count_anthropic(json.loads(body)), None
 
     # -- OpenAI --------------------------------------------------------------------------
     def upload(self, h: Any, body: bytes) -> tuple[int, Any, Any]:
@@ -221,7 +232,14 @@ class BatchServer:
         order the batch's requests are processed; else the fixed counts."""
         if self.ledger is not None:
             counted = self.ledger.anthropic if kind == "anthropic" else self.ledger.openai
-            return counted(params["model"], params, COMPLETION_TOKENS, batch=True)
+            if self._before is None:
+                return counted(params["model"], params, COMPLETION_TOKENS, batch=True)
+            written = self.ledger.entries
+            self.ledger.entries = dict(self._before)  # what the cache held when the batch began
+            try:
+                return counted(params["model"], params, COMPLETION_TOKENS, batch=True)
+            finally:
+                self.ledger.entries = {**written, **self.ledger.entries}
         if kind == "anthropic":
             return {"input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS}
         return {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS}
@@ -247,6 +265,7 @@ class BatchServer:
                     continue
                 self.charged[cid] = self.charged.get(cid, 0) + 1
                 done.append((cid, params, self.reply(item)))
+            self._before = dict(self.ledger.entries) if self.at_once and self.ledger is not None else None
             if b["kind"] == "openai":
                 b["state"] = "cancelled" if b.get("cancel") else "expired" if expired else "completed"
                 out = [{"id": f"r{i}", "custom_id": cid, "error": None, "response": {"status_code": 200, "body": {
@@ -276,3 +295,4 @@ class BatchServer:
                 lines += [{"custom_id": cid, "result": {"type": "expired"}} for cid in b["requests"]
                           if cid not in {d[0] for d in done} | set(failed)]
                 b["results"] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+            self._before = None

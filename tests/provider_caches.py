@@ -18,8 +18,9 @@ lceval's code, so a test can hold lceval's bill against the provider's arithmeti
   nothing was read), billed at 10% of the input price.
 
 A token is four characters of the request's text as the provider lays it out (roles, then each
-block's text in order). `bills` holds each request's charge in USD; `now` is the clock (a test
-moves it to let entries expire).
+block's text in order); Anthropic's and Gemini's token-count endpoints count the same way
+(`count_anthropic`, `count_gemini`; `counted` says how often they were asked). `bills` holds
+each request's charge in USD; `now` is the clock (a test moves it to let entries expire).
 """
 
 from __future__ import annotations
@@ -35,10 +36,14 @@ from typing import Any, Callable
 #: write for 5 minutes and 1 hour (None: writes are not billed apart)
 PRICES: dict[str, tuple[float, float, float, float | None, float | None]] = {
     "claude-sonnet-4-5": (3.0, 15.0, 0.30, 3.75, 6.0),
+    "claude-haiku-4-5": (1.0, 5.0, 0.10, 1.25, 2.0),
+    #: a Claude model litellm's price map does not hold (lceval knows no price for it)
+    "claude-unpriced-1": (3.0, 15.0, 0.30, 3.75, 6.0),
     "gpt-4.1": (2.0, 8.0, 0.50, None, None),
     "gemini-2.5-flash": (0.30, 2.50, 0.03, None, None),
 }
-MINIMUM = {"claude-sonnet-4-5": 1024, "gpt-4.1": 1024, "gemini-2.5-flash": 2048}
+MINIMUM = {"claude-sonnet-4-5": 1024, "claude-haiku-4-5": 4096, "claude-unpriced-1": 1024,
+           "gpt-4.1": 1024, "gemini-2.5-flash": 2048}
 LIFETIMES = {"5m": 300.0, "1h": 3600.0}
 #: how long OpenAI's and Gemini's automatic caches keep a prefix unused (OpenAI: 5-10 minutes)
 AUTOMATIC_LIFETIME = 300.0
@@ -60,6 +65,31 @@ def _common_chars(a: str, b: str) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def _anthropic_text(body: dict[str, Any]) -> tuple[str, list[tuple[str, dict[str, Any]]], list[int]]:
+    """A Messages body laid out as the ledger counts it: its text, its blocks (role, block) and
+    where each block ends in the text."""
+    blocks: list[tuple[str, dict[str, Any]]] = []
+    system = body.get("system")
+    for block in ([{"type": "text", "text": system}] if isinstance(system, str) else system or []):
+        blocks.append(("system", block))
+    for message in body.get("messages") or []:
+        content = message["content"]
+        for block in ([{"type": "text", "text": content}] if isinstance(content, str) else content):
+            blocks.append((message["role"], block))
+    text, ends = "", []
+    for role, block in blocks:
+        text += f"<{role}>" + str(block.get("text") or "")
+        ends.append(len(text))
+    return text, blocks, ends
+
+
+def _gemini_text(body: dict[str, Any]) -> str:
+    system = body.get("systemInstruction") or body.get("system_instruction") or {}
+    parts = [("system", p) for p in system.get("parts") or []]
+    parts += [(c.get("role"), p) for c in body.get("contents") or [] for p in c.get("parts") or []]
+    return "".join(f"<{role}>" + str(p.get("text") or "") for role, p in parts)
 
 
 class Refusal(Exception):
@@ -89,6 +119,8 @@ class CacheLedger:
     keys: list[str | None] = field(default_factory=list)
     #: False: the provider serves nothing from its caches (and bills every prompt in full)
     enabled: bool = True
+    #: requests to a token-count endpoint
+    counted: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def total(self) -> float:
@@ -104,21 +136,10 @@ class CacheLedger:
     # -- Anthropic ---------------------------------------------------------------------------
     def anthropic(self, model: str, body: dict[str, Any], output: int, batch: bool = False) -> dict[str, Any]:
         """The usage of a Messages request (and its charge in `bills`)."""
-        blocks: list[tuple[str, dict[str, Any]]] = []
-        system = body.get("system")
-        for block in ([{"type": "text", "text": system}] if isinstance(system, str) else system or []):
-            blocks.append(("system", block))
-        for message in body.get("messages") or []:
-            content = message["content"]
-            for block in ([{"type": "text", "text": content}] if isinstance(content, str) else content):
-                blocks.append((message["role"], block))
+        text, blocks, ends = _anthropic_text(body)
         marks = [i for i, (_, b) in enumerate(blocks) if "cache_control" in b]
         if len(marks) > 4:
             raise Refusal("A maximum of 4 blocks with cache_control may be provided. Found " + str(len(marks)) + ".")
-        text, ends = "", []
-        for role, block in blocks:
-            text += f"<{role}>" + str(block.get("text") or "")
-            ends.append(len(text))
         total = tokens(text)
         read = written = 0
         lifetime = None
@@ -146,6 +167,19 @@ class CacheLedger:
                 "cache_creation_input_tokens": written, "cache_read_input_tokens": read,
                 "cache_creation": {"ephemeral_5m_input_tokens": written if lifetime == "5m" else 0,
                                    "ephemeral_1h_input_tokens": written if lifetime == "1h" else 0}}
+
+    # -- the providers' token-count endpoints ----------------------------------------------------
+    def count_anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`POST /v1/messages/count_tokens`: the prompt's tokens as a Messages request lays it out."""
+        with self.lock:
+            self.counted += 1
+        return {"input_tokens": tokens(_anthropic_text(body)[0])}
+
+    def count_gemini(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`POST .../models/MODEL:countTokens` (a `generateContentRequest`, or bare `contents`)."""
+        with self.lock:
+            self.counted += 1
+        return {"totalTokens": tokens(_gemini_text(body.get("generateContentRequest") or body))}
 
     # -- OpenAI and Gemini: automatic -----------------------------------------------------------------
     def _automatic(self, model: str, text: str, step: int) -> int:
@@ -181,10 +215,7 @@ class CacheLedger:
     def gemini(self, model: str, body: dict[str, Any], output: int) -> dict[str, Any]:
         """The prompt's part of a generateContent answer's usageMetadata (`output`: its tokens,
         thoughts included, billed at the output price)."""
-        system = body.get("systemInstruction") or body.get("system_instruction") or {}
-        parts = [("system", p) for p in system.get("parts") or []]
-        parts += [(c.get("role"), p) for c in body.get("contents") or [] for p in c.get("parts") or []]
-        text = "".join(f"<{role}>" + str(p.get("text") or "") for role, p in parts)
+        text = _gemini_text(body)
         with self.lock:
             total = tokens(text)
             cached = self._automatic(model, text, 1)

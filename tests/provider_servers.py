@@ -28,7 +28,9 @@ leaves less than that, the thinking is cut and no answer comes (`finish_reason: 
 
 With a `ledger` (tests/provider_caches.py), Anthropic's, OpenAI's (`gpt-4.1`) and Gemini's
 answers count their prompt's tokens from its text and cache and charge them as each provider
-documents (breakpoints, the automatic caches); without one, every prompt is `PROMPT` tokens.
+documents (breakpoints, the automatic caches), and Anthropic's `/v1/messages/count_tokens` and
+Gemini's `:countTokens` count a prompt the same way; without one, every prompt is `PROMPT`
+tokens and there is no token count (404).
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ class ProviderServer:
         self.silent = False
         #: the providers' prompt caches and their charges (None: every prompt is PROMPT tokens)
         self.ledger: CacheLedger | None = None
+        #: False: the token-count endpoints are not there (404)
+        self.counting = True
         self.lock = threading.Lock()
         server = self
 
@@ -115,6 +119,10 @@ class ProviderServer:
     # -- routing ---------------------------------------------------------------------------
     def route(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         try:
+            if path.endswith(":countTokens") and self.ledger is not None and self.counting:
+                return 200, self.ledger.count_gemini(body)
+            if path.endswith("/messages/count_tokens") and self.ledger is not None and self.counting:
+                return 200, self.ledger.count_anthropic(body)
             if path.endswith(":generateContent"):
                 return 200, self.gemini(path, body)
             if path.endswith("/messages"):

@@ -5,7 +5,8 @@ context's requests share (`SharedPrefix`); this module turns it into the provide
 
 - Anthropic (Messages API, also Message Batches): caches only a prefix a request marks with a
   `cache_control` breakpoint (at most 4 per request; lceval places one, at the end of the shared
-  part, so the system message and the context are cached and the question is not). A write
+  part, where the questions start: the system message, the context and the instruction after
+  it are cached, the question is not). A write
   costs 1.25x the input price for the 5-minute lifetime and 2x for the 1-hour one, a read 0.1x
   ("Prompt caching", Anthropic's docs). A prefix below the model family's minimum is not
   cached (`ANTHROPIC_MINIMUM`). The lifetime: `cache_ttl=5m|1h`, else 5 minutes unless the
@@ -39,9 +40,10 @@ from lceval.errors import UserError
 from lceval.interfaces import Price, PromptCaching
 from lceval.types import SharedPrefix
 
-#: characters per token when the shared part's size decides whether the provider caches it and
-#: the model lends no tokenizer: generous (an under-count), so a part is never taken as cached
-#: when the provider would find it below its minimum
+#: characters per token when the shared part's size decides whether the provider caches it, the
+#: model lends no tokenizer and the provider has no token-count endpoint (or it failed): the last
+#: resort, generous (an under-count), so a part is never taken as cached when the provider would
+#: find it below its minimum (`api_token_counts`: Anthropic's and Gemini's counts come first)
 CHARS_PER_TOKEN = 6.0
 #: Anthropic's minimum cacheable prompt length per model family ("Prompt caching", Anthropic's
 #: docs), first match wins; a family not listed takes the map's `prompt_cache_min_tokens`, else
@@ -75,6 +77,8 @@ class ProviderCache:
     marked = False
     #: what a read costs against the input price when neither the map nor the user says
     read_ratio: float | None = None
+    #: the provider's token-count endpoint (`api_token_counts.COUNTERS`), None: it has none
+    counter: str | None = None
 
     def __init__(self, model: str, options: dict[str, Any], litellm: Any) -> None:
         self.model = model
@@ -133,6 +137,7 @@ class Anthropic(ProviderCache):
     lifetimes = tuple(ANTHROPIC_LIFETIMES)
     marked = True
     read_ratio = ANTHROPIC_READ
+    counter = "anthropic"
 
     def minimum(self) -> int:
         name = self.model.rsplit("/", 1)[-1]
@@ -166,9 +171,10 @@ class Automatic(ProviderCache):
     premium; lceval only keeps the shared part first and byte-identical, as it always does."""
 
     def __init__(self, model: str, options: dict[str, Any], litellm: Any, how: str, minimum: int,
-                 read_ratio: float | None = None, lifetimes: tuple[str, ...] = (), keyed: bool = False) -> None:
+                 read_ratio: float | None = None, lifetimes: tuple[str, ...] = (), keyed: bool = False,
+                 counter: str | None = None) -> None:
         super().__init__(model, options, litellm)
-        self.how, self._minimum, self.read_ratio = how, minimum, read_ratio
+        self.how, self._minimum, self.read_ratio, self.counter = how, minimum, read_ratio, counter
         self.lifetimes, self.keyed = lifetimes, keyed
 
     def minimum(self) -> int:
@@ -199,7 +205,8 @@ def gemini_cache(model: str, options: dict[str, Any], litellm: Any) -> ProviderC
     name = model.rsplit("/", 1)[-1]
     for family, tokens in GEMINI_MINIMUM:
         if name.startswith(family) or f"/{family}" in model:
-            return Automatic(model, options, litellm, "Gemini's implicit cache", tokens, read_ratio=GEMINI_READ)
+            return Automatic(model, options, litellm, "Gemini's implicit cache", tokens, read_ratio=GEMINI_READ,
+                             counter="gemini")
     return NoCache(model, options, litellm, "Gemini caches implicitly from its 2.5 models on; lceval does not create "
                                             "explicit caches")
 
@@ -225,7 +232,8 @@ def cache_control(lifetime: str | None) -> dict[str, Any]:
 
 
 def shared_tokens(count: int | None, text_chars: int) -> int:
-    """The shared part's tokens for the provider's minimum: the model's count, else an under-count."""
+    """The shared part's tokens for the provider's minimum: a count (a lent tokenizer's, the
+    provider's), else an under-count by characters."""
     return count if count is not None else math.floor(text_chars / CHARS_PER_TOKEN)
 
 

@@ -48,6 +48,7 @@ litellm is imported only inside functions, with its remote cost map and telemetr
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import random
@@ -60,11 +61,12 @@ from lceval.errors import UserError
 from lceval.interfaces import BatchAPI, ModelBackend, PrefixCache, Price, PromptCaching, ReasoningControls, requires
 from lceval.types import Generation, GenerationRequest, Message
 
-from .api_caching import ProviderCache, cache_price, caching_of, shared_tokens
+from .api_caching import CHARS_PER_TOKEN, ProviderCache, cache_price, caching_of, shared_tokens
 from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, SamplingRecord, classify,
                         environment_secrets, map_price, read_reply, reasoning_tokens_of, reported_cache_writes,
                         reported_cached_tokens, retry_after_seconds, scrub)
 from .api_shapes import Anthropic, Shape, shape_of
+from .api_token_counts import COUNTERS
 
 from .litellm_options import OPTIONS, SCHEME, _api_base, check_model_name, import_litellm, parse_options
 
@@ -73,6 +75,7 @@ __all__ = ["OPTIONS", "SCHEME", "LiteLLMBackend", "_api_base", "check_model_name
 
 
 _UNASKED = object()
+log = logging.getLogger("lceval.litellm")
 
 
 class LiteLLMBackend(ModelBackend):
@@ -106,6 +109,13 @@ class LiteLLMBackend(ModelBackend):
         self._cache: ProviderCache | None = None
         self._info: Any = _UNASKED
         self._tokenizer_backend: ModelBackend | None = None
+        #: the shared part's tokens per context (`_shared_size`), and how many were sized which way
+        self._sizes: dict[tuple[str, int, int], int] = {}
+        self._sizing: dict[str, int] = {}
+        self._sizing_lock = threading.Lock()
+        #: why the provider's token count is not asked (None: it is)
+        self._counting: str | None = None
+        self._said_estimate = False
         #: waits `seconds` unless the batch is being abandoned; tests replace it
         self.sleep: Callable[[float], Any] = self._stop.wait
 
@@ -126,7 +136,12 @@ class LiteLLMBackend(ModelBackend):
         return ident
 
     def stats(self) -> dict[str, Any]:
-        return {**self._stats.as_dict(), "sampling": self._sampling.as_dict()}
+        """The request counters, the sampling sent, and how contexts were sized for the
+        provider's prompt cache (contexts per way: a tokenizer, the provider's count, characters)."""
+        out = {**self._stats.as_dict(), "sampling": self._sampling.as_dict()}
+        if self._sizing:
+            out["cache_sizing"] = dict(self._sizing)
+        return out
 
     # -- prices and batches ----------------------------------------------------------------
     def price(self, batch: bool = False) -> Price | None:
@@ -151,11 +166,18 @@ class LiteLLMBackend(ModelBackend):
     def _map_info(self) -> dict[str, Any] | None:
         """The model's entry in litellm's map, asked once (every request's price reads it)."""
         if self._info is _UNASKED:
+            litellm = self._import()
             try:
-                self._info = dict(self._import().get_model_info(self.model))
+                self._info = dict(litellm.get_model_info(self.model))
             except UserError:
                 raise
             except Exception:  # noqa: BLE001 - a model litellm's map does not hold
+                self._info = None
+            # litellm makes up an entry, prices of 0 included, for a Claude model its map lacks:
+            # a price it does not know is unknown, never free
+            made_up = self._info is not None and self._info.get("key") is not None \
+                and self._info["key"] not in getattr(litellm, "model_cost", {})
+            if made_up:
                 self._info = None
         return self._info  # type: ignore[return-value]
 
@@ -181,9 +203,49 @@ class LiteLLMBackend(ModelBackend):
         lifetime = cache.lifetime(shared.reuse_within_s)
         known = self._price_at(batch, lifetime)
         price = known or cache_price(Price(1.0, 1.0), cache, lifetime, batch, None, {}, 1.0)
+        return caching_of(cache, shared, price, self._shared_size(shared, request)), known is not None
+
+    def _shared_size(self, shared: Any, request: GenerationRequest) -> int:
+        """The shared part's tokens, for the provider's minimum: the lent tokenizer's count, else
+        the provider's own (`api_token_counts`, once per context), else an under-count by
+        characters, the last resort, said once (a warning, and `stats()["cache_sizing"]`)."""
+        key = (shared.group, shared.message, shared.chars)
+        with self._sizing_lock:  # one count per context, however many threads ask at once
+            if key not in self._sizes:
+                self._sizes[key] = self._size(shared, request)
+            return self._sizes[key]
+
+    def _size(self, shared: Any, request: GenerationRequest) -> int:
         head = shared.head(request.messages)
-        tokens = shared_tokens(self.count_tokens(head), sum(len(m.content) for m in head))
-        return caching_of(cache, shared, price, tokens), known is not None
+        count, how = self.count_tokens(head), "the lent tokenizer"
+        counter = COUNTERS.get(self.cache.counter or "") if self._counting is None else None
+        if count is None and counter is not None:
+            name = self.model.split("/", 1)[1] if "/" in self.model else self.model
+            env = ("ANTHROPIC_API_KEY",) if self.cache.counter == "anthropic" else ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+            secret = self._api_key() or next((os.environ[e] for e in env if os.environ.get(e)), None)
+            try:
+                if secret is None:  # the provider would refuse it (a dry run without a key)
+                    raise RuntimeError(f"no API key to ask it with ({' or '.join(env)})")
+                count = counter(self.api_base, secret, name, [{"role": m.role, "content": m.content} for m in head])
+                how = "the provider's token count"
+            except Exception as exc:  # noqa: BLE001 - no count to be had: the estimate below, said
+                # one failure says the endpoint is not there for this run
+                self._counting = f"its token count failed: {scrub(str(exc)[:200], environment_secrets())}"
+        chars = sum(len(m.content) for m in head)
+        if count is None:
+            how = f"estimated at {CHARS_PER_TOKEN:g} characters a token"
+            # said where the estimate may decide wrongly: a part that even at 2 characters a
+            # token is below the minimum, or at 6 above it, is on the same side counted
+            if shared_tokens(None, chars) < self.cache.minimum() <= chars / 2 and not self._said_estimate:
+                self._said_estimate = True
+                why = self._counting or ("it lends no tokenizer and its provider has no token count"
+                                         if self.cache.counter is None else "no token count")
+                log.warning("litellm: %s: %s, so its contexts are sized for the prompt cache's minimum (%d tokens) at "
+                            "%g characters a token, an under-count: a context near the minimum may go unmarked "
+                            "and pay full price (give tokenizer=... to count them)", self.model, why,
+                            self.cache.minimum(), CHARS_PER_TOKEN)
+        self._sizing[how] = self._sizing.get(how, 0) + 1
+        return shared_tokens(count, chars)
 
     def batch_protocol(self) -> str | None:
         """"openai", "anthropic" or None: which batch API this model has."""

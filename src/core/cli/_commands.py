@@ -97,16 +97,19 @@ COST_LIMIT_EXIT = 3
 
 def _stopped(run_dir: Path, state: Any, models_left: int = 0) -> int:
     """Say which cost limit stopped the command and how to go on; exit 3."""
+    from lceval.io import format_rate
     from lceval.results import usd
 
     why = state.stopped
-    limit = f"{why['limit']} {why['limit_usd']:g}" if why.get("limit_usd") is not None else why["limit"]
+    limit = f"{why['limit']} {format_rate(why['limit_usd'])}" if why.get("limit_usd") is not None else why["limit"]
     left = f"; {models_left} more model(s) not started" if models_left else ""
-    print(f"lceval: stopped at the cost limit: {limit} USD reached (spent {usd(why['spent_usd'])}, "
-          f"{usd(why['in_flight_usd'])} in flight when it was reached); {why['requests_not_sent']} request(s) not "
-          f"sent{left}. The answers so far are written as a partial run: {run_dir}. Run the same command again to go "
-          "on (with a higher limit, or the same one: it counts what each command spends); what was paid is in the "
-          "cache and is not paid again.", file=sys.stderr)
+    flying = int(why.get("in_flight_requests") or 0)
+    flight = (f"{flying} request(s) were in flight when it was reached, reserved at {usd(why['in_flight_usd'])}; "
+              "their answers are in it" if flying else "none in flight when it was reached")
+    print(f"lceval: stopped at the cost limit: {limit} reached: spent {usd(why['spent_usd'])} in all ({flight}); "
+          f"{why['requests_not_sent']} request(s) not sent{left}. The answers so far are written as a partial run: "
+          f"{run_dir}. Run the same command again to go on (with a higher limit, or the same one: it counts what each "
+          "command spends); what was paid is in the cache and is not paid again.", file=sys.stderr)
     return COST_LIMIT_EXIT
 def launch_command(args: argparse.Namespace, inv: Invocation) -> int:
     """`lceval launch`: the run's shards on a scheduler, watched, retried and merged."""

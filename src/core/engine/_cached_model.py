@@ -380,25 +380,56 @@ class CachedModel:
 
     def _ask(self, requests: list[GenerationRequest], keys: list[str]) -> list[Generation]:
         """Send the claimed `requests` (to the backend, or into batches) and store each answer
-        at once; a request a cost limit refuses is not sent (an error answer of kind
-        "cost_limit", asked again by the next run)."""
+        at once. Under a cost limit they go in rounds: those whose estimate fits are reserved
+        and sent; one that fits only once the answers in flight are back (they usually cost
+        less than their bound) waits for them, and goes in the next round; one that would pass
+        the limit even then is not sent (an error answer of kind "cost_limit", asked again by
+        the next run)."""
         outs: list[Generation | None] = [None] * len(requests)
-        reserved = [0.0] * len(requests)
+        reserved: list[float | None] = [None] * len(requests)
         caching = [self._caching(r) for r in requests]
         expects_read = [c is not None and self._is_primed(r) for r, c in zip(requests, caching)]
-        send = []
-        for i, (request, key) in enumerate(zip(requests, keys)):
-            if self.budget is None or (self.batcher is not None and self.batcher.adopts(key)):
-                send.append(i)
-            elif self.budget.reserve(amount := self._estimate(request)):
-                reserved[i] = amount
-                send.append(i)
-            else:
-                outs[i] = Generation(request_id=request.request_id, text="", finish_reason="error",
-                                     extras={"error": {"kind": "cost_limit", "message": (
-                                         f"not sent: {self.budget.stopped_by().name} reached"  # type: ignore[union-attr]
-                                     )}})
-                self.cache.release(key)
+        costs: list[float | None] = [None] * len(requests)
+        saved: list[float | None] = [0.0] * len(requests)
+        pending = list(range(len(requests)))
+        while pending:
+            send, later = [], []
+            for i in pending:
+                request, key = requests[i], keys[i]
+                if self.budget is None or (self.batcher is not None and self.batcher.adopts(key)):
+                    send.append(i)
+                    continue
+                amount = self._estimate(request)
+                # a request waits for the answers in flight only while this call holds no
+                # reservation it has not sent yet (those could never come back)
+                verdict = self.budget.reserve(amount, wait=not send)
+                if verdict:
+                    reserved[i] = amount
+                    send.append(i)
+                elif verdict is None:
+                    later.append(i)
+                else:
+                    outs[i] = Generation(request_id=request.request_id, text="", finish_reason="error",
+                                         extras={"error": {"kind": "cost_limit", "message": (
+                                             f"not sent: {self.budget.stopped_by().name} reached"  # type: ignore[union-attr]
+                                         )}})
+                    self.cache.release(key)
+            self._send(requests, keys, send, reserved, caching, outs, costs, saved)
+            pending = later
+        batched = self.batcher is not None
+        with self._lock:
+            for i, gen in enumerate(outs):
+                assert gen is not None
+                self._count(lambda u, gen=gen, cost=costs[i]: u.add(gen, cost, batched=batched))
+                if gen.finish_reason != "error":  # sent and answered (a refused request is an error)
+                    self._count(lambda u, i=i, gen=gen: _cache_use(u, expects_read[i], gen, saved[i]))
+        return [gen for gen in outs if gen is not None]
+
+    def _send(self, requests: list[GenerationRequest], keys: list[str], send: list[int],
+              reserved: list[float | None], caching: list[PromptCaching | None], outs: list[Generation | None],
+              costs: list[float | None], saved: list[float | None]) -> None:
+        """One round of `_ask`: the requests `send` (indices) sent, their answers stored, put in
+        `outs` with their costs and cache savings, and their reservations settled."""
         with self._lock:
             if self._busy == 0:
                 self._busy_since = time.perf_counter()
@@ -423,8 +454,6 @@ class CachedModel:
         if len(answers) != len(send):
             raise RuntimeError(f"backend returned {len(answers)} answers for {len(send)} requests")
         price = self.price() if send else None
-        costs: list[float | None] = [None] * len(requests)
-        saved = [0.0] * len(requests)
         for i, gen in zip(send, answers):
             outs[i] = gen
             if gen.finish_reason != "error":
@@ -444,14 +473,6 @@ class CachedModel:
                 self.cache.release(keys[i])
             if self.budget is not None:
                 self.budget.settle(reserved[i], costs[i] if gen.finish_reason != "error" else 0.0)
-        batched = self.batcher is not None
-        with self._lock:
-            for i, gen in enumerate(outs):
-                assert gen is not None
-                self._count(lambda u, gen=gen, cost=costs[i]: u.add(gen, cost, batched=batched))
-                if gen.finish_reason != "error" and i in send:
-                    self._count(lambda u, i=i, gen=gen: _cache_use(u, expects_read[i], gen, saved[i]))
-        return [gen for gen in outs if gen is not None]
 
     # -- a provider's prompt cache -------------------------------------------------------------
     def _caching(self, request: GenerationRequest) -> PromptCaching | None:
@@ -470,13 +491,14 @@ class CachedModel:
         with self._lock:
             return request.shared is not None and request.shared.group in self._primed and not self.batching
 
-    def _saved(self, gen: Generation, caching: PromptCaching | None, price: Price | None) -> float:
-        """What the provider's prompt cache saved on `gen`, against its prompt at the input price."""
+    def _saved(self, gen: Generation, caching: PromptCaching | None, price: Price | None) -> float | None:
+        """What the provider's prompt cache saved on `gen`, against its prompt at the input price
+        (negative: its write cost more than no cache); None: its price is unknown."""
         if not (gen.cache_read_tokens or gen.cache_write_tokens):
             return 0.0
         at = caching.price if caching is not None else price
         if at is None:
-            return 0.0
+            return None
         prompt, completion = int(gen.prompt_tokens or 0), int(gen.completion_tokens or 0)
         return at.cost(prompt, completion) - at.cost(prompt, completion, int(gen.cache_read_tokens or 0),
                                                      int(gen.cache_write_tokens or 0))
@@ -517,9 +539,10 @@ class CachedModel:
         return [r for r in results if r is not None]
 
 
-def _cache_use(u: UsageCounters, expected_read: bool, gen: Generation, saved: float) -> None:
+def _cache_use(u: UsageCounters, expected_read: bool, gen: Generation, saved: float | None) -> None:
     """An answer's use of the provider's prompt cache, beside its tokens (`UsageCounters.add`)."""
-    u.cache_saved_usd += saved
+    u.cache_saved_usd = None if saved is None or u.cache_saved_usd is None else u.cache_saved_usd + saved
+    u.cache_writes += bool(gen.cache_write_tokens)
     if expected_read:
         u.cache_reads_expected += 1
         u.cache_reads_missed += not gen.cache_read_tokens

@@ -15,7 +15,6 @@ the model's price and its batch price, for the model and the judge.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from lceval.engine._shared_prefix import shared_prefixes
 from lceval.engine._spending import CHARS_PER_TOKEN, estimate
 from lceval.engine._thinking import controls_of, thinking_settings
 from lceval.errors import UserError
+from lceval.io import format_rate, format_usd
 from lceval.interfaces import ModelBackend, PrefixCache, Price
 from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, is_scored)
 
@@ -201,11 +201,26 @@ def _model_requests(spec: TaskSpec, conversations: list[Conversation], backend: 
     return out
 
 
+#: characters a token of the answer the dry run puts in the judge's prompt in place of the
+#: model's: more than a provider's tokenizer averages on text (about four), so the judge's prompt
+#: around the real answer, of at most `max_new_tokens` tokens, is not longer than the one priced
+ANSWER_CHARS_PER_TOKEN = 6
+
+
+def _longest_answer(spec: TaskSpec) -> str:
+    """A stand-in for the model's answer as long as it may write (`max_new_tokens`)."""
+    chars = int(spec.generation_params(0).max_new_tokens * ANSWER_CHARS_PER_TOKEN)
+    return ("the model's answer " * (chars // 19 + 1))[:chars]
+
+
 def _judge_requests(spec: TaskSpec, conversations: list[Conversation], plan: RunPlan, plugins: Plugins,
                     backend: ModelBackend, seeds: list[int]) -> list[GenerationRequest]:
-    """What the judge would ask first about each scored answer, the reference standing in
-    for the model's answer (a judge's prompt is its template around them)."""
-    inputs = [JudgeInput(item_id=t.item_id, question=t.question, response=t.reference or "-", reference=t.reference,
+    """What the judge would ask first about each scored answer, the answer the longest the
+    model may write (a judge's prompt is its template around the question, the reference and
+    the answer): the judge's "at most", which the reservations of a cost limit, made around the
+    real answers, do not pass."""
+    answer = _longest_answer(spec)
+    inputs = [JudgeInput(item_id=t.item_id, question=t.question, response=answer, reference=t.reference,
                          metadata={**c.metadata, **t.metadata})
               for c in conversations for t in c.turns if is_scored(t.metadata)]
     asked: list[GenerationRequest] = []
@@ -236,7 +251,8 @@ def _priced(tally: _Tally, backend: ModelBackend, batching: bool) -> tuple[str, 
     direct = backend.price(batch=False)
     if direct is None or tally.direct is None:
         return line + ": price unknown (give input_cost_per_mtok= and output_cost_per_mtok=)", None, None
-    line += f": {usd(tally.direct)} at ${direct.input_per_mtok:g}/${direct.output_per_mtok:g} per million tokens"
+    rates = f"{format_rate(direct.input_per_mtok)}/{format_rate(direct.output_per_mtok)}"
+    line += f": {usd(tally.direct)} at {rates} per million tokens"
     if (tally.cache_read or tally.cache_write) and tally.uncached is not None:
         line += f" ({usd(tally.uncached)} without the prompt cache)"
     batch_cost = tally.batched if backend.batch_api() is not None else None
@@ -286,6 +302,4 @@ def _batching(model: ModelSpec, backend: ModelBackend, plan: RunPlan) -> bool:
 def usd(amount: float) -> str:
     """An "at most" in dollars, rounded up at the digits shown: `--max-cost` set to the figure
     shown holds everything it counts."""
-    if amount >= 1:
-        return f"${math.ceil(amount * 100 - 1e-9) / 100:,.2f}"
-    return f"${math.ceil(amount * 1e4 - 1e-9) / 1e4:.4f}"
+    return format_usd(amount, up=True)

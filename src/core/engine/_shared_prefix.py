@@ -1,5 +1,6 @@
 """The part of a context's requests that they all begin with, byte for byte (`SharedPrefix`):
-the system message, the instructions and the context, up to where the first question starts.
+the system message, the instructions, the context and whatever follows it that every question
+of the context repeats (an instruction after the transcript), up to where the questions differ.
 
 An API provider bills a prompt it has cached at a fraction of its input price (Anthropic reads a
 marked prefix at 0.1x, OpenAI's and Gemini's automatic caches discount a prefix they saw
@@ -11,9 +12,13 @@ mechanism. So the engine computes the shared part once per context, from the fir
 each of its conversations, and hands it to every request about that context; a backend with a
 provider cache marks it (`ModelBackend.prompt_caching`), the others ignore it.
 
-The part ends where the context ends, or earlier where the conversations' prompts already
-differ before it (a template that asks its question first shares only what precedes it). A
-context asked once shares nothing with anything (no part). `reuse_within_s` is the longest
+The part is the longest common prefix of the first turns of the context's conversations, up to
+where their first question starts (also when one conversation asks all its questions in turn). This is where Anthropic's
+docs put a cache breakpoint ("Prompt caching": at the end of the content every request
+repeats): an instruction that follows the transcript (~40 tokens in ELITR-Bench's template)
+is read from the cache with it, not billed in full with every question; a template that asks
+its question first shares only what precedes it. A context asked once shares nothing with
+anything (no part). `reuse_within_s` is the longest
 the engine may leave a context's cache entry unused: the scheduler sends a context's questions
 next to each other, each once the one before has primed the cache, so the gap between two
 uses is one request's prefill and answer at a slow provider's pace; a batch API processes its
@@ -22,7 +27,7 @@ requests in any order within its window.
 
 from __future__ import annotations
 
-from lceval.engine._context_policy import context_end, fill_context, full_transcript
+from lceval.engine._context_policy import fill_context, full_transcript
 from lceval.types import ContextCut, Conversation, GenerationParams, Message, SharedPrefix
 
 #: a slow provider's pace, tokens per second, while it writes an answer and while it reads a
@@ -40,10 +45,18 @@ def _first_turn(conv: Conversation, context: str) -> list[Message]:
     return fill_context(full_transcript(conv, [], upto=0), context)
 
 
-def _context_end(conv: Conversation, context: str) -> Position | None:
-    """Where the context ends in the first turn's messages (None: the conversation has no slot)."""
-    end = context_end(full_transcript(conv, [], upto=0), context)
-    return (end[0], end[1]) if end is not None else None
+def _question_start(conv: Conversation, messages: list[Message]) -> Position:
+    """Where the first question starts in its turn's last user message (the bare question's last
+    occurrence there; the message's end when the template rewrote it): the shared part stops
+    there, so two questions that begin alike ("What ...") do not pull a breakpoint into a word,
+    and an answer's start after the question (which a backend that cannot continue an assistant
+    message moves into the question, `prefix_in_user`) is never part of it."""
+    last = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    if last < 0:
+        return 0, 0
+    text, question = messages[last].content, conv.turns[0].question
+    at = text.rfind(question) if question else -1
+    return last, at if at >= 0 else len(text)
 
 
 def _common(a: list[Message], b: list[Message]) -> Position:
@@ -106,9 +119,7 @@ def shared_prefixes(fitted: list[tuple[Conversation, str | None, ContextCut]], p
             ends[key] = (len(messages), 0)
         else:
             ends[key] = min(ends[key], _common(firsts[key], messages))
-        end = _context_end(conv, context)
-        if end is not None:
-            ends[key] = min(ends[key], end)
+        ends[key] = min(ends[key], _question_start(conv, messages))
     out: dict[str, SharedPrefix] = {}
     for key, messages in firsts.items():
         position = _normal(ends[key], messages) if requests[key] > 1 else None

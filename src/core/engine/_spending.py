@@ -7,9 +7,12 @@ A limit is a promise about money, so it is kept against the worst case: before a
 sent, its estimate (its prompt's tokens, counted by the model's tokenizer when it has one, else
 `CHARS_PER_TOKEN` characters a token, a deliberate over-estimate, plus every answer token it
 may write, `max_new_tokens` and any thinking budget) is reserved; when the answer comes back
-the reservation becomes what the provider charged. The first request that would take spent
-plus reserved past a limit is refused and so is every later one (the limit is *hit*): no new
-request is sent, those in flight finish, and the run is written as partial.
+the reservation becomes what the provider charged, and what it did not spend is free again. A
+request that would take spent plus reserved past a limit waits for the requests in flight to
+come back (their answers are usually cheaper than their bound) and is sent if it fits then;
+the first request that would pass the limit even with nothing in flight is refused and so is
+every later one (the limit is *hit*): no new request is sent, those in flight finish, and the
+run is written as partial.
 
 Where an API provider caches the part a context's requests share (`ModelBackend.prompt_caching`),
 the estimate counts the cache the run will get (`estimate`, the dry run's arithmetic too): the
@@ -175,19 +178,24 @@ def cost_of(gen: Generation, price: Price | None) -> float | None:
 class Budget:
     """A cost limit (None: none, only counted) and what is spent and reserved against it;
     a model's own budget has the command's as its parent, and a request must fit both.
-    Thread-safe (one lock for a budget and its parent)."""
+    Thread-safe (one lock for a budget and its parent; waiting callers are woken when a
+    reservation is released)."""
 
     def __init__(self, limit: float | None, name: str, parent: "Budget | None" = None) -> None:
         self.limit = limit
         #: how the limit was set, for messages: "--max-cost" or "--judge-model option max_cost"
         self.name = name
         self.parent = parent
-        self._lock: threading.Lock = parent._lock if parent is not None else threading.Lock()  # type: ignore[assignment]
+        self._cond: threading.Condition = parent._cond if parent is not None else threading.Condition()
         self.spent = 0.0
         self.reserved = 0.0
+        #: requests sent and not yet back (their reservations are `reserved`)
+        self.in_flight = 0
         #: requests refused since the limit was hit
         self.refused = 0
         self.hit = False
+        #: what was in flight the moment the limit was hit (USD reserved, requests)
+        self._at_hit: tuple[float, int] = (0.0, 0)
 
     def _chain(self) -> list["Budget"]:
         chain, at = [], self
@@ -196,41 +204,64 @@ class Budget:
             at = at.parent
         return chain
 
-    def reserve(self, amount: float) -> bool:
-        """Reserve `amount` for a request about to be sent; False (and the limit is hit) when
-        it would take spent plus reserved past this budget's limit or its parent's."""
+    def reserve(self, amount: float, wait: bool = True) -> bool | None:
+        """Reserve `amount` for a request about to be sent. True: reserved. False: even with
+        nothing in flight it would take spent past this budget's limit or its parent's, so the
+        limit is hit (this and every later request refused). None: it fits once requests in
+        flight come back below their reservations; with `wait` (the caller holds no
+        reservation of its own not yet sent) the call waits for them and decides then."""
         chain = self._chain()
-        with self._lock:
-            for b in chain:
-                if b.hit or (b.limit is not None and b.spent + b.reserved + amount > b.limit + 1e-12):
-                    b.hit = True
-                    b.refused += 1
+        with self._cond:
+            while True:
+                blocked = None
+                for b in chain:
+                    if b.hit:
+                        b.refused += 1
+                        return False
+                    if b.limit is not None and b.spent + b.reserved + amount > b.limit + 1e-12:
+                        blocked = b
+                        break
+                if blocked is None:
+                    for b in chain:
+                        b.reserved += amount
+                        b.in_flight += 1
+                    return True
+                if blocked.spent + amount > blocked.limit + 1e-12 or blocked.in_flight == 0:  # type: ignore[operator]
+                    blocked.hit = True
+                    blocked.refused += 1
+                    blocked._at_hit = (blocked.reserved, blocked.in_flight)
                     return False
-            for b in chain:
-                b.reserved += amount
-        return True
+                if not wait:
+                    return None
+                self._cond.wait(1.0)
 
-    def settle(self, reserved: float, actual: float | None) -> None:
-        """A reserved request came back: its reservation leaves, what it cost is spent (an
-        answer that never came costs nothing; one of unknown cost counts as reserved)."""
-        with self._lock:
+    def settle(self, reserved: float | None, actual: float | None) -> None:
+        """A request came back: its reservation leaves (what it did not spend is free again:
+        waiting requests are woken), what it cost is spent (an answer that never came costs
+        nothing; one of unknown cost counts as reserved). `reserved` None: it had none (a batch
+        a crashed run sent, adopted by this one)."""
+        with self._cond:
             for b in self._chain():
-                b.reserved = max(0.0, b.reserved - reserved)
-                b.spent += reserved if actual is None else actual
+                if reserved is not None:
+                    b.reserved = max(0.0, b.reserved - reserved)
+                    b.in_flight = max(0, b.in_flight - 1)
+                b.spent += (reserved or 0.0) if actual is None else actual
+            self._cond.notify_all()
 
     def add(self, actual: float) -> None:
-        """Spent without a reservation (a batch a crashed run sent, adopted by this one)."""
-        with self._lock:
-            for b in self._chain():
-                b.spent += actual
+        """Spent without a reservation (answers of an adopted batch that nobody asks)."""
+        self.settle(None, actual)
 
     def stopped_by(self) -> "Budget | None":
         """The budget of the chain whose limit was hit, if any."""
         return next((b for b in self._chain() if b.hit), None)
 
     def describe(self) -> dict[str, Any]:
+        """The limit, what was spent in all (the requests in flight when it was hit included,
+        once they came back), what was in flight at that moment, and the requests not sent."""
         return {"limit": self.name, "limit_usd": self.limit, "spent_usd": round(self.spent, 6),
-                "in_flight_usd": round(self.reserved, 6), "requests_not_sent": self.refused}
+                "in_flight_usd": round(self._at_hit[0], 6), "in_flight_requests": self._at_hit[1],
+                "requests_not_sent": self.refused}
 
 
 # -- what a model cost a run ---------------------------------------------------------------
@@ -315,13 +346,17 @@ class UsageCounters:
     cache_reads_expected: int = 0
     cache_reads_missed: int = 0
     #: USD the prompt cache saved: the same answers at the input price less what they cost
-    cache_saved_usd: float = 0.0
+    #: (negative where writes at their premium cost more than the reads saved: a batch's lines
+    #: each write their context); None as soon as one cached answer's price is unknown
+    cache_saved_usd: float | None = 0.0
+    #: generated answers the provider reported a cache write for
+    cache_writes: int = 0
     by_task: dict[str, "UsageCounters"] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "by_task"}
         for name in ("cost_usd", "batch_cost_usd", "cached_cost_usd", "cache_saved_usd"):
-            out[name] = round(out[name], 8)
+            out[name] = round(out[name], 8) if out[name] is not None else None
         if self.by_task:
             out["by_task"] = {name: child.as_dict() for name, child in self.by_task.items()}
         return out

@@ -17,7 +17,8 @@ the atomic writers so that an interrupted command never leaves half a file:
 - what a task needs in the data home (`lceval.needs.Need`s): `DatasetNeed` (a registered
   dataset), `DataHomePath` (a file or folder only the user can provide), `GitFiles` (authors'
   files from a git repository at a commit), and `copy_into` / `remote_size` for needs of one's own;
-- the console's tables: `text_table` (plain text or Markdown).
+- the console's tables: `text_table` (plain text or Markdown); every amount of money lceval writes:
+  `format_usd` (never in scientific notation, "unknown" for None) and `format_rate` (a price per token).
 """
 
 from lceval.io._atomic import (atomic_directory, atomic_file, check_writable, clean_stale_partials, replaced_directory,
@@ -25,6 +26,7 @@ from lceval.io._atomic import (atomic_directory, atomic_file, check_writable, cl
 from lceval.io._datahome import (CHECKSUMS, FetchReport, data_home, dataset_path, extract_zip, fetch, is_junk,
                                  offline_recipe, read_record, read_zip_member, safe_relpath, using_data_home)
 from lceval.io._needs import DataHomePath, DatasetNeed, GitFiles, copy_into, remote_size
+from lceval.io._money import format_rate, format_usd
 from lceval.io._digest import canonical_hash, sha256_bytes, sha256_file, sha256_text
 from lceval.io._readers import (DATA_MAX_BYTES, QUOTE_CHARS, SPEC_MAX_BYTES, MiB, decode_utf8, loads_json, quote,
                                read_bytes, read_json, read_json_lines, read_json_object, read_text)
@@ -35,7 +37,7 @@ from lceval.io._yaml import MAX_DEPTH, MAX_VALUES, PathKey, line_of, load_yaml_w
 __all__ = [
     "CHECKSUMS", "DATA_MAX_BYTES", "DataHomePath", "DatasetNeed", "GitFiles", "copy_into", "remote_size", "MAX_DEPTH", "MAX_VALUES", "PLUGIN_KEYWORD", "QUOTE_CHARS", "SPEC_MAX_BYTES",
     "FetchReport", "MiB", "PathKey", "PluginNames",
-    "atomic_directory", "atomic_file", "canonical_hash", "check_writable", "clean_stale_partials", "data_home",
+    "atomic_directory", "atomic_file", "format_rate", "format_usd", "canonical_hash", "check_writable", "clean_stale_partials", "data_home",
     "replaced_directory",
     "dataset_path", "decode_utf8", "extract_zip", "fetch", "is_junk", "line_of", "load_schema",
     "load_yaml_with_lines", "loads_json", "loads_yaml_with_lines", "offline_recipe", "quote", "read_bytes", "read_json",

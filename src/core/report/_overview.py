@@ -428,12 +428,13 @@ def cost_table(ctx: ReportContext) -> str:
                     how.append(f"{usd(part['cached_usd'])} paid before (cache)")
                 if part.get("not_sent"):
                     how.append(f"{part['not_sent']} not sent (cost limit)")
-                cells += [f'<td class="num" data-sort="{part["total_usd"]:.8g}">{escape(usd(part["total_usd"], part["unknown"]))}'
-                          "</td>", f"<td>{escape('; '.join(how))}</td>"]
-            total = sum(p["total_usd"] for p in (parts.get("generation"), parts.get("judging")) if p)
+                cells += [f'<td class="num" data-sort="{part["total_usd"] or 0:.8g}">'
+                          f'{escape(usd(part["total_usd"], part["unknown"]))}</td>', f"<td>{escape('; '.join(how))}</td>"]
+            amounts = [p["total_usd"] for p in (parts.get("generation"), parts.get("judging")) if p]
+            total = sum(a for a in amounts if a is not None) if any(a is not None for a in amounts) else None
             unknown = sum(p["unknown"] for p in (parts.get("generation"), parts.get("judging")) if p)
             rows.append(f'<tr><th scope="row">{escape(label + partial)}</th><td>{escape(task)}</td>{"".join(cells)}'
-                        f'<td class="num" data-sort="{total:.8g}">{escape(usd(total, unknown))}</td></tr>')
+                        f'<td class="num" data-sort="{total or 0:.8g}">{escape(usd(total, unknown))}</td></tr>')
     if not rows:
         return ""
     return table(["run", "task", "generation", "how", "judging", "how", "total"], rows, cls="costs",

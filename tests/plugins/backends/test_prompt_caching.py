@@ -96,17 +96,24 @@ def test_a_run_costs_what_the_providers_cache_arithmetic_bills(provider: str, se
             assert bill.read == 0 and (bill.written > 3000) == (provider == "anthropic"), (i, bill)
         else:
             assert bill.read > 3000 and bill.written == 0, (i, bill)
-    if provider == "anthropic":  # one breakpoint, where the transcript ends and the question begins
-        for body in bodies:
+    if provider == "anthropic":  # one breakpoint, where the question begins: the instruction after the
+        for body in bodies:        # transcript is cached with it, not billed in full with every question
             blocks = body["messages"][0]["content"]
             assert [("cache_control" in b) for b in blocks] == [True, False]
             assert blocks[0]["cache_control"] == {"type": "ephemeral"}  # 5 minutes: answers come fast
-            assert blocks[0]["text"].endswith("nothing is decided.\n") and "?" in blocks[1]["text"]
+            assert blocks[0]["text"].endswith("making inferences from the provided transcript.\n\n\n\n")
+            assert blocks[1]["text"].endswith("?") and "transcript" not in blocks[1]["text"]
     if provider == "openai":  # one key per meeting
         keys = server.ledger.keys  # type: ignore[union-attr]
         assert len(set(keys)) == 3 and all(keys[meetings.index(m)] == k for m, k in zip(meetings, keys))
     if provider == "gemini":
         assert "cache_control" not in json.dumps(bodies) and "cachedContent" not in json.dumps(bodies)
+    # each meeting's shared part sized once, by the provider's own count where it has one
+    counted = {"anthropic": "/messages/count_tokens", "gemini": ":countTokens"}
+    assert server.ledger.counted == (3 if provider in counted else 0)  # type: ignore[union-attr]
+    if provider == "gemini":
+        assert all(c["generateContentRequest"]["model"] == "models/gemini-2.5-flash"
+                   for c in server.bodies(":countTokens"))
 
     # billed as the provider's arithmetic says, counted apart the same everywhere
     samples, tokens, usage = outputs(tmp_path / "runs")
@@ -236,3 +243,71 @@ def test_a_context_in_the_system_message_is_marked_there(server: ProviderServer,
         batches.close()
     # a batch asks for an hour only when the engine says a context may wait that long (it does when batching)
     assert line["system"] == direct["system"] and line["messages"] == [{"role": "user", "content": "Who spoke?"}]
+
+
+def test_a_context_near_the_minimum_is_sized_by_the_providers_token_count(server: ProviderServer, long_home: Path,
+                                                                          tmp_path: Path) -> None:
+    """Claude Haiku 4.5 caches from 4,096 tokens. Each transcript here is about 4,600 tokens as
+    Anthropic counts them, and under 3,100 at the 6 characters a token lceval falls back on
+    without a count: counted by Anthropic's /v1/messages/count_tokens (once per meeting), every
+    question is marked and the later ones read their meeting from the cache; where the count is
+    not to be had, the estimate leaves them unmarked, and says so."""
+    model = "litellm:anthropic/claude-haiku-4-5,api_base={root}"
+    code, out, err = run(server, long_home, tmp_path / "counted", model)
+    assert code == 0, err
+    counts = server.bodies("/messages/count_tokens")
+    assert len(counts) == 3 and server.ledger.counted == 3  # type: ignore[union-attr]
+    assert all(c["model"] == "claude-haiku-4-5" and "cache_control" not in json.dumps(c) for c in counts)
+    bodies = server.bodies("/messages")
+    assert all("cache_control" in json.dumps(b) for b in bodies) and len(bodies) == 7
+    _, _, usage = outputs(tmp_path / "counted")
+    assert usage["cache_reads_expected"] == 4 and usage["cache_reads_missed"] == 0 and usage["cache_saved_usd"] > 0
+    assert "characters a token" not in err
+
+    server.counting, server.ledger = False, CacheLedger()
+    code, out, err = run(server, long_home, tmp_path / "estimated", model)
+    assert code == 0, err
+    assert "token count failed" in err and "at 6 characters a token, an under-count" in err
+    assert not any("cache_control" in json.dumps(b) for b in server.bodies("/messages")[7:])
+
+
+def test_an_unknown_price_is_said_unknown_never_0(server: ProviderServer, long_home: Path, tmp_path: Path) -> None:
+    """A Claude model litellm's price map lacks (litellm makes up an entry of price 0 for it):
+    its cost and what the cache saved are unknown on the console and null in the manifest."""
+    code, out, err = run(server, long_home, tmp_path / "runs", "litellm:anthropic/claude-unpriced-1,api_base={root}")
+    assert code == 0, err
+    _, _, usage = outputs(tmp_path / "runs")
+    assert usage["cache_read_tokens"] > 0 and usage["cache_saved_usd"] is None and usage["cost_unknown"] == 7
+    manifest = json.loads((only_run(tmp_path / "runs") / "manifest.json").read_text())
+    assert manifest["cost"]["generation"]["total_usd"] is None and manifest["cost"]["total_usd"] is None
+    assert "what it saved is unknown (the price is unknown)" in out and "$0.0000" not in out
+    assert "cost: unknown = generation unknown (7 answers of unknown price)" in out
+    # and in the HTML report's cost section
+    assert call("report", only_run(tmp_path / "runs"), "--format", "html", "--output", tmp_path / "r.html")[0] == 0
+    html = (tmp_path / "r.html").read_text()
+    costs = html[html.index('id="cost"'):html.index('id="runs"')]
+    assert "unknown" in costs and "$0.0000" not in costs
+
+
+def test_a_batch_whose_lines_each_write_their_context_says_what_caching_cost_more(long_home: Path, tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """A provider that processes a batch's lines at once: each line about a meeting writes it (at
+    2x the input price for the hour) and none reads it, so caching cost more than none. Said as
+    such, with its cause, in dollars a person reads (never `$-1.89e-01 saved`)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-0000")
+    srv = BatchServer()
+    srv.ledger, srv.at_once = CacheLedger(), True
+    try:
+        code, out, err = run(srv, long_home, tmp_path / "runs", "litellm:anthropic/claude-sonnet-4-5,api_base={root},"
+                             "batch=true,batch_poll=0.05,batch_poll_max=0.2,batch_max_wait=0.3")
+    finally:
+        srv.close()
+    assert code == 0, err
+    assert sum(b.written > 0 for b in srv.ledger.bills) == 3 and not any(b.read for b in srv.ledger.bills)
+    _, _, usage = outputs(tmp_path / "runs")
+    assert usage["cache_saved_usd"] < 0 and usage["cache_writes"] == 3
+    (line,) = [x for x in out.splitlines() if x.startswith("prompt cache (generation)")]
+    extra = -usage["cache_saved_usd"]
+    assert f"caching cost ${extra:.4f} more than no cache (cache writes from 3 lines at once" in line
+    assert "saved" not in line and "e-0" not in out

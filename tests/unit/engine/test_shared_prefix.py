@@ -1,7 +1,8 @@
 """What the engine tells a backend its requests about one context share (`GenerationRequest.
 shared`, which an API backend marks for its provider's prompt cache): the system message, the
-instructions and the document, up to where the question starts; less where the prompts already
-differ before the document; nothing for a document asked once."""
+instructions, the document and what every question of it repeats after it, up to where the
+question starts; less where the prompts already differ before the document; nothing for a
+document asked once."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ def requests(tmp_path: Path, user: str, rows: Path | None = None) -> list:
 
 
 def test_a_documents_questions_share_it_up_to_the_question(tmp_path: Path) -> None:
+    """The words after the document that every question repeats ("Question: ") are shared too:
+    the breakpoint is where the question starts (Anthropic's docs), not where the document ends."""
     calls = requests(tmp_path, "Read the minutes.\n\n{{ context }}\n\nQuestion: {{ question }}")
     rows = (TEST_DATA / "documents" / "notes.jsonl").read_text().splitlines()
     documents = [json.loads(line)["text"] for line in rows]
@@ -44,8 +47,9 @@ def test_a_documents_questions_share_it_up_to_the_question(tmp_path: Path) -> No
     for call in calls:
         head = call.shared.head(call.messages)
         assert [m.role for m in head] == ["system", "user"] and head[0] == call.messages[0]
-        assert head[1].content in ["Read the minutes.\n\n" + text for text in documents]
-        assert call.messages[1].content[len(head[1].content):].startswith("\n\nQuestion: ")  # the question: not shared
+        assert head[1].content in ["Read the minutes.\n\n" + text + "\n\nQuestion: " for text in documents]
+        rest = call.messages[1].content[len(head[1].content):]
+        assert rest and rest[0].isupper() and rest.endswith("?")  # the question, whole: not shared
         assert call.shared.requests == 3 and call.shared.reuse_within_s > 0
     assert len({c.shared.group for c in calls}) == 2  # one part per document
 
