@@ -62,7 +62,7 @@ from lceval.types import Generation, GenerationRequest, Message
 
 from .api_caching import ProviderCache, cache_price, caching_of, shared_tokens
 from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, SamplingRecord, classify,
-                        environment_secrets, map_price, read_reply, reasoning_tokens_of, reported_cache_writes,
+                        environment_secrets, hint_of, map_price, read_reply, reasoning_tokens_of, reported_cache_writes,
                         reported_cached_tokens, retry_after_seconds, scrub)
 from .api_shapes import Anthropic, Shape, shape_of
 
@@ -499,9 +499,12 @@ class LiteLLMBackend(ModelBackend):
                 start: float) -> Generation:
         self._stats.bump("failed")
         self._stats.bump("failed_by_kind", kind)
+        error: dict[str, Any] = {"kind": kind, "message": message, "attempts": attempts}
+        hint = hint_of(kind, message, self.options.get("api_key_env"))
+        if hint is not None:
+            error["hint"] = hint
         return Generation(request_id=request.request_id, text="", finish_reason="error",
-                          seconds=time.perf_counter() - start,
-                          extras={"error": {"kind": kind, "message": message, "attempts": attempts}})
+                          seconds=time.perf_counter() - start, extras={"error": error})
 
     def _fatal(self, kind: str, message: str) -> UserError:
         if kind == "auth":
