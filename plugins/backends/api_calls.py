@@ -126,10 +126,10 @@ def kind_of_status(status: int | None, error_type: str | None = None) -> str | N
     (None: neither tells). The type decides where it is more precise than the status (a 400
     that is a content filter's refusal, a 403 that is a rate limit)."""
     named = ERROR_TYPES.get(str(error_type or ""))
-    if named is not None and (named != "bad_request" or status is None or 400 <= status < 500):
+    if named is not None and named != "bad_request":
         return named
     if not isinstance(status, int) or status < 400:
-        return None
+        return named
     if status == 429:
         return "rate_limit"
     if status in (401, 403):
@@ -164,7 +164,7 @@ def classify(exc: BaseException, litellm: Any) -> str:
     if answered is not None and 400 <= answered < 500:
         # the server's own 4xx, wherever in the chain it is (litellm maps an answer it cannot
         # parse to an APIConnectionError of its own, a 500: a 400 is no connection error)
-        return _content_filter(text) or kind_of_status(answered) or "bad_request"
+        return _content_filter(text) or kind_of_status(answered, _error_type(exc)) or "bad_request"
     checks = [
         ("Timeout", "timeout"),
         ("RateLimitError", "rate_limit"),
@@ -211,6 +211,32 @@ def _answered_status(exc: BaseException) -> int | None:
         seen = seen.__cause__ or seen.__context__
     found = re.search(r"(?:error code|status[_ ]code|http)[\"':= ]+([45]\d\d)\b", str(exc), re.IGNORECASE)
     return int(found.group(1)) if found else None
+
+
+def _error_type(exc: BaseException) -> str | None:
+    """The provider's error code or type (`content_filter`, `rate_limit_error`, `NOT_FOUND`),
+    from the SDK's parsed body or the response's JSON, wherever in the chain it is."""
+    import json
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        body = getattr(seen, "body", None)
+        if not isinstance(body, dict):
+            try:
+                body = json.loads(getattr(getattr(seen, "response", None), "text", "") or "null")
+            except (ValueError, TypeError):
+                body = None
+        for _ in range(3):  # {"error": {...}}, Anthropic's {"type": "error", "error": {...}}
+            if isinstance(body, dict) and isinstance(body.get("error"), dict):
+                body = body["error"]
+        if isinstance(body, dict):
+            for name in ("code", "type", "status"):
+                if isinstance(body.get(name), str) and body[name] in ERROR_TYPES:
+                    return str(body[name])
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _catch_all(exc: BaseException, litellm: Any) -> bool:

@@ -19,12 +19,16 @@ directory, and joining shards (public API).
 - `merge_runs` (`lceval merge`): the shards of one run joined into the run one machine writes,
   with `add_up` (shards' counters summed) and `first_difference` (where two manifests differ);
   `effective_length` (RULER's summary of a length curve).
+- `run_failures(state)` / `failures_of(samples) -> Failures`, `format_failures`: what could not be
+  generated or judged, by kind, with each kind's first message and hint (what `lceval run` says on
+  stderr at its end; `Failures.nothing_done`: the run measured nothing, its own exit code).
 - `cost_summary(usage, judge_usage)`, `format_cost`, `usd`: what a run cost (paid by the command,
   read from the cache, through batches; per task), as the manifest, console, report and bundles say it.
 """
 
 from lceval.results._cost import cost_summary, format_cost, usd
 from lceval.results._curves import effective_length, length_curves
+from lceval.results._failures import Failures, failures_of, format_failures, run_failures
 from lceval.results._merge import add_up, first_difference, merge_runs
 from lceval.results._outputs import (RESULTS_SCHEMA_VERSION, UNCENSORED_LABEL, console_text, format_table,
                                      rewrite_run, run_and_write, write_run)
@@ -35,7 +39,7 @@ from lceval.engine import FinishedRun
 
 __all__ = [
     "DIFFERS_MARK", "RESULTS_SCHEMA_VERSION", "SAMPLES_MAX_BYTES", "UNCENSORED", "UNCENSORED_LABEL",
-    "FinishedRun", "add_up", "cluster_of",
+    "Failures", "FinishedRun", "add_up", "cluster_of", "failures_of", "format_failures", "run_failures",
     "console_text", "cost_summary", "detail_value", "differs_from_paper", "effective_length", "first_difference", "format_cost",
     "format_table", "headline_block", "is_censored", "length_curves", "load_run", "merge_runs", "primary_score",
     "rewrite_run", "run_and_write", "run_model_name", "sample_from_record", "score_task", "uncensored_score", "usd", "write_run",
