@@ -11,9 +11,11 @@ owns three things the others do not need:
   transcript when the others arrive; `prefix_cache` and `cache_tokens` tell the engine what
   the server keeps (`shared` by default: OpenAI, Anthropic, vLLM and SGLang keep many
   prefixes; `last-prompt` for llama.cpp's server);
-- retries: 429, 5xx, timeouts, connection errors and malformed bodies are retried with
-  exponential backoff and full jitter (AWS "Exponential Backoff and Jitter"), honouring
-  `Retry-After`; 400 is not retried (recorded as failed), 401/403/404 stop the run with a
+- retries: a failure's kind comes from its HTTP status and the provider's error type
+  (`api_calls.classify`); 429, 5xx, timeouts, connection errors and malformed bodies are
+  retried with exponential backoff and full jitter (AWS "Exponential Backoff and Jitter"),
+  honouring `Retry-After`; 400, a content filter's refusal and a context past the window are not
+  retried (recorded as failed, with a hint where one is known), 401/403/404 stop the run with a
   UserError (every other request would fail the same way);
 - honest accounting: `stats()` counts attempts, retries, errors by kind, failures, and the
   tokens and cost of successful responses only. A request that fails past its retry budget
