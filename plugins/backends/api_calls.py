@@ -160,11 +160,6 @@ def classify(exc: BaseException, litellm: Any) -> str:
         # litellm reports a refused or dropped connection as a 500 of its own; the server never
         # answered (a fleet moves such a request to another server)
         return "connection"
-    answered = _answered_status(exc)
-    if answered is not None and 400 <= answered < 500:
-        # the server's own 4xx, wherever in the chain it is (litellm maps an answer it cannot
-        # parse to an APIConnectionError of its own, a 500: a 400 is no connection error)
-        return _content_filter(text) or kind_of_status(answered, _error_type(exc)) or "bad_request"
     checks = [
         ("Timeout", "timeout"),
         ("RateLimitError", "rate_limit"),
@@ -181,8 +176,13 @@ def classify(exc: BaseException, litellm: Any) -> str:
         cls = getattr(litellm, name, None)
         if isinstance(cls, type) and isinstance(exc, cls):
             return kind
+    answered = _answered_status(exc)
+    if answered is not None and 400 <= answered < 500:
+        # the server's own 4xx, wherever in the chain it is (litellm maps an answer it cannot
+        # parse to an APIConnectionError of its own, a 500: a 400 is no connection error)
+        return _content_filter(text) or kind_of_status(answered, _error_type(exc)) or "bad_request"
     if isinstance(status, int) and 400 <= status < 500:
-        return _content_filter(text) or kind_of_status(status) or "bad_request"
+        return _content_filter(text) or kind_of_status(status, _error_type(exc)) or "bad_request"
     if isinstance(status, int) and status >= 500 and not _catch_all(exc, litellm):
         return "server"
     if "timed out" in text or "timeout" in text:

@@ -55,8 +55,13 @@ def failed(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_each_refusal_has_its_kind_and_only_transient_ones_are_asked_again(server: ProviderServer, tiny_home: Path,
                                                                           tmp_path: Path) -> None:
-    # the requests, one at a time, meet in turn: a 400, a content filter, a 429, a 500, then answers
-    for status in (400, CONTENT_FILTER, 429, 500):
+    # the requests, one at a time, meet in turn: a 400, a content filter, a context past the
+    # window (OpenAI's 400 for it), a 429, a 500, then answers
+    for status in (400, CONTENT_FILTER):
+        server.fail(status, f"refused with {status}", times=1)
+    server.fail(400, "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+                     "9000 tokens. Please reduce the length of the messages.", times=1)
+    for status in (429, 500):
         server.fail(status, f"refused with {status}", times=1)
     code, out, err = run(tiny_home, tmp_path / "runs",
                          f"litellm:openai/m,api_base={server.url},max_retries=2,concurrency=1,{FAST}", "--limit", "2")
@@ -66,12 +71,14 @@ def test_each_refusal_has_its_kind_and_only_transient_ones_are_asked_again(serve
     # a refusal is met again: never asked twice; the 429 and the 500 were asked again and answered
     assert len(server.requests) == 4 + 2
     errors = sorted(failed(records), key=lambda e: e["kind"])
-    assert [(e["kind"], e["attempts"]) for e in errors] == [("bad_request", 1), ("content_filter", 1)]
-    assert "refused with 400" in errors[0]["message"]
+    assert [(e["kind"], e["attempts"]) for e in errors] == [("bad_request", 1), ("content_filter", 1),
+                                                             ("context_window", 1)]
+    assert "refused with 400" in errors[0]["message"] and "--context-policy" in errors[2]["hint"]
     # how many, of which kind, the first message of each, and where they are recorded
     where = only_run(tmp_path / "runs") / "samples.jsonl"
-    assert "2 of 4 answer(s) could not be generated" in err and str(where) in err
+    assert "3 of 4 answer(s) could not be generated" in err and str(where) in err
     assert "bad_request     1  first: " in err and "content_filter  1  first: " in err
+    assert "context_window  1  first: " in err
     assert "refused with 400" in err and "rate_limit  " not in err and "server  " not in err
 
 
