@@ -43,6 +43,8 @@ class BatchServer:
         self.polls = 0
         #: item text -> how it ends: "fail" or "expire" (consumed), else answered
         self.script: dict[str, list[str]] = {}
+        #: how every item the script does not name ends ("refuse": each is refused)
+        self.every = "ok"
         #: how the next batch creations go wrong, one per creation: "refuse" (HTTP 500, no batch
         #: made) or "lose" (the batch is made, but the answer is an HTTP 500: the client cannot
         #: tell it was taken)
@@ -243,7 +245,7 @@ class BatchServer:
                 item = params["messages"][-1]["content"]
                 item = item if isinstance(item, str) else "".join(block.get("text", "") for block in item)
                 queue = self.script.get(item) or []
-                fate = queue.pop(0) if queue else "ok"
+                fate = queue.pop(0) if queue else self.every
                 if fate == "expire" or b.get("cancel"):
                     expired = True
                     continue

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from tests.batch_server import BatchServer
 from tests.cli import call
 from tests.conftest import only_run, serve_scripted
 from tests.provider_servers import CONTENT_FILTER, ProviderServer
@@ -153,6 +154,23 @@ def test_judge_failures_are_said_and_a_run_judged_by_nothing_exits_5(server: Pro
     code, _, err = call("score", only_run(tmp_path / "some"), "--judge", "prometheus", "--judge-model", judge,
                         "--output", tmp_path / "rescored", "--cache", tmp_path / "rescored.sqlite")
     assert code == NOTHING_MEASURED and "no answer could be judged" in err
+
+
+def test_batch_lines_the_provider_refuses_are_said_and_not_sent_again(tiny_home: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-0000")
+    srv = BatchServer()
+    srv.every = "refuse"  # each line: a 400 naming cache_control
+    try:
+        code, out, err = run(tiny_home, tmp_path / "runs", f"litellm:anthropic/claude-sonnet-4-5,api_base={srv.root},"
+                             "batch=true,batch_poll=0.05,batch_poll_max=0.2,batch_max_wait=0.3")
+        batches = len(srv.batches)
+    finally:
+        srv.close()
+    assert code == NOTHING_MEASURED
+    assert batches == 1  # a refused line is not sent in another batch (batch_retries is 3)
+    assert [e["kind"] for e in failed(samples(tmp_path / "runs"))] == ["bad_request"] * QUESTIONS
+    assert f"bad_request  {QUESTIONS}  first: " in err and "prompt_cache=off" in err
 
 
 def test_litellms_catch_all_error_is_no_connection_error_unless_the_connection_was_lost() -> None:
