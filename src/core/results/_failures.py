@@ -77,10 +77,11 @@ def _records(value: Any) -> list[dict[str, Any]]:
     return [{"kind": "error", "message": str(value)}]
 
 
-def _count(table: dict[str, KindCount], records: list[dict[str, Any]]) -> None:
-    """One failure, of its first record's kind (a verdict whose several calls failed is one)."""
+def _count(table: dict[str, KindCount], records: list[dict[str, Any]], unsaid: str) -> None:
+    """One failure, of its first record's kind (a verdict whose several calls failed is one);
+    `unsaid`: the message of one whose backend recorded no error."""
     if not records:
-        records = [{"kind": "no_verdict", "message": "the judge returned no verdict"}]
+        records = [{"kind": "error", "message": unsaid}]
     first = records[0]
     entry = table.setdefault(str(first.get("kind") or "error"), KindCount())
     entry.count += 1
@@ -108,7 +109,7 @@ def failures_of(samples: list[Sample]) -> Failures:
             out.generated += 1
         elif failed is not None:
             out.asked += 1
-            _count(out.generation, records)
+            _count(out.generation, records, "the backend gave no answer and recorded no error")
         for judgment in sample.judgments if sample.response is not None else []:
             error = (judgment.details or {}).get("judge_error")
             if _not_sent(_records(error)):
@@ -117,7 +118,7 @@ def failures_of(samples: list[Sample]) -> Failures:
             if judgment.parse_status != "missing":
                 out.judged += 1
             elif "judge_error" in (judgment.details or {}):
-                _count(out.judging, _records(error))
+                _count(out.judging, _records(error), "the judge gave no verdict and recorded no error")
     return out
 
 
