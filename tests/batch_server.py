@@ -9,7 +9,8 @@
 
 A batch is "in_progress" while `hold` is set (a test's way to kill a run between submit and
 results), and ends at the first poll after that. How each request ends is scripted by its
-last user message: `fail` (the provider fails it `fails` times, then answers), `expire` (the
+last user message: `fail` (the provider fails it `fails` times, then answers: a 500),
+`refuse` (the provider refuses it: a 400, its prompt-cache mark not permitted), `expire` (the
 batch expires without it, once). `charged[custom_id]` counts the answers the server billed:
 a request paid twice shows 2.
 """
@@ -23,6 +24,9 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+#: what the server says of a request it refuses (`refuse`)
+REFUSAL = "messages.0.content.0.cache_control: Extra inputs are not permitted"
 
 PROMPT_TOKENS, COMPLETION_TOKENS = 100, 10
 
@@ -39,6 +43,8 @@ class BatchServer:
         self.polls = 0
         #: item text -> how it ends: "fail" or "expire" (consumed), else answered
         self.script: dict[str, list[str]] = {}
+        #: how every item the script does not name ends ("refuse": each is refused)
+        self.every = "ok"
         #: how the next batch creations go wrong, one per creation: "refuse" (HTTP 500, no batch
         #: made) or "lose" (the batch is made, but the answer is an HTTP 500: the client cannot
         #: tell it was taken)
@@ -252,16 +258,19 @@ class BatchServer:
             if b["state"] != "in_progress" or self.hold.is_set():
                 return
             done, failed, expired = [], [], False
+            refused: set[str] = set()
             for cid, params in b["requests"].items():
                 item = params["messages"][-1]["content"]
                 item = item if isinstance(item, str) else "".join(block.get("text", "") for block in item)
                 queue = self.script.get(item) or []
-                fate = queue.pop(0) if queue else "ok"
+                fate = queue.pop(0) if queue else self.every
                 if fate == "expire" or b.get("cancel"):
                     expired = True
                     continue
-                if fate == "fail":
+                if fate in ("fail", "refuse"):
                     failed.append(cid)
+                    if fate == "refuse":
+                        refused.add(cid)
                     continue
                 self.charged[cid] = self.charged.get(cid, 0) + 1
                 done.append((cid, params, self.reply(item)))
@@ -274,8 +283,10 @@ class BatchServer:
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": self._usage("openai", params)}}}
                     for i, (cid, params, text) in enumerate(done)]
-                errors = [{"id": "e", "custom_id": cid, "error": None, "response": {"status_code": 500, "body": {
-                    "error": {"message": "scripted failure"}}}} for cid in failed]
+                errors = [{"id": "e", "custom_id": cid, "error": None, "response": (
+                    {"status_code": 400, "body": {"error": {"message": REFUSAL, "type": "invalid_request_error"}}}
+                    if cid in refused else {"status_code": 500, "body": {"error": {"message": "scripted failure"}}})}
+                    for cid in failed]
                 errors += [{"id": "e", "custom_id": cid, "response": None,
                             "error": {"code": "batch_expired", "message": "expired"}}
                            for cid in b["requests"] if expired and cid not in {d[0] for d in done} | set(failed)]
@@ -290,8 +301,9 @@ class BatchServer:
                     "id": "m", "type": "message", "role": "assistant", "content": [{"type": "text", "text": text}],
                     "stop_reason": "end_turn", "usage": self._usage("anthropic", params)}}}
                          for cid, params, text in done]
-                lines += [{"custom_id": cid, "result": {"type": "errored", "error": {"type": "error", "error": {
-                    "type": "api_error", "message": "scripted failure"}}}} for cid in failed]
+                lines += [{"custom_id": cid, "result": {"type": "errored", "error": {"type": "error", "error": (
+                    {"type": "invalid_request_error", "message": REFUSAL} if cid in refused
+                    else {"type": "api_error", "message": "scripted failure"})}}} for cid in failed]
                 lines += [{"custom_id": cid, "result": {"type": "expired"}} for cid in b["requests"]
                           if cid not in {d[0] for d in done} | set(failed)]
                 b["results"] = "".join(json.dumps(x) + "\n" for x in lines).encode()

@@ -26,6 +26,12 @@ Every model thinks `THOUGHT` tokens then answers in `ANSWER` tokens; when its to
 leaves less than that, the thinking is cut and no answer comes (`finish_reason: length`).
 `requests` holds every (path, body) received; `answer(question)` gives the answer text.
 
+`fail(status, message)` makes the server refuse requests as the provider would, with the
+provider's error body for that status (OpenAI's `{"error": {message, type, code}}`, Anthropic's
+`{"type": "error", "error": {type, message}}`, Gemini's `{"error": {code, status, message}}`):
+400 (a request the provider refuses), 401, 404, 429, 500, and `CONTENT_FILTER` (Azure
+OpenAI's 400 with `code: content_filter`).
+
 With a `ledger` (tests/provider_caches.py), Anthropic's, OpenAI's (`gpt-4.1`) and Gemini's
 answers count their prompt's tokens from its text and cache and charge them as each provider
 documents (breakpoints, the automatic caches), and Anthropic's `/v1/messages/count_tokens` and
@@ -48,6 +54,16 @@ PROMPT, THOUGHT, ANSWER = 100, 1000, 5
 LONG = 10**7
 THINKING = "The transcript names who spoke; I check each line in turn."
 EFFORTS = ("minimal", "low", "medium", "high")
+#: `fail(CONTENT_FILTER)`: Azure OpenAI's refusal of a prompt its content filter flagged
+CONTENT_FILTER = 4001
+#: status -> (OpenAI's error type, Anthropic's error type, Gemini's status), as each documents them
+ERROR_TYPES = {
+    400: ("invalid_request_error", "invalid_request_error", "INVALID_ARGUMENT"),
+    401: ("invalid_request_error", "authentication_error", "UNAUTHENTICATED"),
+    404: ("invalid_request_error", "not_found_error", "NOT_FOUND"),
+    429: ("requests", "rate_limit_error", "RESOURCE_EXHAUSTED"),
+    500: ("server_error", "api_error", "INTERNAL"),
+}
 
 
 class Refused(Exception):
@@ -82,6 +98,9 @@ class ProviderServer:
         self.ledger: CacheLedger | None = None
         #: False: the token-count endpoints are not there (404)
         self.counting = True
+        #: refusals to answer with, one per request in turn, then `failing` for every request
+        self.failures: list[tuple[int, str]] = []
+        self.failing: tuple[int, str] | None = None
         self.lock = threading.Lock()
         server = self
 
@@ -93,9 +112,11 @@ class ProviderServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 with server.lock:
                     server.requests.append((self.path, body))
-                status, reply = server.route(self.path, body)
+                status, reply = server.refusal(self.path) or server.route(self.path, body)
                 data = json.dumps(reply).encode()
                 self.send_response(status)
+                if status == 429:
+                    self.send_header("Retry-After", "0")  # asked again at once: no test waits
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -115,6 +136,32 @@ class ProviderServer:
     def bodies(self, path: str) -> list[dict[str, Any]]:
         with self.lock:
             return [body for p, body in self.requests if p.endswith(path)]
+
+    def fail(self, status: int, message: str, times: int | None = None) -> None:
+        """Refuse the next `times` requests (None: every request from now on) with `status`
+        (400, 401, 404, 429, 500 or CONTENT_FILTER) and `message`, as the provider would."""
+        with self.lock:
+            if times is None:
+                self.failing = (status, message)
+            else:
+                self.failures.extend([(status, message)] * times)
+
+    def refusal(self, path: str) -> tuple[int, dict[str, Any]] | None:
+        with self.lock:
+            chosen = self.failures.pop(0) if self.failures else self.failing
+        if chosen is None:
+            return None
+        status, message = chosen
+        if status == CONTENT_FILTER:  # Azure OpenAI's shape (https://learn.microsoft.com/azure/ai-services/openai/concepts/content-filter)
+            return 400, {"error": {"message": message, "type": None, "param": "prompt", "code": "content_filter",
+                                   "status": 400}}
+        openai, anthropic, gemini = ERROR_TYPES[status]
+        if path.endswith("/messages"):
+            return status, {"type": "error", "error": {"type": anthropic, "message": message}}
+        if path.endswith(":generateContent"):
+            return status, {"error": {"code": status, "message": message, "status": gemini}}
+        code = {401: "invalid_api_key", 404: "model_not_found", 429: "rate_limit_exceeded"}.get(status)
+        return status, {"error": {"message": message, "type": openai, "param": None, "code": code}}
 
     # -- routing ---------------------------------------------------------------------------
     def route(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:

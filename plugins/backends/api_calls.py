@@ -14,12 +14,27 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from lceval.errors import FAILURE_KINDS, NOT_RETRIED
 from lceval.interfaces import Price
 
-#: Kinds of failed attempts, in the order `stats()` lists them.
-RETRYABLE_KINDS = ("rate_limit", "server", "timeout", "connection", "malformed")
-FINAL_KINDS = ("bad_request", "context_window")  # not retried: the same request fails again
-FATAL_KINDS = ("auth", "not_found")  # the run stops: every request would fail the same way
+#: Kinds of failed attempts (`lceval.errors.FAILURE_KINDS`): retried with backoff, given up on
+#: (the same request fails again: recorded as failed), or stopping the run (every request would
+#: fail the same way).
+RETRYABLE_KINDS = tuple(k for k in FAILURE_KINDS if k not in NOT_RETRIED)
+FATAL_KINDS = ("auth", "not_found")
+FINAL_KINDS = tuple(k for k in NOT_RETRIED if k not in FATAL_KINDS)
+#: a provider's error type (OpenAI's `error.type`/`code`, Anthropic's `error.type`, Gemini's
+#: `error.status`) -> kind, where the HTTP status alone does not tell
+ERROR_TYPES = {
+    "invalid_request_error": "bad_request", "INVALID_ARGUMENT": "bad_request", "FAILED_PRECONDITION": "bad_request",
+    "authentication_error": "auth", "permission_error": "auth", "invalid_api_key": "auth",
+    "UNAUTHENTICATED": "auth", "PERMISSION_DENIED": "auth",
+    "not_found_error": "not_found", "model_not_found": "not_found", "NOT_FOUND": "not_found",
+    "rate_limit_error": "rate_limit", "rate_limit_exceeded": "rate_limit", "RESOURCE_EXHAUSTED": "rate_limit",
+    "api_error": "server", "overloaded_error": "server", "server_error": "server", "INTERNAL": "server",
+    "UNAVAILABLE": "server", "timeout_error": "timeout", "DEADLINE_EXCEEDED": "timeout",
+    "content_filter": "content_filter", "content_policy_violation": "content_filter",
+}
 #: Longest Retry-After honoured; a server asking for more is waited on this long per retry.
 RETRY_AFTER_CAP_S = 600.0
 ERROR_TEXT_MAX = 500
@@ -106,6 +121,26 @@ def retry_after_seconds(exc: BaseException) -> float | None:
     return None
 
 
+def kind_of_status(status: int | None, error_type: str | None = None) -> str | None:
+    """The kind of a failure the provider answered with HTTP `status` and its error type
+    (None: neither tells). The type decides where it is more precise than the status (a 400
+    that is a content filter's refusal, a 403 that is a rate limit)."""
+    named = ERROR_TYPES.get(str(error_type or ""))
+    if named is not None and named != "bad_request":
+        return named
+    if not isinstance(status, int) or status < 400:
+        return named
+    if status == 429:
+        return "rate_limit"
+    if status in (401, 403):
+        return "auth"
+    if status == 404:
+        return "not_found"
+    if status == 408:
+        return "timeout"
+    return "server" if status >= 500 else "bad_request"
+
+
 def classify(exc: BaseException, litellm: Any) -> str:
     """The kind of a failed attempt; decides retry, failure or stop. "internal" (not an API
     error at all, e.g. a bug) is re-raised rather than retried."""
@@ -131,6 +166,7 @@ def classify(exc: BaseException, litellm: Any) -> str:
         ("AuthenticationError", "auth"),
         ("PermissionDeniedError", "auth"),
         ("NotFoundError", "not_found"),
+        ("ContentPolicyViolationError", "content_filter"),
         ("ContextWindowExceededError", "context_window"),
         ("InternalServerError", "server"),
         ("ServiceUnavailableError", "server"),
@@ -140,27 +176,80 @@ def classify(exc: BaseException, litellm: Any) -> str:
         cls = getattr(litellm, name, None)
         if isinstance(cls, type) and isinstance(exc, cls):
             return kind
-    if isinstance(status, int):
-        if status == 429:
-            return "rate_limit"
-        if status in (401, 403):
-            return "auth"
-        if status == 404:
-            return "not_found"
-        if status == 408:
-            return "timeout"
-        if 500 <= status < 600:
-            return "server"
-        if 400 <= status < 500:
-            return "bad_request"
+    answered = _answered_status(exc)
+    if answered is not None and 400 <= answered < 500:
+        # the server's own 4xx, wherever in the chain it is (litellm maps an answer it cannot
+        # parse to an APIConnectionError of its own, a 500: a 400 is no connection error)
+        return _content_filter(text) or kind_of_status(answered, _error_type(exc)) or "bad_request"
+    if isinstance(status, int) and 400 <= status < 500:
+        return _content_filter(text) or kind_of_status(status, _error_type(exc)) or "bad_request"
+    if isinstance(status, int) and status >= 500 and not _catch_all(exc, litellm):
+        return "server"
     if "timed out" in text or "timeout" in text:
         return "timeout"
-    return "connection"
+    return "server" if _catch_all(exc, litellm) else "connection"
+
+
+def _content_filter(text: str) -> str | None:
+    """A 400 that is a provider's content filter refusing the prompt (Azure OpenAI's
+    `code: content_filter`, OpenAI's `content_policy_violation`)."""
+    return "content_filter" if re.search(r"content[_ ](filter|policy|management)", text) else None
+
+
+def _answered_status(exc: BaseException) -> int | None:
+    """The HTTP status the server answered with, from the first exception in the chain that
+    holds a response (httpx's, the SDK's), or from the text of litellm's catch-all error
+    ("Error code: 400", "status_code: 400"); None when no server answered."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        response = getattr(seen, "response", None)
+        code = getattr(response, "status_code", None)
+        if isinstance(code, int) and code >= 400:
+            return code
+        seen = seen.__cause__ or seen.__context__
+    found = re.search(r"(?:error code|status[_ ]code|http)[\"':= ]+([45]\d\d)\b", str(exc), re.IGNORECASE)
+    return int(found.group(1)) if found else None
+
+
+def _error_type(exc: BaseException) -> str | None:
+    """The provider's error code or type (`content_filter`, `rate_limit_error`, `NOT_FOUND`),
+    from the SDK's parsed body or the response's JSON, wherever in the chain it is."""
+    import json
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return None
+        body = getattr(seen, "body", None)
+        if not isinstance(body, dict):
+            try:
+                body = json.loads(getattr(getattr(seen, "response", None), "text", "") or "null")
+            except (ValueError, TypeError):
+                body = None
+        for _ in range(3):  # {"error": {...}}, Anthropic's {"type": "error", "error": {...}}
+            if isinstance(body, dict) and isinstance(body.get("error"), dict):
+                body = body["error"]
+        if isinstance(body, dict):
+            for name in ("code", "type", "status"):
+                if isinstance(body.get(name), str) and body[name] in ERROR_TYPES:
+                    return str(body[name])
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _catch_all(exc: BaseException, litellm: Any) -> bool:
+    """litellm's APIConnectionError: what it raises for any failure it does not map (a 500 of
+    its own), not only for a lost connection (that one `_lost_connection` finds in the chain)."""
+    cls = getattr(litellm, "APIConnectionError", None)
+    return isinstance(cls, type) and isinstance(exc, cls)
 
 
 def _lost_connection(exc: BaseException) -> bool:
     """Whether the exception's chain holds a connection that was refused, reset or closed
-    before a response (not a timeout: a slow server may still be alive)."""
+    before a response (not a timeout: a slow server may still be alive). litellm's own
+    APIConnectionError is its catch-all, so only what it wraps tells."""
     import httpx
     import openai
 
@@ -170,9 +259,11 @@ def _lost_connection(exc: BaseException) -> bool:
             return False
         if isinstance(seen, (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)):
             return False
-        if isinstance(seen, (openai.APIConnectionError, httpx.ConnectError, httpx.RemoteProtocolError,
-                             httpx.ReadError, ConnectionError)):
+        if isinstance(seen, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError,
+                             ConnectionError)):
             return True
+        if isinstance(seen, openai.APIConnectionError) and not type(seen).__module__.startswith("litellm"):
+            return True  # the SDK's own: raised only when no response came
         seen = seen.__cause__ or seen.__context__
     return False
 
@@ -187,6 +278,25 @@ def _is_api_error(exc: BaseException) -> bool:
 def _looks_malformed(text: str) -> bool:
     return any(s in text for s in ("expecting value", "jsondecodeerror", "json decode",
                                    "unterminated string", "extra data", "'choices' that is not"))
+
+
+def hint_of(kind: str, message: str, key_variable: str | None = None) -> str | None:
+    """What to do about a failure of `kind`, where it is known: recorded beside the error and
+    said by the run's failure summary. `key_variable`: the variable the key came from."""
+    text = message.lower()
+    if kind == "bad_request" and ("cache_control" in text or "prompt_cache" in text):
+        return ("the server refuses the prompt-cache marks lceval adds: run the model with the option "
+                "prompt_cache=off")
+    if kind == "auth":
+        where = f"${key_variable}" if key_variable else "the provider's key variable (OPENAI_API_KEY, ANTHROPIC_API_KEY ...)"
+        return f"check the key in {where}, or name another variable with api_key_env=NAME"
+    if kind == "rate_limit":
+        return "lower the model option concurrency=N, or raise max_retries=N"
+    if kind == "context_window":
+        return "cut the context: --context-policy truncate-middle, or the model option context_window=N"
+    if kind == "bad_request" and "reasoning_effort" in text:
+        return "drop --reasoning-effort: this model or server does not take it"
+    return None
 
 
 def scrub(text: str, secrets: list[str]) -> str:

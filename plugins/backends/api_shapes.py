@@ -18,7 +18,8 @@ body, `Shape.shape` puts it in the provider's terms) and its reasoning controls.
   in `maxOutputTokens` and are reported as `thoughtsTokenCount`.
 - A server of one's own (vLLM, SGLang; `hosted_vllm/` or `openai/` at an `api_base`): what the
   model string declares (`reasoning=separate|inline|none`), the chat template's switch in
-  `chat_template_kwargs`, an effort only where declared (gpt-oss).
+  `chat_template_kwargs`, an effort passed through where the model is declared to think
+  (`reasoning=separate|inline`, or `takes_effort=true`: gpt-oss).
 
 Each shape also names its provider's prompt cache (`cache()`, rules in `api_caching`): where a
 request about a context marks the part it shares with the others (Anthropic's breakpoints), or
@@ -331,7 +332,11 @@ class OwnServer(Shape):
     def controls(self) -> ReasoningControls:
         thinks = self.thinks()
         declared = self.declared in ("separate", "inline")
-        efforts = EFFORTS if self.options.get("takes_effort") else (() if declared or thinks is False else None)
+        # vLLM and SGLang pass `reasoning_effort` to the models that use it (gpt-oss): a model declared
+        # to think takes it; one declared not to takes none; of another nothing is known (a chat
+        # template without thinking markers, gpt-oss's, may still take an effort)
+        efforts = EFFORTS if self.options.get("takes_effort") or declared else (
+            () if self.declared == "none" else None)
         switch = (self.switch_key is not None) if declared else (False if thinks is False else None)
         room = _room(self.model) if thinks else None
         return ReasoningControls(thinks=thinks, switch=switch, budget=None, efforts=efforts, room=room,

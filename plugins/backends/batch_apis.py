@@ -37,6 +37,8 @@ from lceval.errors import UserError
 from lceval.interfaces import BatchAPI, BatchStatus, Price
 from lceval.types import Generation, GenerationRequest
 
+from .api_calls import hint_of, kind_of_status
+
 #: statuses of an OpenAI batch that will not change any more
 OPENAI_ENDED = ("completed", "expired", "cancelled", "failed")
 #: error codes of an OpenAI batch's error file that mean "not done", not "failed"
@@ -114,9 +116,24 @@ def _ids_digest(ids: Any) -> str:
     return hashlib.sha256("\n".join(sorted(str(i) for i in ids)).encode()).hexdigest()
 
 
+def _error_type(body: Any) -> str | None:
+    """An error body's type or code (OpenAI's `error.code`, else `error.type`; Anthropic's inner
+    `error.type`), however deep the provider nests it."""
+    found = None
+    for _ in range(3):
+        if not (isinstance(body, dict) and isinstance(body.get("error"), dict)):
+            break
+        body = body["error"]
+        found = body.get("code") if isinstance(body.get("code"), str) else body.get("type") or found
+    return str(found) if found else None
+
+
 def _failed(custom_id: str, kind: str, message: str) -> Generation:
-    return Generation(request_id=custom_id, text="", finish_reason="error",
-                      extras={"error": {"kind": kind, "message": message[:500]}})
+    error = {"kind": kind, "message": message[:500]}
+    hint = hint_of(kind, message)
+    if hint is not None:
+        error["hint"] = hint
+    return Generation(request_id=custom_id, text="", finish_reason="error", extras={"error": error})
 
 
 class OpenAIBatches(BatchAPI):
@@ -177,11 +194,12 @@ class OpenAIBatches(BatchAPI):
             code = str(error.get("code") or "")
             if code in OPENAI_UNFINISHED:
                 return None  # not done: sent again
-            return _failed(cid, "batch_request", f"{code}: {error.get('message')}")
+            return _failed(cid, kind_of_status(None, code) or "bad_request", f"{code}: {error.get('message')}")
         status = int(response.get("status_code") or 0)
         body = response.get("body") or {}
         if status != 200:
-            return _failed(cid, "batch_request", f"HTTP {status}: {_message(body)}")
+            kind = kind_of_status(status, _error_type(body)) or "server"
+            return _failed(cid, kind, f"HTTP {status}: {_message(body)}")
         try:
             choice = body["choices"][0]
             message = choice["message"]
@@ -301,7 +319,7 @@ class AnthropicBatches(BatchAPI):
         if kind in ("canceled", "expired"):
             return None  # not done: sent again
         if kind != "succeeded":
-            return _failed(cid, "batch_request", _message(result))
+            return _failed(cid, kind_of_status(None, _error_type(result)) or "server", _message(result))
         message = result.get("message") or {}
         blocks = message.get("content") or []
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")

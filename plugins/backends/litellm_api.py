@@ -11,9 +11,11 @@ owns three things the others do not need:
   transcript when the others arrive; `prefix_cache` and `cache_tokens` tell the engine what
   the server keeps (`shared` by default: OpenAI, Anthropic, vLLM and SGLang keep many
   prefixes; `last-prompt` for llama.cpp's server);
-- retries: 429, 5xx, timeouts, connection errors and malformed bodies are retried with
-  exponential backoff and full jitter (AWS "Exponential Backoff and Jitter"), honouring
-  `Retry-After`; 400 is not retried (recorded as failed), 401/403/404 stop the run with a
+- retries: a failure's kind comes from its HTTP status and the provider's error type
+  (`api_calls.classify`); 429, 5xx, timeouts, connection errors and malformed bodies are
+  retried with exponential backoff and full jitter (AWS "Exponential Backoff and Jitter"),
+  honouring `Retry-After`; 400, a content filter's refusal and a context past the window are not
+  retried (recorded as failed, with a hint where one is known), 401/403/404 stop the run with a
   UserError (every other request would fail the same way);
 - honest accounting: `stats()` counts attempts, retries, errors by kind, failures, and the
   tokens and cost of successful responses only. A request that fails past its retry budget
@@ -63,7 +65,7 @@ from lceval.types import Generation, GenerationRequest, Message
 
 from .api_caching import CHARS_PER_TOKEN, ProviderCache, cache_price, caching_of, shared_tokens
 from .api_calls import (FATAL_KINDS, FINAL_KINDS, RETRY_AFTER_CAP_S, ApiStats, SamplingRecord, classify,
-                        environment_secrets, map_price, read_reply, reasoning_tokens_of, reported_cache_writes,
+                        environment_secrets, hint_of, map_price, read_reply, reasoning_tokens_of, reported_cache_writes,
                         reported_cached_tokens, retry_after_seconds, scrub)
 from .api_shapes import Anthropic, Shape, shape_of
 from .api_token_counts import COUNTERS
@@ -561,9 +563,12 @@ class LiteLLMBackend(ModelBackend):
                 start: float) -> Generation:
         self._stats.bump("failed")
         self._stats.bump("failed_by_kind", kind)
+        error: dict[str, Any] = {"kind": kind, "message": message, "attempts": attempts}
+        hint = hint_of(kind, message, self.options.get("api_key_env"))
+        if hint is not None:
+            error["hint"] = hint
         return Generation(request_id=request.request_id, text="", finish_reason="error",
-                          seconds=time.perf_counter() - start,
-                          extras={"error": {"kind": kind, "message": message, "attempts": attempts}})
+                          seconds=time.perf_counter() - start, extras={"error": error})
 
     def _fatal(self, kind: str, message: str) -> UserError:
         if kind == "auth":

@@ -70,7 +70,8 @@ OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
                                        "chat_template_kwargs (Qwen3, GLM: enable_thinking; DeepSeek-V3.1: thinking); "
                                        "none: the template has no switch."},
     "takes_effort": {"type": "boolean", "default": False,
-                     "description": "the server's model takes --reasoning-effort (gpt-oss behind vLLM or SGLang)."},
+                     "description": "the server's model takes --reasoning-effort (gpt-oss behind vLLM or SGLang); "
+                                    "a model declared with reasoning=separate|inline takes it anyway."},
     "prompt_cache": {"enum": ["auto", "on", "off"], "default": "auto",
                      "description": "the provider's prompt cache for the part a context's requests share (system message "
                                     "and context): auto uses it where the provider has one (Anthropic's cache breakpoints, "

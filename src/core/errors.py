@@ -5,7 +5,17 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-__all__ = ["DataMissing", "UserError"]
+__all__ = ["DataMissing", "FAILURE_KINDS", "NOT_RETRIED", "UserError"]
+
+#: What a request that failed is called (`Generation.extras["error"]["kind"]`, recorded in
+#: samples.jsonl and counted by the failure summary at the end of a run): backends classify a
+#: failure by its HTTP status and the provider's error type into these words. `cost_limit` (a
+#: request a cost limit kept from being sent) is the engine's own.
+FAILURE_KINDS = ("bad_request", "auth", "not_found", "rate_limit", "server", "connection", "timeout",
+                 "content_filter", "context_window", "malformed")
+#: Kinds the same request meets again however often it is asked: never retried (the others are,
+#: with backoff, by the backend or the batch that asked).
+NOT_RETRIED = ("bad_request", "auth", "not_found", "content_filter", "context_window")
 
 
 class UserError(Exception):

@@ -82,13 +82,31 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
             _wrote(console_text(state, results), run_dir)
         if done:
             _report_hint([run_dir for run_dir, _, _ in done])
+    measured = [_said_failures(run_dir, state) for run_dir, _, state in done]
     stopped = [(run_dir, state) for run_dir, _, state in done if state.stopped]
     if stopped:
         return _stopped(*stopped[0], models_left=len(session.plan().models) - len(done))
     if config.shard:
         print(f"shard {config.shard[0]}/{config.shard[1]}: these are the scores of this share only; join the shards "
               "with `lceval merge RUN_DIR...`")
-    return 0
+    return 0 if all(measured) else NOTHING_MEASURED
+
+
+#: the exit code of a run in which no answer could be generated, or none judged (its run
+#: directory is written, the failures recorded in it)
+NOTHING_MEASURED = 5
+
+
+def _said_failures(run_dir: Path, state: Any) -> bool:
+    """Say on stderr what could not be generated or judged, by kind; False when the run
+    measured nothing (no answer generated, or none judged)."""
+    from lceval.results import format_failures, run_failures
+
+    failures = run_failures(state)
+    text = format_failures(failures, run_dir)
+    if text:
+        print(text, file=sys.stderr)
+    return not failures.nothing_done
 
 
 #: the exit code of a command a cost limit stopped (its partial run is written)
@@ -153,7 +171,7 @@ def score(args: argparse.Namespace, inv: Invocation) -> int:
             state = session.add_metrics(list(args.add_metric))
             run_dir, results = rewrite_run(state, source)
         _wrote(console_text(state, results), run_dir)
-        return 0
+        return 0 if _said_failures(run_dir, state) else NOTHING_MEASURED
     output = _path(args.output) or source.path.parent
     check_writable(output)
     # --batch and --max-cost are the run's own settings, read by their `lceval run` flags
@@ -163,7 +181,8 @@ def score(args: argparse.Namespace, inv: Invocation) -> int:
         state = session.rejudge()
         run_dir, results = write_run(state, inv.plugins, output)
     _wrote(console_text(state, results), run_dir)
-    return _stopped(run_dir, state) if state.stopped else 0
+    measured = _said_failures(run_dir, state)
+    return _stopped(run_dir, state) if state.stopped else 0 if measured else NOTHING_MEASURED
 
 
 def merge(args: argparse.Namespace, inv: Invocation) -> int:

@@ -14,7 +14,8 @@ end, and a request one of them holds is waited for, never sent again. A batch wh
 was never recorded (the process died while the provider answered the submission) is looked
 for with `BatchAPI.find`. A request the provider failed inside a batch is sent again in a
 later batch (`retries` times, then returned as failed, so the cache never stores it and the
-next run asks it again); what an expired or cancelled batch did not finish is sent again.
+next run asks it again), unless its kind is one the same request meets again
+(`lceval.errors.NOT_RETRIED`: a 400, a content filter): returned as failed at once; what an expired or cancelled batch did not finish is sent again.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 
 from lceval.engine._cache import Cache
 from lceval.engine._spending import BatchSettings
-from lceval.errors import UserError
+from lceval.errors import NOT_RETRIED, UserError
 from lceval.interfaces import BatchAPI
 from lceval.types import Generation, GenerationRequest
 
@@ -394,7 +395,8 @@ class Batcher:
                     self._enqueue(key)
                     continue
                 tries = self._failures[key] = self._failures.get(key, 0) + 1
-                if tries > self.settings.retries:
+                kind = (gen.extras.get("error") or {}).get("kind")
+                if tries > self.settings.retries or kind in NOT_RETRIED:  # a refusal is met again
                     self.counters.failed += 1
                     self._resolve(key, replace(gen, request_id=self._requests[key].request_id))
                 else:

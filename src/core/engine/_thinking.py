@@ -40,7 +40,8 @@ def _check_given(g: dict[str, Any], controls: ReasoningControls, model: ModelSpe
     thinking, budget, effort = g.get("thinking"), g.get("reasoning_budget"), g.get("reasoning_effort")
     room = g.get("reasoning_room")
     who = _who(model, controls)
-    never = controls.thinks is False and not controls.switch
+    # the model's own markers named: the user says it thinks, whatever its template or API says
+    never = controls.thinks is False and not controls.switch and not model.reasoning.custom
     asked = [flag for flag, value in (("--thinking", thinking is True), ("--reasoning-budget", budget is not None),
                                       ("--reasoning-effort", effort is not None), (ROOM_FIELD, room is not None))
              if value]

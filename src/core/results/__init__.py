@@ -23,6 +23,9 @@ directory, and joining shards (public API).
 - `length_bins`: the score per length bin of the tasks whose spec has `report.length_bins`
   (a metadata field, the context counted in the model's tokens, or one length per task),
   tasks joined into curves, with intervals and the effective length.
+- `run_failures(state)` / `failures_of(samples) -> Failures`, `format_failures`: what could not be
+  generated or judged, by kind, with each kind's first message and hint (what `lceval run` says on
+  stderr at its end; `Failures.nothing_done`: the run measured nothing, its own exit code).
 - `cost_summary(usage, judge_usage)`, `format_cost`, `usd`: what a run cost (paid by the command,
   read from the cache, through batches; per task), as the manifest, console, report and bundles say it.
 """
@@ -30,6 +33,7 @@ directory, and joining shards (public API).
 from lceval.results._bins import length_bins
 from lceval.results._cost import cost_summary, format_cost, usd
 from lceval.results._curves import effective_length, length_curves
+from lceval.results._failures import Failures, failures_of, format_failures, run_failures
 from lceval.results._merge import add_up, first_difference, merge_runs
 from lceval.results._outputs import (RESULTS_SCHEMA_VERSION, UNCENSORED_LABEL, console_text, effective_said,
                                      format_table, rewrite_run, run_and_write, write_run)
@@ -40,7 +44,7 @@ from lceval.engine import FinishedRun
 
 __all__ = [
     "DIFFERS_MARK", "RESULTS_SCHEMA_VERSION", "SAMPLES_MAX_BYTES", "UNCENSORED", "UNCENSORED_LABEL",
-    "FinishedRun", "add_up", "cluster_of",
+    "Failures", "FinishedRun", "add_up", "cluster_of", "failures_of", "format_failures", "run_failures",
     "console_text", "cost_summary", "detail_value", "differs_from_paper", "effective_length", "effective_said",
     "first_difference", "format_cost",
     "format_table", "headline_block", "is_censored", "length_bins", "length_curves", "load_run", "merge_runs", "primary_score",

@@ -88,13 +88,26 @@ def test_requests_failed_inside_a_batch_go_again_in_a_later_batch(server: BatchS
         gens = model.generate(asks(4))
         counters = model.batcher.counters
     assert [g.finish_reason for g in gens] == ["stop", "stop", "stop", "error"]
-    assert gens[3].extras["error"]["kind"] == "batch_request"  # failed twice: past its one retry
+    # failed twice (the provider's 500: a server error, worth another batch): past its one retry
+    assert gens[3].extras["error"]["kind"] == "server"
     assert (counters.retried, counters.failed, server.batch_count()) == (2, 1, 2)
     assert not server.paid_twice()
     # the failed one was not cached: the same command asks it again (and the server answers it now)
     with open_model(spec(server, protocol), cache_path=tmp_path / "c.sqlite") as model:
         assert model.generate(asks(4))[3].text == "answer to q3"
         assert model.usage.cache_hits == 3 and model.usage.batched == 1
+
+
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_a_request_the_provider_refuses_inside_a_batch_is_not_sent_again(server: BatchServer, protocol: str,
+                                                                         tmp_path: Path) -> None:
+    server.script = {"q1": ["refuse"]}
+    with open_model(spec(server, protocol, "batch_retries=3"), cache_path=tmp_path / "c.sqlite") as model:
+        gens = model.generate(asks(3))
+        counters = model.batcher.counters
+    error = gens[1].extras["error"]
+    assert error["kind"] == "bad_request" and "prompt_cache=off" in error["hint"]
+    assert (counters.retried, counters.failed, server.batch_count()) == (0, 1, 1)
 
 
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])

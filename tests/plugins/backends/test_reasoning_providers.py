@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -248,6 +249,48 @@ def test_two_budgets_of_one_model_side_by_side(server: ProviderServer, tiny_home
     assert re.search(r'"status": ?"censored"', html)  # the sample browser marks the censored item
 
 
+@pytest.mark.parametrize("declared", ["reasoning=separate", "reasoning=inline"])
+def test_a_server_model_declared_to_think_takes_the_effort(declared: str, server: ProviderServer, tiny_home: Path,
+                                                          tmp_path: Path) -> None:
+    """vLLM and SGLang pass `reasoning_effort` to the models that use it (gpt-oss): what the
+    refusal of an effort for a server model advises (declare it) leads to a run that sends it."""
+    server.parser = declared.endswith("separate")
+    model = f"litellm:hosted_vllm/openai/gpt-oss-20b,api_base={{url}},{declared},thinking_switch=none"
+    code, out, err = run(server, tiny_home, tmp_path / "runs", model, "--reasoning-effort", "high", "--limit", "1")
+    assert code == 0, err
+    bodies = server.bodies("/chat/completions")
+    assert bodies and all(b["reasoning_effort"] == "high" for b in bodies)
+
+
+def test_named_markers_declare_a_model_its_backend_thinks_cannot_think(tiny_home: Path, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model whose backend reads no thinking in its template (gpt-oss's harmony channels are
+    no `<think>`) is refused an effort with the advice to name its markers: named, the effort goes."""
+    from lceval.interfaces import ReasoningControls
+    from tests.conftest import ScriptedModel, serve_scripted
+
+    class Unthinking(ScriptedModel):
+        def reasoning_controls(self) -> ReasoningControls:
+            return ReasoningControls(thinks=False, switch=False)
+
+        def generate(self, requests: list[GenerationRequest]) -> list[Any]:
+            return [replace(g, text="<a>I check each line.</a>" + g.text) for g in super().generate(requests)]
+
+    built = serve_scripted(monkeypatch, lambda: Unthinking(window=4096))
+
+    def effort(model: str) -> tuple[int, str]:
+        code, _, err = call("run", "--tasks", "elitr_qa", "--model", model, "--data-home", tiny_home, "--output",
+                            tmp_path / "runs", "--no-progress", "--limit", "1", "--reasoning-effort", "high",
+                            "--cache", tmp_path / "c.sqlite")
+        return code, err
+
+    code, err = effort("scripted:x")
+    assert code == 2 and "think_markers=OPEN|CLOSE" in err
+    code, err = effort("scripted:x,think_markers=<a>|</a>")
+    assert code == 0, err
+    assert {r.params.reasoning_effort for r in built[-1].calls} == {"high"}
+
+
 # -- bad input: exit 2, one line naming the flag, the model and what to use instead ---------------
 
 @pytest.mark.parametrize("model,flags,field,says", [
@@ -260,8 +303,8 @@ def test_two_budgets_of_one_model_side_by_side(server: ProviderServer, tiny_home
     ("litellm:gemini/gemini-2.5-pro,api_base={root}", ["--thinking", "off"], "--thinking", "always thinks"),
     ("litellm:hosted_vllm/Qwen/Qwen3-8B,api_base={url},reasoning=separate", ["--reasoning-budget", "1000"],
      "--reasoning-budget", "generation.reasoning_room"),
-    ("litellm:hosted_vllm/Qwen/Qwen3-8B,api_base={url},reasoning=separate", ["--reasoning-effort", "low"],
-     "--reasoning-effort", "takes no reasoning effort"),
+    ("litellm:hosted_vllm/Qwen/Qwen3-8B,api_base={url},reasoning=none", ["--reasoning-effort", "low"],
+     "--reasoning-effort", "reasoning=separate or reasoning=inline"),
     ("litellm:hosted_vllm/m,api_base={url},think_markers=<|channel|>analysis<|message|>|<|end|>", [],
      "think_markers", "think_open="),
     ("litellm:hosted_vllm/m,api_base={url},think_marker=<a>|</a>", [], "think_marker",
