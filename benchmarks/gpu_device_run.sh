@@ -4,7 +4,8 @@
 # wheels into /tmp/site, puts it first on PYTHONPATH and runs the GPU check, its output also in
 # $OUT/gpu_check.log and $OUT/gpu_check.json. Arguments go to benchmarks/gpu_check.py, or with
 # CHECK=gpu_long_context to benchmarks/gpu_long_context.py (RULER at 128k and 512k, RoPE-scaled;
-# its output in $OUT/gpu_long_context.log and .json). The calls (docs/performance.md, "The GPU check"):
+# its output in $OUT/gpu_long_context.log and .json). Both import benchmarks/gpu_machine.py from
+# beside them: a tracked file, so every call carries it. The calls (docs/performance.md, "The GPU check"):
 #   run(command="bash benchmarks/gpu_device_run.sh", carry=[".whl"], timeout_s=600)
 #   run(command="CHECK=gpu_long_context bash benchmarks/gpu_device_run.sh", carry=[".whl"], timeout_s=600)
 set -uo pipefail

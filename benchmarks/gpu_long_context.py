@@ -4,9 +4,10 @@ the memory planned from the card before anything runs.
 
 What it does, in order (each part prints as it finishes):
 
-1. The machine, as benchmarks/gpu_check.py measures it: the device's name, the versions, its
-   matrix-product FLOP/s and copy bandwidth (the floors below are set against them).
-2. The model: Llama-3.2-1B's real configuration (`gpu_check.CONFIGS["llama-3.2-1b"]`, written
+1. The machine, as benchmarks/gpu_machine.py measures it for both GPU checks: the device's name,
+   the versions, its matrix-product FLOP/s and copy bandwidth (the floors below are set against
+   them).
+2. The model: Llama-3.2-1B's real configuration (`gpu_machine.CONFIGS["llama-3.2-1b"]`, written
    there as a dict: nothing is downloaded) with random weights, saved as a local folder with a
    tokenizer trained here. Its config stretches 8,192 trained positions to 131,072 with Llama 3's
    own `llama3` scaling; the runs replace it with `rope_scaling=yarn:4` (default `--rope-scaling`),
@@ -47,9 +48,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gpu_check  # noqa: E402  (the machine, the model folder, the RULER run, the report lines)
+import gpu_check  # noqa: E402  (the floors, the RULER run, its report lines, the sections and their saving)
+import gpu_machine  # noqa: E402  (the machine, the model folder, the figures' printing, the device defaults)
 
-say = gpu_check.say
+say = gpu_machine.say
 
 
 def tokens(length: str) -> int:
@@ -92,18 +94,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"settings": {**vars(args), "out_file": "gpu_long_context.json"}, "errors": {},
                                "skipped": {}, "ruler": []}
     began = time.perf_counter()
-    machine = gpu_check.measure_machine(args.device, dtype)
+    machine = gpu_machine.measure_machine(args.device, dtype)
     results["machine"] = asdict(machine)
     say(f"device: {args.device} ({machine.name}); " + ", ".join(f"{k} {v}" for k, v in machine.versions.items()))
-    say(f"measured: {args.dtype} matrix product {gpu_check.si(machine.flops, 'FLOP/s')}, copy "
-        f"{gpu_check.si(machine.bandwidth, 'B/s')} (read + written)")
+    say(f"measured: {args.dtype} matrix product {gpu_machine.si(machine.flops, 'FLOP/s')}, copy "
+        f"{gpu_machine.si(machine.bandwidth, 'B/s')} (read + written)")
     with tempfile.TemporaryDirectory(prefix="lceval-long-context-", dir=args.work) as tmp:
         work = Path(tmp)
         folder = work / f"model-{args.config}"
         folder.mkdir()
-        results["model"] = m = gpu_check.write_folder(folder, args.config, dtype, args.device)
+        results["model"] = m = gpu_machine.write_folder(folder, args.config, dtype, args.device)
         say(f"model: random {args.config} ({m['parameters']:,} parameters, {args.dtype}), rope_scaling="
-            f"{args.rope_scaling} over its config's {gpu_check.CONFIGS[args.config]['max_position_embeddings']:,} "
+            f"{args.rope_scaling} over its config's {gpu_machine.CONFIGS[args.config]['max_position_embeddings']:,} "
             "positions")
         shape = gpu_check.Shape.of(args.config, dtype.itemsize)
         lengths = [x for x in args.lengths.split(",") if x]
@@ -133,7 +135,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", choices=sorted(gpu_check.CONFIGS), default="llama-3.2-1b")
+    p.add_argument("--config", choices=sorted(gpu_machine.CONFIGS), default="llama-3.2-1b")
     p.add_argument("--device", default=None, help="cuda when torch sees one, else cpu")
     p.add_argument("--dtype", default=None, help="default: bfloat16 on cuda, float32 on cpu")
     p.add_argument("--lengths", default="128k,512k", help="RULER lengths, comma-separated (k = 1024 tokens)")
@@ -142,12 +144,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--work", default=None, help="where the model folder and runs go (default: the temp dir)")
     p.add_argument("--out", default=None, help="write gpu_long_context.json here")
     args = p.parse_args(argv)
-    gpu_check.device_defaults(args)
+    gpu_machine.device_defaults(args)
     return args
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    gpu_check.quiet_offline()
+    gpu_machine.quiet_offline()
     return run(parse(argv))
 
 

@@ -20,7 +20,7 @@ pytestmark = [
 
 @pytest.fixture
 def gpu_check():
-    with benchmark_script("gpu_check") as module:
+    with benchmark_script("gpu_machine"), benchmark_script("gpu_check") as module:
         yield module
 
 

@@ -22,7 +22,7 @@ pytestmark = [
 
 @pytest.fixture
 def check():
-    with benchmark_script("gpu_check"), benchmark_script("gpu_long_context") as module:
+    with benchmark_script("gpu_machine"), benchmark_script("gpu_check"), benchmark_script("gpu_long_context") as module:
         yield module
 
 
