@@ -1,27 +1,27 @@
 """Lengths as the authors name them (`32000`, `32K`, K = 1,000): each is a split of the task
 (`--split 32K`), not a budget of the model's tokens, for the families whose lengths are counted
 otherwise (NeedleBench in GPT-4's tokens, NoLiMa the haystack without its needle, Counting-Stars
-words)."""
+words). They are read by lceval's one length parser (`lceval.tokens.parse_length`) with K = 1,000,
+so `1M` is 1,000,000 and `1.5K` 1,500."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable
 
 from lceval.errors import UserError
+from lceval.tokens import parse_length
 
 __all__ = ["length_of", "length_order", "lengths_of"]
-
-_LENGTH = re.compile(r"(\d+)([kK]?)")
 
 
 def length_of(label: str, field: str = "--split") -> int:
     """A length as the authors name it: `32000`, `32K` or `32k` (K = 1,000, as the papers write
-    4K, 128K for 4,000 and 128,000)."""
-    m = _LENGTH.fullmatch(str(label).strip())
-    if not m or int(m.group(1)) == 0:
-        raise UserError(f"{label!r} is not a length (e.g. 4000 or 4K, K = 1,000)", field=field)
-    return int(m.group(1)) * (1000 if m.group(2) else 1)
+    4K, 128K for 4,000 and 128,000; `1M` is 1,000,000)."""
+    try:
+        return parse_length(str(label), field, kilo=1000)
+    except UserError as exc:
+        raise exc.but(message=f"{label!r} is not a length (e.g. 4000, 4K or 1M; here K = 1,000, as the "
+                              "authors count)") from None
 
 
 def lengths_of(ctx: Any, known: Iterable[str] | None = None) -> list[tuple[str, int]]:

@@ -16,6 +16,13 @@ a retriever only ranks. The budget counts with a `Counter` named in each sample:
   already in tiktoken's cache (no network attempt, so an offline run never waits on one),
   else `words`.
 
+Lengths as people write them (`parse_lengths`, `parse_length`, `tokens_label`): `--context-lengths`
+and every length a plugin reads go through one parser. `128k`, `1m`, `2M`, `1.5m`, plain integers,
+`full`, and ranges `8k..1m` (the start doubled up to the end). k = 1024 tokens and m = 1024 x 1024
+(an "8k" window holds 8,192 tokens, "1m" 1,048,576), so `1.5m` is 1,572,864 tokens (named `1536k`); a
+family whose authors count K = 1,000 passes `kilo=1000`. `tokens_label` names a count the way the
+parser reads it back (1048576 -> "1m", 131072 -> "128k").
+
 Hugging Face models: A third-party backend for an engine that loads Hugging Face weights (vLLM, SGLang, TGI in
 process, ...) inherits `HFTokens`, names its folder or hub id in `_source()`, and gets the
 tokenizer and chat template loaded lazily (nothing loads for `--help`, `identity()` or a rerun
@@ -28,6 +35,7 @@ is the cut the model sees; send those ids to the engine, not text. lceval's own 
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,9 +48,9 @@ from lceval.errors import UserError
 from lceval.types import GenerationRequest, Message
 
 __all__ = ["SAFETY_MARGIN", "SAMPLE_TEXTS", "TOKENIZERS", "WORDS_PER_TOKEN", "Counter", "HFTokens", "Kept",
-           "chat_token_ids", "check_fits_window", "counter", "fill_budget", "opens_thinking", "read_chat_template",
-           "loading_bars_off", "template_thinks",
-           "thinking_kwargs", "tokenizer_problems"]
+           "chat_token_ids", "check_fits_window", "counter", "fill_budget", "opens_thinking", "parse_length",
+           "parse_lengths", "read_chat_template", "loading_bars_off", "template_thinks",
+           "thinking_kwargs", "tokenizer_problems", "tokens_label"]
 
 TOKENIZERS = ("auto", "cl100k_base", "words")
 #: Tokens a prompt's count may drift from the sum of its parts when cut text is joined again
@@ -50,6 +58,85 @@ TOKENIZERS = ("auto", "cl100k_base", "words")
 #: `tokenizer_problems` tolerates this much.
 SAFETY_MARGIN = 8
 WORDS_PER_TOKEN = 0.75  # §3.2: 750 words ~ 1,000 tokens
+
+
+#: what a length may be, for errors
+LENGTHS_ACCEPTED = "a token count such as 4096, 8k, 128K, 1m, 1.5m or 2M, a range 8k..1m (doubling), or full"
+_LENGTH = re.compile(r"(\d+(?:\.\d+)?)([km]?)")
+
+
+def parse_length(text: str, field: str = "--context-lengths", kilo: int = 1024) -> int:
+    """One length: `4096`, `8k`, `128K`, `1m`, `1.5M` (k = `kilo` tokens, m = `kilo` squared);
+    a fraction that is no whole number of tokens is refused, not rounded."""
+    m = _LENGTH.fullmatch(str(text).strip().lower())
+    if not m:
+        raise UserError(f"'{text}' is not a length ({LENGTHS_ACCEPTED})", field=field)
+    number, unit = m.groups()
+    scale = {"": 1, "k": kilo, "m": kilo * kilo}[unit]
+    whole, _, frac = number.partition(".")
+    # exact arithmetic: 1.5m is 1572864 tokens, not a float that happens to round there
+    numerator = int(whole + frac) * scale
+    denominator = 10 ** len(frac)
+    if not unit and frac:
+        raise UserError(f"'{text}' is not a whole number of tokens ({LENGTHS_ACCEPTED})", field=field)
+    if numerator % denominator:
+        raise UserError(f"'{text}' is {f'{numerator / denominator:,.3f}'.rstrip('0')} tokens, not a whole "
+                        f"number ({LENGTHS_ACCEPTED})",
+                        field=field)
+    value = numerator // denominator
+    if value <= 0:
+        raise UserError(f"'{text}' is no tokens: a length is at least 1 ({LENGTHS_ACCEPTED})", field=field)
+    return value
+
+
+def parse_lengths(text: str, field: str = "--context-lengths", kilo: int = 1024,
+                  full: bool = True) -> list[int | None]:
+    """`4k,8k..1m,12000,full`: lengths, shortest first, `full` (None: the uncut task, allowed
+    with `full=True`) last. `a..b` is a, 2a, 4a ... b: b must be a times a power of two, as
+    in the sweeps of RULER and HELMET; a length given twice is refused."""
+    out: list[int | None] = []
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            continue
+        if part.lower() == "full" and full:
+            values: list[int | None] = [None]
+        elif ".." in part:
+            values = list(_doubling(part, field, kilo))
+        else:
+            values = [parse_length(part, field, kilo)]
+        for value in values:
+            if value in out:
+                raise UserError(f"length '{part}' ({'full' if value is None else f'{value:,} tokens'}) "
+                                "is given twice", field=field)
+            out.append(value)
+    if not out:
+        raise UserError(f"no length given ({LENGTHS_ACCEPTED})", field=field)
+    return sorted(out, key=lambda v: float("inf") if v is None else v)
+
+
+def _doubling(part: str, field: str, kilo: int) -> list[int]:
+    start_text, _, end_text = part.partition("..")
+    if not start_text.strip() or not end_text.strip():
+        raise UserError(f"range '{part}' needs a start and an end, e.g. 8k..1m ({LENGTHS_ACCEPTED})", field=field)
+    start, end = parse_length(start_text, field, kilo), parse_length(end_text, field, kilo)
+    if end < start:
+        raise UserError(f"range '{part}' goes down: give the shorter length first ({LENGTHS_ACCEPTED})", field=field)
+    values = [start]
+    while values[-1] < end:
+        values.append(values[-1] * 2)
+    if values[-1] != end:
+        raise UserError(f"range '{part}' doubles from {tokens_label(start)} past {tokens_label(end)} "
+                        f"(..{tokens_label(values[-2])}, ..{tokens_label(values[-1])}): its end must be its start "
+                        f"times a power of two ({LENGTHS_ACCEPTED})", field=field)
+    return values
+
+
+def tokens_label(n: int) -> str:
+    """A token count as `parse_length` reads it back: 1048576 -> "1m", 4096 -> "4k", 1572864 ->
+    "1536k"; counts that are not whole multiples of 1024 stay as they are ("12000")."""
+    if n % (1024 * 1024) == 0:
+        return f"{n // (1024 * 1024)}m"
+    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
 
 
 @dataclass

@@ -35,7 +35,7 @@ from lceval.engine._cache import Cache
 from lceval.engine._cached_model import CachedModel
 from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._family import family_file
-from lceval.engine._context_policy import removed_span, tokens_label
+from lceval.engine._context_policy import removed_span
 from lceval.engine._data import DataNeeds
 from lceval.engine._model_spec import ModelSpec, model_label
 from lceval.engine._plan import check_spec
@@ -46,6 +46,7 @@ from lceval.engine._runner import RunState
 from lceval.engine._selection import assign, plan_fingerprint
 from lceval.engine._session import Session, open_model
 from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
+from lceval.tokens import tokens_label  # the public API's own (lceval.tokens), here for the reports
 
 __all__ = [
     "Cache", "CachedModel", "Catalog", "DataNeeds", "FinishedRun", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings",

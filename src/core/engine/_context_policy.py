@@ -17,7 +17,6 @@ it, and `half` half the prompt's budget (LongBench's pred.py keeps `tokens[:half
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from lceval.errors import UserError
@@ -40,34 +39,6 @@ class CutStyle:
     prompt: bool = False
     #: the prompt's text holds at most this many tokens, even when the window holds more
     max_prompt_tokens: int | None = None
-
-
-def tokens_label(n: int) -> str:
-    """4096 -> "4k"; token counts that are not whole multiples of 1024 stay as they are."""
-    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
-
-
-def parse_context_lengths(text: str) -> list[int | None]:
-    """`--context-lengths 4k,8k,12000,full`: token budgets, k = 1024 (an "8k" window holds
-    8192 tokens); `full` is the uncut task (the model's window alone limits it)."""
-    out: list[int | None] = []
-    for part in (p.strip().lower() for p in text.split(",")):
-        if not part:
-            continue
-        if part == "full":
-            value: int | None = None
-        else:
-            m = re.fullmatch(r"(\d+)(k?)", part)
-            if not m or int(m.group(1)) == 0:
-                raise UserError(f"'{part}' is not a token budget (e.g. 8k, 16384, full)",
-                                field="--context-lengths")
-            value = int(m.group(1)) * (1024 if m.group(2) else 1)
-        if value in out:
-            raise UserError(f"budget '{part}' is given twice", field="--context-lengths")
-        out.append(value)
-    if not out:
-        raise UserError("no budget given (e.g. --context-lengths 4k,8k,full)", field="--context-lengths")
-    return sorted(out, key=lambda v: float("inf") if v is None else v)
 
 
 def fill_context(messages: list[Message], context: str) -> list[Message]:

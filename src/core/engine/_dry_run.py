@@ -22,7 +22,7 @@ from lceval.engine import _context_policy as context_policy
 from lceval.engine._cached_model import backend_identity
 from lceval.engine._model_handle import ModelHandle
 from lceval.engine._model_spec import ModelSpec
-from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge
+from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge, skipped_lines
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
 from lceval.engine._scheduler import ConversationState, make_groups
@@ -102,7 +102,8 @@ def dry_run(plan: RunPlan, handle: ModelHandle, plugins: Plugins, data_home: Pat
     (`handle`, which the caller closes), then what the run would cost (with `judge`: the
     judge model's spec and backend)."""
     ensure_datasets(plan, plugins, data_home, lambda text: None)
-    loaded = load_work(plan, plugins, data_home, handle).loaded
+    work = load_work(plan, plugins, data_home, handle)
+    loaded = work.loaded
     backend = handle.backend()
     # the defaults a run fills in (a thinking budget, room for the thinking): the prompts are
     # fitted and the cost counted with them, as the run will
@@ -115,6 +116,7 @@ def dry_run(plan: RunPlan, handle: ModelHandle, plugins: Plugins, data_home: Pat
     loaded = [(thinking_settings(spec, controls, window, handle.spec, said.append), conversations)
               for spec, conversations in loaded]
     blocks = ([f"# reasoning\n" + "\n".join(said)] if said else [])
+    blocks += (["# lengths\n" + "\n".join(skipped_lines(work.skipped))] if work.skipped else [])
     blocks += [_task_prompts(spec, conversations, backend) for spec, conversations in loaded]
     blocks.append(estimate_cost(plan, loaded, backend, handle.spec, plugins, judge))
     return "\n\n".join(blocks)

@@ -11,42 +11,39 @@ after it bin alike.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from dataclasses import field as default
 from typing import Any, Mapping, Sequence
 
-from lceval.engine._context_policy import tokens_label
 from lceval.errors import UserError
 from lceval.io import quote
+from lceval.tokens import parse_length, tokens_label
 
-__all__ = ["COUNTED", "DEFAULT_TOKEN_EDGES", "LengthBins", "parse_length"]
+__all__ = ["COUNTED", "DEFAULT_TOKEN_EDGES", "LengthBins", "length_value"]
 
 #: the `field` that counts instead of reading: the context's tokens in the evaluated model's tokenizer
 COUNTED = "tokens"
 #: bins of counted lengths when the spec gives no edges: the usual window sizes
 DEFAULT_TOKEN_EDGES = (4096, 8192, 16384, 32768, 65536, 131072)
-_LENGTH = re.compile(r"(\d+(?:\.\d+)?)\s*([kKmM]?)")
 WHERE = "report.length_bins"
 
 
-def parse_length(value: Any) -> int | None:
-    """A length as people write it: 4096, "16k" (x 1024), "1M" / "1m" (x 1024^2), "1.5k";
-    None when `value` is no length."""
+def length_value(value: Any) -> int | None:
+    """A length a dataset holds, read as people write it (lceval's one parser,
+    `lceval.tokens.parse_length`: 4096, "16k", "1M"), or a number as it is; None when `value`
+    is no length (the caller says which field held it)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return int(value) if value > 0 else None
-    m = _LENGTH.fullmatch(str(value).strip())
-    if not m:
+    try:
+        return parse_length(str(value), field=WHERE)
+    except UserError:
         return None
-    scale = {"": 1, "k": 1024, "m": 1024 ** 2}[m.group(2).lower()]
-    n = int(float(m.group(1)) * scale)
-    return n if n > 0 else None
 
 
 def _length_of(value: Any, at: str) -> int:
-    n = parse_length(value)
+    n = length_value(value)
     if n is None:
         raise UserError(f"{quote(value)} is no length (accepted: a positive number of tokens, or e.g. 16k, 1M)",
                         field=at)
@@ -130,14 +127,14 @@ class LengthBins:
                                                          "for no bins.")
         value = metadata[self.field]
         if self.edges:
-            n = value if isinstance(value, (int, float)) and not isinstance(value, bool) else parse_length(value)
+            n = value if isinstance(value, (int, float)) and not isinstance(value, bool) else length_value(value)
             if n is None:
                 raise self._bad(value)
             return self._edge_bin(int(n))
         if str(value) in self.levels:
             length = self.levels[str(value)]
             return None if length is None else (str(value), length)
-        length = parse_length(value)
+        length = length_value(value)
         if length is None:
             raise self._bad(value)
         return str(value), length

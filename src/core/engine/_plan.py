@@ -29,6 +29,7 @@ from lceval.needs import Need
 from lceval.options import check_options as check_option_values
 from lceval.options import parse_judge_flag
 from lceval.options import options_schema_of, unwrap
+from lceval.tokens import tokens_label
 from lceval.types import Conversation, is_scored
 
 
@@ -393,6 +394,9 @@ class Work:
     recorder: FileRecorder
     #: per task, where its data came from beyond its files (TaskContext.record_source)
     sources: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: the lengths of a `--context-lengths` sweep left out as past the model's window, one
+    #: entry per task and length (results.json's `skipped_lengths`)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: set to 0 to never download a missing dataset on first use (`lceval data fetch` still does)
@@ -428,8 +432,9 @@ def load_work(plan: RunPlan, plugins: Plugins, data_home: Path, model: ModelHand
     share --contexts and --shard keep: what `execute` and `lceval run --dry-run` ask. `model`
     (the run's model, built on first use) lends its tokenizer to task types that ask."""
     config = plan.config
+    budgets, skipped = sweep_within_window(plan, model)
     variants = [(variant, plan.task_types[s.name]) for s in plan.specs
-                for variant in context_length_variants(s, config.context_lengths)]
+                for variant in context_length_variants(s, budgets)]
     specs = [spec for spec, _ in variants]
     recorder = FileRecorder()
     selection = ContextSelection(config.contexts)
@@ -443,6 +448,44 @@ def load_work(plan: RunPlan, plugins: Plugins, data_home: Path, model: ModelHand
         kept = {conv.context_id for conv in conversations}
         facts[spec.name] = {cid: f for cid, f in facts[spec.name].items() if cid in kept}
     return Work(loaded=loaded, shard=shard, facts=facts, recorder=recorder,
-                sources={name: found for name, found in sources.items() if found})
+                sources={name: found for name, found in sources.items() if found}, skipped=skipped)
+
+
+def sweep_within_window(plan: RunPlan, model: ModelHandle | None) -> tuple[list[int | None] | None,
+                                                                           list[dict[str, Any]]]:
+    """The lengths of `--context-lengths` the model's window holds, and one record per task
+    and length left out: a 2m point of a sweep run on a 1m model is skipped, not an error
+    for the rest of the sweep. The window is asked of the model only for a sweep with a
+    length (so the model opens before the data is read); a model that names no window skips
+    nothing. Every length past the window is an error (nothing would be left to run)."""
+    budgets = plan.config.context_lengths
+    if not budgets or model is None or all(b is None for b in budgets):
+        return budgets, []
+    try:
+        window = model.backend().context_window
+    except UserError:  # a backend that cannot tell before it serves (e.g. an API that is down)
+        window = None
+    if not window:
+        return budgets, []
+    past = [b for b in budgets if b is not None and b > window]
+    kept = [b for b in budgets if b not in past]
+    if not kept:
+        raise UserError(f"every length ({', '.join(tokens_label(b) for b in past)}) is past the model's window "
+                        f"of {window:,} tokens ({tokens_label(window)})", field="--context-lengths",
+                        hint=f"Give lengths up to {tokens_label(window)}, or a model (or n_ctx) with a larger window.")
+    skipped = [{"task": f"{spec.name}@{tokens_label(b)}", "spec_name": spec.name, "length": b,
+                "label": tokens_label(b), "window": window} for b in past for spec in plan.specs]
+    return kept, skipped
+
+
+def skipped_lines(skipped: list[dict[str, Any]]) -> list[str]:
+    """One line per length left out of a sweep (its tasks named together), as the console
+    says it."""
+    by_length: dict[int, list[str]] = {}
+    for entry in skipped:
+        by_length.setdefault(entry["length"], []).append(entry["spec_name"])
+    window = {entry["length"]: entry["window"] for entry in skipped}
+    return [f"skipped --context-lengths {tokens_label(length)} ({length:,} tokens): past the model's window of "
+            f"{window[length]:,} tokens ({', '.join(names)})" for length, names in by_length.items()]
 
 

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from lceval.engine._context_policy import POLICIES, parse_context_lengths
+from lceval.engine._context_policy import POLICIES
 from lceval.engine._selection import parse_contexts, parse_shard
 from lceval.engine._spending import parse_usd
 from lceval.errors import UserError
 from lceval.io import loads_yaml_with_lines
 from lceval.options import FlagSettings, flag, flags_of, whole_number
+from lceval.tokens import parse_lengths
 
 
 def _flag(*names: str, help: str, local: bool = False, **kind: Any) -> Any:
@@ -191,9 +192,10 @@ class RunConfig(FlagSettings):
                                        help="what to do with a context longer than the model's window "
                                             "(default: the spec's)")
     context_lengths: list[int | None] | None = _flag(
-        "--context-lengths", metavar="8k,16k,...,full", parse=parse_context_lengths,
-        help="run each task with its context cut to each budget (k = 1024 tokens; full = uncut): a curve of "
-             "score against context length")
+        "--context-lengths", metavar="8k,128k,1m,...,full", parse=parse_lengths,
+        help="run each task with its context cut to each budget (k = 1024 tokens, m = 1024k; 1.5m, 8k..1m "
+             "doubling, full = uncut): a curve of score against context length; a length past the model's "
+             "window is skipped")
     effective_threshold: float | None = _flag(
         "--effective-threshold", metavar="SCORE", parse=_score,
         help="the score a length must reach for the effective length (RULER's: the longest length such that it and "

@@ -5,6 +5,7 @@ Knows no benchmark and no backend by name."""
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,7 +18,7 @@ from lceval.engine._cached_model import CachedModel, messages_payload
 from lceval.engine._judging_pool import JudgingPool
 from lceval.engine._model_handle import ModelHandle
 from lceval.engine._model_spec import ModelSpec
-from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge, make_metric_judges
+from lceval.engine._plan import RunPlan, ensure_datasets, load_work, make_judge, make_metric_judges, skipped_lines
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._progress import RunProgress, TaskProgress
 from lceval.engine._run_config import RunConfig
@@ -32,6 +33,9 @@ from lceval.io import canonical_hash
 from lceval.tokens import loading_bars_off
 from lceval.types import (ContextCut, Conversation, Generation, GenerationRequest, JudgeInput, Judgment, Sample,
                           is_scored)
+
+
+log = logging.getLogger("lceval.run")
 
 
 @dataclass
@@ -72,6 +76,9 @@ class RunState:
     #: what the run used for a thinking model where the user set nothing (a budget, room for
     #: the thinking, the provider's own effort), as the console says it
     reasoning_used: list[str] = field(default_factory=list)
+    #: the lengths of a `--context-lengths` sweep left out as past the model's window
+    #: (`load_work`'s `Work.skipped`; results.json's `skipped_lengths`)
+    skipped_lengths: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def model_text(self) -> str:
@@ -288,6 +295,8 @@ def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: P
     ensure_datasets(plan, plugins, data_home, progress.phase)
     progress.phase(f"reading the data of {len(plan.specs)} task(s)")
     work = load_work(plan, plugins, data_home, handle)
+    for line in skipped_lines(work.skipped):  # said whether or not a progress line is drawn
+        log.warning(line)
     judging = judge_model()
     # a judge that cannot be built (no --judge-model, bad option) fails before the
     # system model is loaded, not after it
@@ -375,7 +384,7 @@ def _execute(plan: RunPlan, config: RunConfig, model_spec: ModelSpec, plugins: P
                     judge_backend_stats=stats_since(judge_stats_before, judging.backend.stats()) if judging else None,
                     shard=work.shard,
                     stopped=model.limit_hit() or (judging.limit_hit() if judging is not None else None),
-                    reasoning_used=used)
+                    reasoning_used=used, skipped_lengths=work.skipped)
 
 
 def usage_of(model: CachedModel) -> dict[str, Any]:

@@ -356,6 +356,7 @@ class Session:
                         "judge": run.results.get("tasks", {}).get(names[0], {}).get("judge")},
             judge_backend_stats=judging.backend.stats() if judging is not None else None,
             stopped=judging.limit_hit() if judging is not None else None,
+            skipped_lengths=list(run.results.get("skipped_lengths") or []),
         )
 
     def add_metrics(self, flags: list[str]) -> RunState:
@@ -396,7 +397,8 @@ class Session:
                 tasks.append(replace(task, spec=spec, samples=samples, metric_identities=identities))
         return RunState(config=self._the_config(), model_spec=self.model_spec(check=False),
                         model_identity=dict(run.record.model_identity), tasks=tasks, usage=dict(run.record.usage),
-                        judge_usage=judging.usage.as_dict() if judging is not None else run.record.judge_usage)
+                        judge_usage=judging.usage.as_dict() if judging is not None else run.record.judge_usage,
+                        skipped_lengths=list(run.results.get("skipped_lengths") or []))
 
     def _source(self) -> FinishedRun:
         if self._run is None:

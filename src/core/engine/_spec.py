@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lceval.engine._context_policy import CUT_MARK, CutStyle, tokens_label
+from lceval.engine._context_policy import CUT_MARK, CutStyle
 from lceval.engine._family import with_family
 from lceval.engine._length_bins import LengthBins
 from lceval.engine._spec_layers import SpecLayer, layer_of, leaf_paths, merge_specs
@@ -16,6 +16,7 @@ from lceval.errors import UserError
 from lceval.io import load_schema, unknown_name, validate
 from lceval.io import PathKey, line_of, load_yaml_with_lines
 from lceval.options import defaults
+from lceval.tokens import tokens_label
 from lceval.types import GenerationParams
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from lceval.engine import ReportSettings, TaskSpec
+from lceval.tokens import tokens_label
 from lceval.results._scoring import HeadlineResampler, as_spec, headline_block, interval_of
 from lceval.types import Sample
 
@@ -31,9 +32,7 @@ N_BOOT = 2000
 
 
 def _label(length: int | None) -> str:
-    if length is None:
-        return "full"
-    return f"{length // 1024}k" if length % 1024 == 0 else str(length)
+    return "full" if length is None else tokens_label(length)
 
 
 def effective_length(points: list[dict[str, Any]], threshold: float | None) -> int | None:

@@ -213,6 +213,8 @@ def merge_runs(runs: list[FinishedRun], session: Session) -> RunState:
         merged_from=merged_from,
         # a shard a cost limit stopped leaves the whole run partial
         stopped=next((dict(r.record.partial) for r in runs if r.record.partial), None),
+        # every shard skipped the same lengths (one model, one sweep): said once
+        skipped_lengths=list(runs[0].results.get("skipped_lengths") or []),
     )
 
 

@@ -73,6 +73,8 @@ def build_results(state: RunState, run_id: str) -> dict[str, Any]:
     bins = length_bins(samples, specs, seed=state.config.seeds[0], threshold=threshold)
     if bins:  # specs that say where each sample falls on the length axis
         results["length_bins"] = bins
+    if state.skipped_lengths:  # lengths of the sweep past the model's window: not run, said so
+        results["skipped_lengths"] = [dict(entry) for entry in state.skipped_lengths]
     jsonschema.validate(results, load_schema("results.schema.json"))
     return results
 
@@ -268,7 +270,11 @@ def console_text(state: RunState, results: dict[str, Any]) -> str:
                                    format_prompt_cache(state.usage, state.judge_usage)) if t)
     partial = ("PARTIAL: a cost limit stopped the run (" + str(state.stopped["limit"]) + "); the scores are of the "
                "answers it got" if state.stopped else "")
-    return (format_table(results) + (f"\n\n{facts}" if facts else "") + (f"\n\n{thinking}" if thinking else "")
+    skipped = "\n".join(f"{e['task']}: not run, {e['length']:,} tokens is past the model's window of "
+                        f"{e['window']:,}"
+                        for e in results.get("skipped_lengths") or [])
+    return (format_table(results) + (f"\n\n{skipped}" if skipped else "") + (f"\n\n{facts}" if facts else "")
+            + (f"\n\n{thinking}" if thinking else "")
             + (f"\n\n{cost}" if cost else "") + (f"\n{partial}" if partial else ""))
 
 

@@ -57,7 +57,7 @@ def test_every_run_flag_is_parsed_from_its_one_declaration(capsys, monkeypatch):
     (["--limit-per-context", "-2"], "--limit-per-context must be at least 1"),
     (["--context-policy", "trim"], "unknown context policy 'trim' (known: error, skip, truncate-middle"),
     (["--shard", "4/4"], "--shard takes I/N"),
-    (["--context-lengths", "8q"], "'8q' is not a token budget"),
+    (["--context-lengths", "8q"], "'8q' is not a length"),
     (["--effective-threshold", "high"], "--effective-threshold takes a score (e.g. 85.6), got 'high'"),
 ])
 def test_a_bad_flag_value_is_one_line_naming_the_flag(argv, needle, capsys):
