@@ -55,12 +55,15 @@ class DataNeeds:
         bad = [row for row in rows if row.error]
         if bad:
             raise UserError(f"task '{bad[0].task}' is invalid: {bad[0].error}")
+        lacking = [row.package for row in rows if row.package is not None]
+        if lacking:  # exit 4 with the pip line: nothing can be fetched for it before
+            raise lacking[0]
         got = fetch_needs(unique_needs(rows), source, say, progress)
         return got, self.status(specs)
 
     def pack(self, specs: list[TaskSpec], out: Path, source: Path | None, say: Say,
-             progress: bool = False) -> PackReport:
-        return pack(specs, self.plugins, self.catalog, self.home, out, source, say, progress)
+             progress: bool = False, skip_missing: bool = False) -> PackReport:
+        return pack(specs, self.plugins, self.catalog, self.home, out, source, say, progress, skip_missing)
 
     def unpack(self, file: Path, say: Say) -> UnpackReport:
         return unpack(file, self.plugins, self.catalog, self.home, say)
