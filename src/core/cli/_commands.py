@@ -351,7 +351,10 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
             try:  # the spec against what of its data is here (first rows), then what else it needs
                 check_spec(spec, inv.plugins, data=True)
                 row = needs.status([spec])[0]
-                if row.missing:
+                if row.package is not None:
+                    installed = False
+                    out.append(f"valid; package not installed: {where}: {row.package.render()}")
+                elif row.missing:
                     installed = False
                     out.append(f"valid; data not installed: {where}: {needs.summary(row)}. Run: {row.how}")
                 else:

@@ -73,7 +73,7 @@ def _fetch_all(rows: list, source: Path | None, say: Callable[[str], None], prog
             raise
         if not skip_missing:
             raise exc.but(hint=f"{exc.hint.rstrip('.')}. {SKIP_HINT}" if exc.hint else SKIP_HINT) from None
-        say(f"skipping what could not be got: {exc.message}")
+        say("some of it could not be got: the tasks that need it are not packed (listed at the end)")
         return []
 
 

@@ -67,16 +67,17 @@ def test_run_without_data_names_the_fetch_and_pack_unpack(tmp_path, monkeypatch)
     assert "`lceval data pack summhay_full -o FILE`" in err and "`lceval data unpack FILE`" in err
 
 
-NO_CONNECT = r"""
+FRESH = r"""
 import json, socket, sys
 tried = []
 def refuse(*args, **kwargs):
     tried.append(repr(args[1:] if args and isinstance(args[0], socket.socket) else args)[:200])
     raise OSError("network unreachable (test)")
-socket.socket.connect = refuse
-socket.socket.connect_ex = refuse
-socket.create_connection = refuse
-socket.getaddrinfo = refuse
+if sys.argv[2] == "no-network":
+    socket.socket.connect = refuse
+    socket.socket.connect_ex = refuse
+    socket.create_connection = refuse
+    socket.getaddrinfo = refuse
 from lceval.cli import main
 out = []
 for argv in json.loads(sys.argv[1]):
@@ -87,26 +88,49 @@ print("RESULT " + json.dumps(out))
 """
 
 
+def _fresh(commands: list[list[str]], env: dict[str, str], cwd: Path, no_network: bool = False
+           ) -> tuple[list[dict], str]:
+    """The commands through `lceval.cli.main` in a new Python (nothing imported before lceval
+    imports it); `no_network`: in a network namespace when `unshare -n` works here, and every
+    connect, create_connection and getaddrinfo recorded and refused."""
+    prefix = ["unshare", "-n"] if no_network and shutil.which("unshare") and subprocess.run(
+        ["unshare", "-n", "true"], capture_output=True).returncode == 0 else []
+    res = subprocess.run([*prefix, sys.executable, "-c", FRESH, json.dumps(commands),
+                          "no-network" if no_network else "network"], capture_output=True, text=True, env=env,
+                         timeout=300, cwd=cwd)
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line is not None, res.stderr[-3000:]
+    return json.loads(line[len("RESULT "):]), res.stderr
+
+
 def test_offline_mode_never_opens_a_socket(tmp_path):
     """HF_HUB_OFFLINE=1 with a data home that lacks ELITR-Bench: a run (whose first use would
     fetch it from GitHub), `data fetch` and `data status` try no connection at all; they say
-    what to do instead. Run in a namespace without network where `unshare -n` works."""
+    what to do instead."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LCEVAL_AUTO_FETCH": "1", "NO_COLOR": "1",
            "LCEVAL_DATA": str(tmp_path / "data"), "LCEVAL_CACHE": str(tmp_path / "cache.sqlite")}
     commands = [["run", "--tasks", "elitr_qa", "--model", "replay:x", "--output", str(tmp_path / "runs")],
-                ["data", "fetch", "elitr-bench"], ["data", "fetch", "elitr_qa"], ["data", "status", "elitr_qa"]]
-    prefix = ["unshare", "-n"] if shutil.which("unshare") and subprocess.run(
-        ["unshare", "-n", "true"], capture_output=True).returncode == 0 else []
-    res = subprocess.run([*prefix, sys.executable, "-c", NO_CONNECT, json.dumps(commands)], capture_output=True,
-                         text=True, env=env, timeout=300, cwd=tmp_path)
-    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    assert line is not None, res.stderr[-3000:]
-    results = json.loads(line[len("RESULT "):])
+                ["data", "fetch", "elitr-bench"], ["data", "fetch", "elitr_qa,longbench_trec"],
+                ["data", "status", "elitr_qa"]]
+    results, err = _fresh(commands, env, tmp_path, no_network=True)
     assert [r["connects"] for r in results] == [[]] * len(commands), results
-    assert [r["code"] for r in results] == [2, 2, 2, 4], res.stderr[-3000:]
-    assert "Traceback" not in res.stderr
-    assert "the network is off here" in res.stderr and "`lceval data pack elitr_qa -o FILE`" in res.stderr
-    assert "lceval data fetch elitr-bench --from elitr-bench-archives" in res.stderr
+    assert [r["code"] for r in results] == [2, 2, 2, 4], err[-3000:]
+    assert "Traceback" not in err
+    assert "the network is off here" in err and "`lceval data pack elitr_qa -o FILE`" in err
+    assert "lceval data fetch elitr-bench --from elitr-bench-archives" in err
+
+
+def test_hub_backed_commands_with_a_huggingface_hub_that_imports_no_submodule(tmp_path):
+    """huggingface_hub 1.x imports `constants` only when asked: `validate` and `data status`
+    of HELMET's Hub-backed tasks ended in AttributeError (exit 1) in a fresh process."""
+    pytest.importorskip("huggingface_hub")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"),
+           "LCEVAL_DATA": str(tmp_path / "data"), "LCEVAL_CACHE": str(tmp_path / "cache.sqlite")}
+    commands = [["validate", "helmet_asqa", "helmet_qampari"], ["data", "status", "helmet"],
+                ["data", "status", "babilong_qa1"]]
+    results, err = _fresh(commands, env, tmp_path)
+    assert [r["code"] for r in results] == [4, 4, 4], err[-3000:]
+    assert "Traceback" not in err and "AttributeError" not in err
 
 
 def _cache_with(path: Path, answers: int) -> None:
