@@ -366,7 +366,7 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
                 installed = False
                 out.append(f"valid; package not installed: {where}: {exc.render()}")
             except ModuleNotFoundError as exc:  # a plugin's import of a package an extra installs
-                from lceval.cli._main import install_hint, package_missing
+                from lceval.cli._install import install_hint, package_missing
 
                 hint = install_hint(exc.name or "")
                 if hint is None:

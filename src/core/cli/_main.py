@@ -18,6 +18,7 @@ import logging
 import sys
 from typing import Any, Sequence
 
+from lceval.cli._install import install_hint, package_missing
 from lceval.errors import PackageMissing, UserError
 
 DEFAULT_COMMAND = "run"
@@ -125,34 +126,6 @@ def raise_internal() -> None:
 
     traceback.print_exc()
     print("lceval: internal error (exit 1). Please report it with the traceback above.", file=sys.stderr)
-
-
-def install_hint(module: str) -> str | None:
-    """`pip install 'lceval[EXTRA]'` for a module that one of lceval's extras installs (its
-    distribution named like the module, as jinja2, huggingface_hub, rouge_score are), read from
-    lceval's own metadata; None for any other module. A plugin's own check usually says it
-    first; this is the net under every plugin, so that a missing extra is never a traceback."""
-    import re
-    from importlib import metadata
-
-    top = re.sub(r"[-_.]+", "-", module.partition(".")[0]).lower()
-    try:
-        requirements = metadata.requires("lceval") or []
-    except metadata.PackageNotFoundError:
-        return None
-    extras = []
-    for text in requirements:
-        found = re.match(r"\s*([A-Za-z0-9._-]+).*extra\s*==\s*['\"]([^'\"]+)['\"]", text)
-        if found and re.sub(r"[-_.]+", "-", found.group(1)).lower() == top and found.group(2) not in extras:
-            extras.append(found.group(2))
-    if not top or not extras:
-        return None
-    return "Install it with: " + " or ".join(f"pip install 'lceval[{e}]'" for e in extras[:3])
-
-
-def package_missing(exc: ModuleNotFoundError, hint: str) -> PackageMissing:
-    """A module an extra installs, not found, as the error that says so (exit 4)."""
-    return PackageMissing(f"this needs the Python package '{exc.name}', which is not installed", hint=hint)
 
 
 class _TqdmHandler(logging.Handler):

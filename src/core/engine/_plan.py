@@ -409,9 +409,11 @@ def ensure_datasets(plan: RunPlan, plugins: Plugins, data_home: Path, say: Calla
             continue
         tasks = ",".join(spec.name for spec in plan.specs if (spec.dataset or plan.task_types[spec.name].dataset) == name)
         if not auto or network_off():  # told, not fetched for: the commands that fetch it, online or not
-            raise _not_fetched(dataset, data_home, tasks, f"{AUTO_FETCH_ENV}=0 turns fetching it on first use off"
-                               if not auto else "the network is off here (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE), "
-                               "so it is not fetched", offline_recipe(dataset))
+            if network_off():  # its way in: the archives from elsewhere (--from), or a pack
+                raise _not_fetched(dataset, data_home, tasks, "the network is off here (HF_HUB_OFFLINE / "
+                                   "HF_DATASETS_OFFLINE), so it is not fetched", offline_recipe(dataset))
+            raise _not_fetched(dataset, data_home, tasks, f"{AUTO_FETCH_ENV}=0 turns fetching it on first use off",
+                               f"Run: `lceval data fetch {name}`. {offline_recipe(dataset)}")
         say(f"fetching dataset {name} from its official source (first use; verified against its checksums)")
         try:
             fetch(dataset, None, data_home)
@@ -422,10 +424,9 @@ def ensure_datasets(plan: RunPlan, plugins: Plugins, data_home: Path, say: Calla
 
 
 def _not_fetched(dataset: Any, data_home: Path, tasks: str, why: str, hint: str) -> DataMissing:
-    """A dataset the run needs and did not fetch: the command that fetches it, the archives'
-    recipe, and the pack/unpack way in for a machine without network."""
-    out = DataMissing(f"dataset '{dataset.name}' is not in the data home ({data_home}) and {why}",
-                      command=f"lceval data fetch {dataset.name}", hint=hint)
+    """A dataset the run needs and did not fetch: `hint` (the fetch, the archives' recipe with
+    its `--from` fetch), and the pack/unpack way in for a machine without network."""
+    out = DataMissing(f"dataset '{dataset.name}' is not in the data home ({data_home}) and {why}", hint=hint)
     out.offline_hint = pack_hint(tasks)
     out.args = (out.render(),)
     return out
