@@ -356,7 +356,8 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
                     out.append(f"valid; package not installed: {where}: {row.package.render()}")
                 elif row.missing:
                     installed = False
-                    out.append(f"valid; data not installed: {where}: {needs.summary(row)}. Run: {row.how}")
+                    out.append(f"valid; data not installed: {where}: {needs.summary(row)}. Run: {row.how}. "
+                               + needs.pack_hint(spec.name))
                 else:
                     out.append(f"ok      {where}")
             except DataMissing as exc:

@@ -43,6 +43,9 @@ def _summary(needs: DataNeeds, rows: list) -> int:
     print("\n".join(needs.lines(rows)))
     ready = sum(r.ready for r in rows)
     print(f"{ready} of {len(rows)} task(s) have all their data (data home: {needs.home})")
+    lacking = [r.task for r in rows if r.missing and r.package is None]
+    if lacking:
+        print(needs.pack_hint(",".join(lacking) if len(lacking) <= 3 else "TASKS"))
     if any(r.error for r in rows):
         return 2
     return 0 if ready == len(rows) else DATA_MISSING

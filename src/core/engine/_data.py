@@ -10,6 +10,7 @@ from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._needs import (TaskData, fetch_needs, human_size, missing_text, resolve_names, status_lines,
                                   task_data, unique_needs)
 from lceval.engine._pack import PackReport, UnpackReport, pack, unpack
+from lceval.engine._plan import pack_hint
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
 from lceval.io import data_home
@@ -24,6 +25,8 @@ class DataNeeds:
     size = staticmethod(human_size)
     summary = staticmethod(missing_text)
     lines = staticmethod(status_lines)
+    #: the pack/unpack way in for tasks on a machine without network (one sentence)
+    pack_hint = staticmethod(pack_hint)
 
     def __init__(self, plugins: Plugins, home: Path | None = None, catalog: Catalog | None = None) -> None:
         """`home`: the data home (default: the command's, $LCEVAL_DATA or the user data dir)."""

@@ -232,8 +232,11 @@ def _lacking(need: Need) -> bool:
 
 def pack_hint(task: str) -> str:
     """The way in for a machine without network, said with every "data not here" of a task."""
-    return (f"{'No network here' if network_off() else 'No network on this machine'}: on a connected machine run "
-            f"`lceval data pack {task} -o FILE`, copy FILE here and run `lceval data unpack FILE`.")
+    if network_off():
+        return (f"No network here: on a connected machine run `lceval data pack {task} -o FILE`, copy FILE here "
+                "and run `lceval data unpack FILE`.")
+    return (f"For a machine without network: run `lceval data pack {task} -o FILE` here, copy FILE there and run "
+            "`lceval data unpack FILE`.")
 
 
 def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: Plugins, data_home: Path,
