@@ -219,7 +219,10 @@ class TiktokenEncoding(Need):
             import tiktoken
         except ImportError:
             raise PackageMissing(f"the {self.name} encoding needs tiktoken, which is not installed",
-                            hint="Run: pip install 'lceval[documents]'") from None
+                                 install="pip install 'lceval[documents]'") from None
+        if offline():
+            raise UserError(f"cannot download tiktoken's {self.name}: the network is off here (HF_HUB_OFFLINE / "
+                            "HF_DATASETS_OFFLINE)")
         try:
             tiktoken.get_encoding(self.name)
         except Exception as exc:  # noqa: BLE001 - network, or an unknown name: one line
@@ -238,7 +241,8 @@ def tiktoken_encoding(name: str, field: str, instead: str) -> Any:
         import tiktoken
     except ImportError:
         raise PackageMissing(f"counting in {name} tokens needs tiktoken, which is not installed", field=field,
-                        hint=f"pip install 'lceval[documents]' (it has tiktoken), or {instead}") from None
+                             install="pip install 'lceval[documents]'",
+                             hint=f"pip install 'lceval[documents]' (it has tiktoken), or {instead}") from None
     absent = need.missing()
     if absent is not None and offline():
         raise DataMissing(f"{absent}, and the network is off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE).", field=field,

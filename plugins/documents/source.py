@@ -53,7 +53,7 @@ def _import_datasets() -> Any:
         import datasets
     except ImportError:
         raise PackageMissing("the documents task type reads data with the `datasets` library, which is not installed",
-                        field="options.source", hint=f"Run: {INSTALL_HINT}") from None
+                             field="options.source", install=INSTALL_HINT) from None
     return datasets
 
 

@@ -48,7 +48,7 @@ def _environment() -> Any:
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
         raise PackageMissing("the documents task type renders its prompts with Jinja2, which is not installed",
-                        field="options.prompt", hint="Run: pip install 'lceval[documents]'") from None
+                             field="options.prompt", install="pip install 'lceval[documents]'") from None
 
     class BoundedEnvironment(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset(["*", "**", "%"])

@@ -164,7 +164,7 @@ def _check_plugin_options(schema: dict[str, Any], checked: dict[str, Any], plugi
         install = missing_requirements(table[name])
         if install:
             raise PackageMissing(f"{describe_kind(kind, name)} ({key}={name}) needs a package that is not installed",
-                            field=key, hint=install)
+                                 field=key, install=install, hint=install)
 
 
 def resolve_judge_model(text: str | None, catalog: Catalog, plugins: Plugins) -> ModelSpec | None:
