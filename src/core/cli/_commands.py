@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import yaml
 
-from lceval.engine import (Cache, DataNeeds, Plugins, RunConfig, RunRecord, Session, check_spec, load_catalog,
-                           load_spec)
+from lceval.engine import (FAMILY_FILE, Cache, DataNeeds, Plugins, RunConfig, RunRecord, Session, check_spec,
+                           load_catalog, load_spec)
 from lceval.errors import UserError
 
 
@@ -379,10 +379,6 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
                 out.append(f"invalid {exc.render()}")
     print("\n".join(out))
     return 2 if not ok else 0 if installed else DATA_MISSING
-
-
-#: a spec folder's family file: what its specs share (docs/tasks/documents.md, "Many specs of one benchmark")
-FAMILY_FILE = "_family.yaml"
 
 
 def _family_line(path: Path, catalog: Any) -> str:
