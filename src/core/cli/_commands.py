@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import yaml
 
-from lceval.engine import (FAMILY_FILE, Cache, DataNeeds, Plugins, RunConfig, RunRecord, Session, check_spec,
+from lceval.engine import (Cache, DataNeeds, Plugins, RunConfig, RunRecord, Session, check_spec, family_file,
                            load_catalog, load_spec)
 from lceval.errors import UserError
 
@@ -334,7 +334,7 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
             if path.is_dir():
                 out.extend(check_plugin_package(path, list(inv.disabled)))
                 continue
-            if path.name == FAMILY_FILE and path.is_file():
+            if path.name.startswith("_") and path.is_file() and _is_family_file(path):
                 out.append(_family_line(path, catalog := catalog or load_catalog(inv.plugins)))
                 continue
             if path.is_file() or raw.endswith((".yaml", ".yml")) or os.sep in raw:
@@ -381,11 +381,18 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
     return 2 if not ok else 0 if installed else DATA_MISSING
 
 
+def _is_family_file(path: Path) -> bool:
+    """The folder's family file (a file with a leading underscore is never a task's spec)."""
+    try:
+        found = family_file(path.parent)
+    except UserError as exc:  # bad content: when it is this file's, `_family_line` says it
+        return exc.file is not None and Path(exc.file).resolve() == path.resolve()
+    return found is not None and found.path == path.resolve()
+
+
 def _family_line(path: Path, catalog: Any) -> str:
     """`validate`'s line for a family file: checked against its schema (`family_file`), with
     the tasks of its folder it gives defaults to; bad content raises the UserError naming it."""
-    from lceval.engine import family_file
-
     family_file(path.parent)
     folder = path.parent.resolve()
     tasks = [name for name, spec_path in catalog.specs.items() if Path(spec_path).parent.resolve() == folder]

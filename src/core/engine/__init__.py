@@ -34,7 +34,7 @@
 from lceval.engine._cache import Cache
 from lceval.engine._cached_model import CachedModel
 from lceval.engine._catalog import Catalog, load_catalog
-from lceval.engine._family import FAMILY_FILE, family_file
+from lceval.engine._family import family_file
 from lceval.engine._context_policy import removed_span, tokens_label
 from lceval.engine._data import DataNeeds
 from lceval.engine._model_spec import ModelSpec, model_label
@@ -48,7 +48,7 @@ from lceval.engine._session import Session, open_model
 from lceval.engine._spec import ReportSettings, TaskSpec, load_spec
 
 __all__ = [
-    "FAMILY_FILE", "Cache", "CachedModel", "Catalog", "DataNeeds", "FinishedRun", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings",
+    "Cache", "CachedModel", "Catalog", "DataNeeds", "FinishedRun", "ModelSpec", "PluginInfo", "Plugins", "ReportSettings",
     "RunConfig", "RunRecord", "RunState", "Session", "TaskSpec",
     "assign", "check_spec", "family_file", "load_catalog", "load_plugins", "load_spec", "model_label", "open_model",
     "plan_fingerprint", "removed_span", "tokens_label",
