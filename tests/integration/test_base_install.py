@@ -78,6 +78,9 @@ def _problems(results: list[dict], documents: set[str]) -> list[str]:
             problems.append(f"{what}: exit 2 without its one-line error:\n{said[-600:]}")
         elif r["code"] == 2 and "not installed" in said and "pip install" not in said:
             problems.append(f"{what}: a package is missing and the error does not say how to install it:\n{said[-600:]}")
+        elif r["code"] == 2 and "pip install" in said:
+            problems.append(f"{what}: a missing package is exit 2 (bad input), not 4 (something to install):\n"
+                            f"{said[-600:]}")
         task = r["argv"][2] if r["argv"][0] == "run" else Path(r["argv"][1]).stem
         if task in documents and "pip install 'lceval[documents]'" not in said:
             problems.append(f"{what}: does not say to install the documents extra:\n{said[-600:]}")
