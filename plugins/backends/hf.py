@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lceval import hookimpl
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend, PrefixCache
 from lceval.methods import METHOD_OPTIONS
@@ -451,8 +451,8 @@ def make_hf(model: str, options: dict[str, str]) -> HFBackend:
     """Check everything that needs no loading now, so a bad spec fails before any work."""
     missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
     if missing:
-        raise UserError(f"the hf backend needs {' and '.join(missing)} (not installed)",
-                        field="--model", hint=_INSTALL_HINT)
+        raise PackageMissing(f"the hf backend needs {' and '.join(missing)} (not installed)",
+                             field="--model", hint=_INSTALL_HINT)
     return HFBackend(model, options)
 
 

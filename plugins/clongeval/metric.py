@@ -35,7 +35,7 @@ import re
 import sys
 from typing import Any, Callable
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.types import JudgeInput
 
 from lceval_plugins.judges.chinese_words import jieba_cut, remove_zh_punctuation, zh_word_tokens
@@ -70,8 +70,8 @@ def rouge_zh_score(prediction: str, ground_truth: str) -> float:
         try:
             from rouge import Rouge
         except ImportError:
-            raise UserError("CLongEval's summaries are scored with the rouge package, which is not installed",
-                            field=_FIELD, hint="pip install 'lceval[documents]'") from None
+            raise PackageMissing("CLongEval's summaries are scored with the rouge package, which is not installed",
+                                 field=_FIELD, hint="pip install 'lceval[documents]'") from None
         _ROUGE = Rouge()
     prediction = " ".join(jieba_cut(prediction, _FIELD))
     ground_truth = " ".join(jieba_cut(ground_truth, _FIELD))

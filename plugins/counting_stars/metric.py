@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.types import JudgeInput
 
 from lceval_plugins.judges.metric_base import MetricJudge, metric_options
@@ -37,8 +37,8 @@ def _repair_loads(text: str) -> Any:
     try:
         import json_repair
     except ImportError:
-        raise UserError("Counting-Stars reads answers with json_repair, as its authors do, which is not installed",
-                        field="judge.name", hint="pip install 'json-repair>=0.30,<1'") from None
+        raise PackageMissing("Counting-Stars reads answers with json_repair, as its authors do, which is not installed",
+                             field="judge.name", hint="pip install 'json-repair>=0.30,<1'") from None
     return json_repair.loads(text)
 
 

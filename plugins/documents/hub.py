@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from lceval.errors import DataMissing, UserError
+from lceval.errors import DataMissing, PackageMissing, UserError
 from lceval.io import quote, read_text, unknown_name
 
 #: a revision that pins a commit
@@ -72,11 +72,12 @@ def _hub() -> Any:
     says how to install it instead of a traceback."""
     try:
         import huggingface_hub
-        import huggingface_hub.errors  # noqa: F401 - the exceptions below
+        import huggingface_hub.constants  # noqa: F401 - `_hub().constants`: a submodule that
+        import huggingface_hub.errors  # noqa: F401 - newer releases no longer import on their own
     except ImportError:
-        raise UserError("the documents task type reads Hugging Face Hub datasets with huggingface_hub, which is "
+        raise PackageMissing("the documents task type reads Hugging Face Hub datasets with huggingface_hub, which is "
                         "not installed", field="options.source.path",
-                        hint="Run: pip install 'lceval[documents]'") from None
+                        install="pip install 'lceval[documents]'") from None
     return huggingface_hub
 
 

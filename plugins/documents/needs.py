@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import DataMissing, UserError
+from lceval.errors import DataMissing, PackageMissing, UserError
 from lceval.interfaces import TaskContext
 from lceval.io import DataHomePath, remote_size
 from lceval.needs import Need
@@ -30,9 +30,6 @@ WEIGHTS_ELSEWHERE = ["*.h5", "*.msgpack", "*.ot", "flax_model*", "tf_model*", "r
 TOKENIZER_FILES = ["tokenizer*", "special_tokens_map.json", "config.json", "*.model", "vocab*", "merges.txt",
                    "added_tokens.json", "generation_config.json"]
 DATA_HOME_ADVICE = "the files the spec reads (its docs page says where to get them)"
-
-
-NO_HUB = "huggingface_hub is not installed (pip install 'lceval[documents]')"
 
 
 def _installed() -> bool:
@@ -64,6 +61,7 @@ class HubFile(Need):
         return _hub_root()
 
     def _cached(self) -> Path | None:
+        _hub()  # not installed: PackageMissing (exit 4), not a ModuleNotFoundError
         from huggingface_hub import try_to_load_from_cache
 
         found = try_to_load_from_cache(self.repo, self.filename, revision=self.revision, repo_type=self.repo_type)
@@ -71,11 +69,14 @@ class HubFile(Need):
 
     def missing(self) -> str | None:
         if not _installed():
-            return NO_HUB
+            _hub()  # PackageMissing: the task's status says to install it, not to fetch
         return None if self._cached() else (f"{self.repo} {self.filename} at revision {self.revision[:10]} is not in "
                                             f"the Hugging Face cache {_hub_root()}")
 
     def size(self) -> int | None:
+        _hub()  # not installed: PackageMissing (exit 4), not a ModuleNotFoundError
+        if offline():  # the network is off: nothing is asked, not even a size
+            return None
         from huggingface_hub import HfApi
 
         try:
@@ -85,6 +86,7 @@ class HubFile(Need):
         return next((getattr(f, "size", None) for f in found), None)
 
     def fetch(self, source: Path | None) -> None:
+        _hub()  # not installed: PackageMissing (exit 4), not a ModuleNotFoundError
         from huggingface_hub import hf_hub_download
         from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
@@ -132,16 +134,20 @@ class HubSnapshot(Need):
 
     def missing(self) -> str | None:
         if not _installed():
-            return NO_HUB
+            _hub()  # PackageMissing: the task's status says to install it, not to fetch
         return None if self._snapshot() else f"{self.repo} is not in the Hugging Face cache {_hub_root()}"
 
     def _ignore(self) -> list[str]:
+        _hub()  # not installed: PackageMissing (exit 4), not a ModuleNotFoundError
         from huggingface_hub import HfApi
 
         names = HfApi().list_repo_files(self.repo, repo_type=self.repo_type, revision=self.revision)
         return WEIGHTS_ELSEWHERE + (["*.bin", "*.pt", "*.pth"] if any(n.endswith(".safetensors") for n in names) else [])
 
     def size(self) -> int | None:
+        _hub()  # not installed: PackageMissing (exit 4), not a ModuleNotFoundError
+        if offline():  # the network is off: nothing is asked, not even a size
+            return None
         from huggingface_hub import snapshot_download
 
         try:
@@ -152,6 +158,7 @@ class HubSnapshot(Need):
         return sum(int(getattr(f, "file_size", 0) or 0) for f in planned if getattr(f, "will_download", True))
 
     def fetch(self, source: Path | None) -> None:
+        _hub()  # not installed: PackageMissing (exit 4), not a ModuleNotFoundError
         from huggingface_hub import snapshot_download
 
         if offline() or unreachable() is not None:
@@ -211,8 +218,11 @@ class TiktokenEncoding(Need):
         try:
             import tiktoken
         except ImportError:
-            raise UserError(f"the {self.name} encoding needs tiktoken, which is not installed",
-                            hint="Run: pip install 'lceval[documents]'") from None
+            raise PackageMissing(f"the {self.name} encoding needs tiktoken, which is not installed",
+                                 install="pip install 'lceval[documents]'") from None
+        if offline():
+            raise UserError(f"cannot download tiktoken's {self.name}: the network is off here (HF_HUB_OFFLINE / "
+                            "HF_DATASETS_OFFLINE)")
         try:
             tiktoken.get_encoding(self.name)
         except Exception as exc:  # noqa: BLE001 - network, or an unknown name: one line
@@ -230,8 +240,9 @@ def tiktoken_encoding(name: str, field: str, instead: str) -> Any:
     try:
         import tiktoken
     except ImportError:
-        raise UserError(f"counting in {name} tokens needs tiktoken, which is not installed", field=field,
-                        hint=f"pip install 'lceval[documents]' (it has tiktoken), or {instead}") from None
+        raise PackageMissing(f"counting in {name} tokens needs tiktoken, which is not installed", field=field,
+                             install="pip install 'lceval[documents]'",
+                             hint=f"pip install 'lceval[documents]' (it has tiktoken), or {instead}") from None
     absent = need.missing()
     if absent is not None and offline():
         raise DataMissing(f"{absent}, and the network is off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE).", field=field,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import DataMissing, UserError
+from lceval.errors import DataMissing, PackageMissing, UserError
 from lceval.interfaces import TaskContext
 from lceval.io import quote
 
@@ -52,8 +52,8 @@ def _import_datasets() -> Any:
     try:
         import datasets
     except ImportError:
-        raise UserError("the documents task type reads data with the `datasets` library, which is not installed",
-                        field="options.source", hint=f"Run: {INSTALL_HINT}") from None
+        raise PackageMissing("the documents task type reads data with the `datasets` library, which is not installed",
+                             field="options.source", install=INSTALL_HINT) from None
     return datasets
 
 

@@ -21,7 +21,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 
 #: What `{{ context }}` renders to: private-use characters that no dataset text holds, so
 #: the task type can find (and count) the place of the document in the rendered message.
@@ -47,8 +47,8 @@ def _environment() -> Any:
         from jinja2.exceptions import SecurityError
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
-        raise UserError("the documents task type renders its prompts with Jinja2, which is not installed",
-                        field="options.prompt", hint="Run: pip install 'lceval[documents]'") from None
+        raise PackageMissing("the documents task type renders its prompts with Jinja2, which is not installed",
+                             field="options.prompt", install="pip install 'lceval[documents]'") from None
 
     class BoundedEnvironment(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset(["*", "**", "%"])

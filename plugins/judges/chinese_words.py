@@ -11,7 +11,7 @@ import logging
 import string
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 
 #: THUDM/LongBench LongBench/metrics.py `normalize_zh_answer`'s punctuation (CLongEval's
 #: metrics.py copies it): ASCII and Chinese
@@ -28,8 +28,8 @@ def jieba_cut(text: str, field: str = "judge.options") -> list[str]:
         try:
             import jieba
         except ImportError:
-            raise UserError("this Chinese metric cuts words with jieba, which is not installed", field=field,
-                            hint="pip install 'lceval[chinese]'") from None
+            raise PackageMissing("this Chinese metric cuts words with jieba, which is not installed", field=field,
+                                 hint="pip install 'lceval[chinese]'") from None
         jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict" on every run
         _JIEBA = jieba
     return list(_JIEBA.cut(text, cut_all=False))

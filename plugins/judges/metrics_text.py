@@ -12,7 +12,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.types import JudgeInput
 
 from .chinese_words import jieba_cut, zh_word_tokens
@@ -193,8 +193,9 @@ class RougeLJudge(MetricJudge):
             try:
                 from rouge import Rouge
             except ImportError:
-                raise UserError("the rouge_l judge with implementation: rouge needs the rouge package",
-                                field="judge.options.implementation", hint="pip install 'lceval[documents]'") from None
+                raise PackageMissing("the rouge_l judge with implementation: rouge needs the rouge package",
+                                     field="judge.options.implementation",
+                                     hint="pip install 'lceval[documents]'") from None
             self._rouge = Rouge()
             return
         if self.options["tokenize"] != "none":
@@ -204,8 +205,8 @@ class RougeLJudge(MetricJudge):
         try:
             from rouge_score import rouge_scorer
         except ImportError:
-            raise UserError("the rouge_l judge needs the rouge-score package", field="--judge",
-                            hint="pip install 'lceval[documents]'") from None
+            raise PackageMissing("the rouge_l judge needs the rouge-score package", field="--judge",
+                                 hint="pip install 'lceval[documents]'") from None
         self._scorer = rouge_scorer.RougeScorer([self.options["variant"]], use_stemmer=self.options["use_stemmer"])
 
     def reads_as_written(self) -> bool:

@@ -32,7 +32,7 @@ import json
 import re
 from typing import Any, Callable
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.options import check_options
 from lceval.types import JudgeInput, Judgment
@@ -57,8 +57,8 @@ def punkt_sentences(text: str) -> list[str]:
     try:
         from nltk import sent_tokenize
     except ImportError:
-        raise UserError("L-CiteEval's citation metric splits answers into sentences with NLTK, which is not "
-                        "installed", field="judge.options.mode", hint="pip install nltk") from None
+        raise PackageMissing("L-CiteEval's citation metric splits answers into sentences with NLTK, which is not "
+                             "installed", field="judge.options.mode", hint="pip install nltk") from None
     try:
         return sent_tokenize(text)
     except LookupError:

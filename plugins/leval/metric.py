@@ -37,7 +37,7 @@ import string
 from pathlib import Path
 from typing import Any, Hashable
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.io import quote
 from lceval.judging import SampledJudge, require_model, sampling_options, sha256_text
@@ -240,8 +240,8 @@ class LEvalRougeJudge(MetricJudge):
         try:
             from rouge_score import rouge_scorer
         except ImportError:
-            raise UserError("the leval_rouge judge needs the rouge-score package", field="--judge",
-                            hint="pip install 'lceval[documents]'") from None
+            raise PackageMissing("the leval_rouge judge needs the rouge-score package", field="--judge",
+                                 hint="pip install 'lceval[documents]'") from None
         self._scorer = rouge_scorer.RougeScorer([self.options["variant"]], use_stemmer=False)
 
     def score(self, prediction: str, references: list[str], item: JudgeInput) -> tuple[float, dict[str, Any]]:

@@ -25,7 +25,7 @@ import re
 import string
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.types import JudgeInput
 
 from lceval_plugins.judges.metric_base import MetricJudge, metric_options
@@ -49,8 +49,8 @@ def _morph() -> Any:
         try:
             import pymorphy3
         except ImportError:
-            raise UserError("normalize: lemmas lemmatises Russian words with pymorphy3, which is not installed",
-                            field="judge.options.normalize", hint="pip install 'lceval[russian]'") from None
+            raise PackageMissing("normalize: lemmas lemmatises Russian words with pymorphy3, which is not installed",
+                                 field="judge.options.normalize", hint="pip install 'lceval[russian]'") from None
         _MORPH = pymorphy3.MorphAnalyzer()
     return _MORPH
 

@@ -31,7 +31,7 @@ import ast
 import json
 from typing import Any, Hashable
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.interfaces import Judge, JudgeContext
 from lceval.judging import SampledJudge, require_model, sampling_options, sha256_text
 from lceval.options import check_options
@@ -70,8 +70,8 @@ def rouge_recall(reference: str, hypothesis: str, key: str) -> float:
         try:
             from rouge import Rouge
         except ImportError:
-            raise UserError("LooGLE's ROUGE is the rouge package's, which is not installed",
-                            field="judge.options.metric", hint="pip install 'lceval[documents]'") from None
+            raise PackageMissing("LooGLE's ROUGE is the rouge package's, which is not installed",
+                                 field="judge.options.metric", hint="pip install 'lceval[documents]'") from None
         _ROUGE = Rouge()
     try:
         return float(_ROUGE.get_scores(hyps=[hypothesis], refs=[reference])[0][key]["r"])

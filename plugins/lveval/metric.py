@@ -33,7 +33,7 @@ import string
 from collections import Counter
 from typing import Any, Callable
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.types import JudgeInput
 
 from lceval_plugins.judges.metric_base import REFERENCES, MetricJudge, metric_options
@@ -82,8 +82,8 @@ def jieba_cut(text: str) -> list[str]:
         try:
             import jieba
         except ImportError:
-            raise UserError("LV-Eval's Chinese metrics cut words with jieba, which is not installed",
-                            field="judge.options.metric", hint="pip install 'lceval[chinese]'") from None
+            raise PackageMissing("LV-Eval's Chinese metrics cut words with jieba, which is not installed",
+                                 field="judge.options.metric", hint="pip install 'lceval[chinese]'") from None
         jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict" on every run
         _JIEBA = jieba
     return list(_JIEBA.cut(text, cut_all=False))
@@ -149,8 +149,8 @@ def rouge_zh_score_blacklist(prediction: str, ground_truth: str, gold_ans: str |
         try:
             from rouge import Rouge
         except ImportError:
-            raise UserError("LV-Eval's dureader_mixup metric needs the rouge package", field="judge.options.metric",
-                            hint="pip install 'lceval[documents]'") from None
+            raise PackageMissing("LV-Eval's dureader_mixup metric needs the rouge package",
+                                 field="judge.options.metric", hint="pip install 'lceval[documents]'") from None
         _ROUGE = Rouge()
     prediction = " ".join(jieba_cut(prediction))
     ground_truth = " ".join(jieba_cut(ground_truth))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from lceval.io import write_text_atomic
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 
 from lceval_plugins.transcript_noise.text import PROTECTED
 
@@ -118,8 +118,8 @@ class Recogniser:
         try:
             from pocketsphinx import Decoder
         except ImportError:
-            raise UserError("the recogniser needs pocketsphinx", field="lceval noise corpus",
-                            hint="pip install 'lceval[noise]'") from None
+            raise PackageMissing("the recogniser needs pocketsphinx", field="lceval noise corpus",
+                                 hint="pip install 'lceval[noise]'") from None
         self.decoder = Decoder(samprate=RATE, logfn=os.devnull)
 
     def __call__(self, pcm: bytes) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from lceval import hookimpl
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.interfaces import Retriever, requires
 from lceval.options import check_options
 
@@ -51,8 +51,8 @@ class EmbeddingRetriever(ScoringRetriever):
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError:
-                raise UserError("the embedding retriever needs sentence-transformers", field="retriever",
-                                hint="pip install 'lceval[retrieval]'") from None
+                raise PackageMissing("the embedding retriever needs sentence-transformers", field="retriever",
+                                     hint="pip install 'lceval[retrieval]'") from None
             try:
                 self._model = SentenceTransformer(resolve_model(self.model_name), device="cpu")
             except OSError as exc:

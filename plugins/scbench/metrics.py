@@ -25,7 +25,7 @@ import string
 from collections import Counter
 from typing import Any, Callable
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.types import JudgeInput
 
 from lceval_plugins.judges.metric_base import MetricJudge, metric_options
@@ -128,8 +128,8 @@ def rouge_lsum(pred: str, label: str) -> float:
         try:
             from rouge_score import rouge_scorer
         except ImportError:
-            raise UserError("the scbench metric scores summaries with the rouge-score package", field="--judge",
-                            hint="Run: pip install 'lceval[documents]'") from None
+            raise PackageMissing("the scbench metric scores summaries with the rouge-score package", field="--judge",
+                                 hint="Run: pip install 'lceval[documents]'") from None
         _ROUGE = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=False)
     return float(_ROUGE.score(label, pred)["rougeLsum"].fmeasure)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.types import JudgeInput
 
 #: repo_qa_utils.py FUNCTION_QUERY: a function definition per language
@@ -51,8 +51,8 @@ def _parser(lang: str) -> tuple[Any, Any]:
 
                 _TREE_SITTER[lang] = (get_parser(lang), get_language(lang).query(FUNCTION_QUERY[lang]))
         except ImportError:
-            raise UserError("the scbench metric parses RepoQA's code with tree-sitter, which is not installed",
-                            field="judge.options.task", hint="Run: pip install 'lceval[scbench]'") from None
+            raise PackageMissing("the scbench metric parses RepoQA's code with tree-sitter, which is not installed",
+                                 field="judge.options.task", hint="Run: pip install 'lceval[scbench]'") from None
     return _TREE_SITTER[lang]
 
 

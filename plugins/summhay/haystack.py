@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import DataMissing, UserError
 from lceval.io import read_json
 
 DOMAINS = ("conversation", "news")
@@ -186,4 +186,5 @@ def haystack_files(location: Path) -> list[Path]:
                        if not p.name.startswith(".") and p.name not in NOT_HAYSTACKS)
         if files:
             return files
-    raise UserError("no haystack JSON file here", file=location, hint=HINT)
+    # data not here (not bad data): the engine adds the command that installs it, and pack/unpack
+    raise DataMissing("no haystack JSON file here", file=location, hint=HINT)

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 
 from .haystack import parse_haystack
 
@@ -31,8 +31,8 @@ def _load_dataset(name: str, split: str, revision: str | None) -> Any:
     try:
         import datasets
     except ImportError:
-        raise UserError("reading the Hugging Face dataset needs the `datasets` package", field="--dataset",
-                        hint="pip install 'lceval[summhay-hf]' (or pip install datasets).") from None
+        raise PackageMissing("reading the Hugging Face dataset needs the `datasets` package", field="--dataset",
+                             hint="pip install 'lceval[summhay-hf]' (or pip install datasets).") from None
     try:
         return datasets.load_dataset(name, split=split, revision=revision)
     except Exception as exc:  # offline, unknown name, hub error: all a user-side problem here

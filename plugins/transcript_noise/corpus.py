@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from lceval.io import sha256_file
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.io import read_json_lines, read_text
 
 RED_ACE = "google/red_ace_asr_error_detection_and_correction"
@@ -83,8 +83,8 @@ def _read_hub(name: str) -> Corpus:
     try:
         import datasets
     except ImportError:
-        raise UserError("reading a corpus from the hub needs the `datasets` package", field="CORPUS",
-                        hint="pip install 'lceval[summhay-hf]' (or pip install datasets), or pass a "
+        raise PackageMissing("reading a corpus from the hub needs the `datasets` package", field="CORPUS",
+                             hint="pip install 'lceval[summhay-hf]' (or pip install datasets), or pass a "
                              "JSONL/TSV file") from None
     dataset_name, _, split_text = name.partition(":")
     try:

@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 
 from .rules import Rules
 from .text import is_protected, normalize, split_token, words
@@ -215,8 +215,8 @@ def measure(clean: str, noisy: str) -> dict[str, Any]:
     try:
         import jiwer
     except ImportError:
-        raise UserError("measuring the effective WER needs jiwer", field="options.noise",
-                        hint="pip install 'lceval[noise]'") from None
+        raise PackageMissing("measuring the effective WER needs jiwer", field="options.noise",
+                             hint="pip install 'lceval[noise]'") from None
     ref_lines, hyp_lines = clean.split("\n"), noisy.split("\n")
     if len(ref_lines) != len(hyp_lines):
         raise ValueError("noise changed the number of lines")

@@ -1,11 +1,12 @@
-"""Errors a user can fix. The CLI turns them into one paragraph and exit code 2."""
+"""Errors a user can fix. The CLI turns them into one paragraph and exit code 2 (4 for what is
+to be installed: `DataMissing` in `validate` and `data`, `PackageMissing` everywhere)."""
 
 from __future__ import annotations
 
 import copy
 from pathlib import Path
 
-__all__ = ["DataMissing", "FAILURE_KINDS", "NOT_RETRIED", "UserError"]
+__all__ = ["DataMissing", "FAILURE_KINDS", "NOT_RETRIED", "PackageMissing", "UserError"]
 
 #: What a request that failed is called (`Generation.extras["error"]["kind"]`, recorded in
 #: samples.jsonl and counted by the failure summary at the end of a run): backends classify a
@@ -83,5 +84,20 @@ class DataMissing(UserError):
         if self.command and self.command not in text:
             text += ("" if text.endswith((".", "?", "!")) else ".") + f" Install it: `{self.command}`."
         if self.offline_hint:
-            text += f" {self.offline_hint}"
+            text += ("" if text.endswith((".", "?", "!")) else ".") + f" {self.offline_hint}"
         return text
+
+
+class PackageMissing(UserError):
+    """An optional Python package that a spec, a plugin or a command needs is not installed.
+    Nothing in the input is wrong, something is to be installed: `hint` is the pip line
+    (`pip install 'lceval[documents]'`). Every command exits with 4 for it, as `validate` and
+    `data status` do for data that is not installed (docs/errors.md), and `validate` reports
+    the spec as valid. `install`: the command that installs it, when the raiser knows it (then
+    also the hint, unless one is given)."""
+
+    def __init__(self, message: str, *, install: str | None = None, file: str | Path | None = None,
+                 field: str | None = None, line: int | None = None, hint: str | None = None) -> None:
+        self.install = install
+        super().__init__(message, file=file, field=field, line=line,
+                         hint=hint if hint is not None or install is None else f"Run: {install}")

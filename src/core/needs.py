@@ -39,7 +39,9 @@ class Need(ABC):
 
     @abstractmethod
     def missing(self) -> str | None:
-        """None when it is here and usable with the network off; else what is missing."""
+        """None when it is here and usable with the network off; else what is missing. A
+        `lceval.errors.PackageMissing` when the library that reads it is not installed: the
+        task then needs that installed first, not a fetch."""
 
     def size(self) -> int | None:
         """Bytes a fetch would download, asked without downloading; None when unknown."""

@@ -1,9 +1,12 @@
 """No traceback on any shipped task without its extra (issue 30): with only the base install
 (every package outside lceval's base requirements hidden, tests/integration/base_install.py),
 `lceval validate SPEC` and `lceval run --tasks NAME --model smollm2 --dry-run` end for every
-spec lceval ships with exit 0, or exit 2 and one line that says what to install (or, for a
-task whose data is not there, what to fetch or build) — never exit 1 and a traceback. The documents tasks (LongBench, InfiniteBench) say
-to install the `documents` extra, since they cannot be checked without it."""
+spec lceval ships with exit 0, exit 4 and the pip line of the package to install (issue 46: a
+missing optional package is something to install, not bad input), or exit 2 and one line (for a
+task whose data is not there, what to fetch or build) — never exit 1 and a traceback. The
+documents tasks (LongBench, InfiniteBench) say to install the `documents` extra, since they
+cannot be checked without it. `lceval data fetch / pack / status` without huggingface_hub end
+the same way (exit 4, the pip line)."""
 
 from __future__ import annotations
 
@@ -60,17 +63,24 @@ def _problems(results: list[dict], documents: set[str]) -> list[str]:
     for r in results:
         said = r["stdout"] + r["stderr"]
         what = " ".join(r["argv"][:3])
-        if r["code"] == 4 and r["argv"][0] == "validate" and "Traceback" not in said:  # valid, data not installed
-            if not all(line.startswith("valid; data not installed: ") and "`lceval data fetch " in line
+        if r["code"] == 4 and r["argv"][0] == "validate" and "Traceback" not in said:  # valid, something to install
+            if not all((line.startswith("valid; data not installed: ") and "`lceval data fetch " in line)
+                       or (line.startswith("valid; package not installed: ") and "pip install" in line)
                        for line in said.splitlines() if line.strip()):
-                problems.append(f"{what}: exit 4 without the command that installs the data:\n{said[-600:]}")
+                problems.append(f"{what}: exit 4 without the command that installs what is missing:\n{said[-600:]}")
             continue
-        if r["code"] not in (0, 2) or "Traceback" in said:
+        if r["code"] == 4 and "Traceback" not in said:  # a package to install
+            if not said.startswith("lceval: error: ") or "pip install" not in said:
+                problems.append(f"{what}: exit 4 without the pip line:\n{said[-600:]}")
+        elif r["code"] not in (0, 2) or "Traceback" in said:
             problems.append(f"{what}: exit {r['code']}\n{said[-1500:]}")
         elif r["code"] == 2 and not any(line.startswith(("lceval: error: ", "invalid ")) for line in said.splitlines()):
             problems.append(f"{what}: exit 2 without its one-line error:\n{said[-600:]}")
         elif r["code"] == 2 and "not installed" in said and "pip install" not in said:
             problems.append(f"{what}: a package is missing and the error does not say how to install it:\n{said[-600:]}")
+        elif r["code"] == 2 and "pip install" in said:
+            problems.append(f"{what}: a missing package is exit 2 (bad input), not 4 (something to install):\n"
+                            f"{said[-600:]}")
         task = r["argv"][2] if r["argv"][0] == "run" else Path(r["argv"][1]).stem
         if task in documents and "pip install 'lceval[documents]'" not in said:
             problems.append(f"{what}: does not say to install the documents extra:\n{said[-600:]}")
@@ -108,8 +118,26 @@ def test_a_documents_task_with_the_model_installed_but_not_the_documents_extra(t
     commands = [line for name, path in specs
                 for line in (["validate", str(path)], ["validate", name], _run_line(name, home, tmp_path))]
     results = _run(commands, tmp_path, home, extras="smollm2")
-    assert [r["code"] for r in results] == [2] * len(commands), results
+    assert [r["code"] for r in results] == [4] * len(commands), results
     assert not _problems(results, {n for n, _ in specs} | {p.stem for _, p in specs})
+
+
+def test_data_commands_without_huggingface_hub_say_to_install_it(tmp_path: Path):
+    """Issue 46: with the README's install (no `documents` extra), fetching, packing and asking
+    the status of Hub-backed tasks was a ModuleNotFoundError traceback (exit 1)."""
+    pytest.importorskip("packaging")
+    home = _data_home(tmp_path)
+    commands = [["data", "fetch", "babilong"], ["data", "pack", "elitr_qa,longbench_trec", "-o", str(tmp_path / "p.tar")],
+                ["data", "status", "babilong"], ["validate", "babilong_qa1"]]
+    results = _run(commands, tmp_path, home)
+    for r in results:
+        said = r["stdout"] + r["stderr"]
+        assert r["code"] == 4 and "Traceback" not in said, said[-1500:]
+        assert "pip install 'lceval[documents]'" in said, said[-600:]
+    assert not (tmp_path / "p.tar").exists()
+    status = results[2]["stdout"].splitlines()
+    assert all(line.startswith("missing  babilong_qa") and line.endswith("Run: `pip install 'lceval[documents]'`")
+               for line in status[:-1]), status
 
 
 def test_the_helper_hides_the_extras_and_keeps_the_base():

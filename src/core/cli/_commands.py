@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import yaml
 
-from lceval.engine import (Cache, DataNeeds, Plugins, RunConfig, RunRecord, Session, check_spec, load_catalog,
-                           load_spec)
+from lceval.engine import (Cache, DataNeeds, Plugins, RunConfig, RunRecord, Session, check_spec, family_file,
+                           load_catalog, load_spec)
 from lceval.errors import UserError
 
 
@@ -246,7 +246,7 @@ def tasks(args: argparse.Namespace, inv: Invocation) -> int:
               + yaml.safe_dump(spec.data, sort_keys=False, allow_unicode=True, width=100) + _where_from(spec))
         return 0
     if args.families:
-        print(_families(catalog))
+        print(_families(catalog, DataNeeds(inv.plugins, catalog=catalog)))
         return 0
     lines: list[str] = []
     width = max((len(n) for n in catalog.specs), default=4)
@@ -298,23 +298,37 @@ def _where_from(spec: Any) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _families(catalog: Any) -> str:
-    """`lceval tasks --families`: a row per benchmark family."""
-    rows = [("family", "tasks", "languages", "metrics", "paper")]
+def _family_data(rows: list[Any]) -> str:
+    """A family's "data" cell: here, nothing to get, or the command that gets what is missing
+    (a download, or `--from FOLDER` for files only the user can get)."""
+    missing = [row for row in rows if row.missing]
+    if missing:
+        return f"download: {missing[0].command}" if "--from" not in (missing[0].command or "") \
+            else f"your files: {missing[0].command}"
+    return "here" if any(row.needs for row in rows) else "none needed"
+
+
+def _families(catalog: Any, needs: Any) -> str:
+    """`lceval tasks --families`: a row per benchmark family, with whether its data is here
+    and, if not, the command that gets it."""
+    rows = [("family", "tasks", "languages", "metrics", "data", "paper")]
     for key, names in catalog.by_family().items():
         languages: list[str] = []
         metrics: list[str] = []
+        specs = []
         for name in names:
             try:
                 spec = catalog.spec(name)
             except UserError:
                 continue
+            specs.append(spec)
             for value, seen in [(x, languages) for x in spec.languages] + [
                     (m, metrics) for m in [spec.judge.name, *(m.name for m in spec.metrics)]]:
                 if value not in seen:  # once each, also when one spec names a metric twice
                     seen.append(value)
         family = catalog.family(key)
-        rows.append((family.name, str(len(names)), ", ".join(languages), ", ".join(metrics), family.citation))
+        data = _family_data(needs.status(specs))
+        rows.append((family.name, str(len(names)), ", ".join(languages), ", ".join(metrics), data, family.citation))
     from lceval.io import text_table
 
     return "\n".join(text_table(rows))
@@ -336,10 +350,11 @@ def plugins(args: argparse.Namespace, inv: Invocation) -> int:
 def validate(args: argparse.Namespace, inv: Invocation) -> int:
     """Check spec files, or tasks and suites by name (schema, their type's options, that every
     plugin they name exists, and what the task type checks against its data), and plugin
-    packages; never runs a model. A valid spec whose data is not installed is said to be, with
-    the command that installs it: exit 4 when that is all (2 when anything is invalid)."""
+    packages; never runs a model. A valid spec whose data or optional package is not installed
+    is said to be, with the command that installs it: exit 4 when that is all (2 when anything
+    is invalid). A family file (`_family.yaml`) is checked as one, not as a spec."""
     from lceval.cli._plugin_check import check_plugin_package
-    from lceval.errors import DataMissing
+    from lceval.errors import DataMissing, PackageMissing
 
     out, ok, installed = [], True, True
     catalog = None
@@ -349,6 +364,9 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
         try:
             if path.is_dir():
                 out.extend(check_plugin_package(path, list(inv.disabled)))
+                continue
+            if path.name.startswith("_") and path.is_file() and _is_family_file(path):
+                out.append(_family_line(path, catalog := catalog or load_catalog(inv.plugins)))
                 continue
             if path.is_file() or raw.endswith((".yaml", ".yml")) or os.sep in raw:
                 specs = [load_spec(path)]
@@ -364,19 +382,52 @@ def validate(args: argparse.Namespace, inv: Invocation) -> int:
             try:  # the spec against what of its data is here (first rows), then what else it needs
                 check_spec(spec, inv.plugins, data=True)
                 row = needs.status([spec])[0]
-                if row.missing:
+                if row.package is not None:
                     installed = False
-                    out.append(f"valid; data not installed: {where}: {needs.summary(row)}. Run: {row.how}")
+                    out.append(f"valid; package not installed: {where}: {row.package.render()}")
+                elif row.missing:
+                    installed = False
+                    out.append(f"valid; data not installed: {where}: {needs.summary(row)}. Run: {row.how}. "
+                               + needs.pack_hint(spec.name))
                 else:
                     out.append(f"ok      {where}")
             except DataMissing as exc:
                 installed = False
                 out.append(f"valid; data not installed: {exc.render()}")
+            except PackageMissing as exc:
+                installed = False
+                out.append(f"valid; package not installed: {where}: {exc.render()}")
+            except ModuleNotFoundError as exc:  # a plugin's import of a package an extra installs
+                from lceval.cli._install import install_hint, package_missing
+
+                hint = install_hint(exc.name or "")
+                if hint is None:
+                    raise
+                installed = False
+                out.append(f"valid; package not installed: {where}: {package_missing(exc, hint).render()}")
             except UserError as exc:
                 ok = False
                 out.append(f"invalid {exc.render()}")
     print("\n".join(out))
     return 2 if not ok else 0 if installed else DATA_MISSING
+
+
+def _is_family_file(path: Path) -> bool:
+    """The folder's family file (a file with a leading underscore is never a task's spec)."""
+    try:
+        found = family_file(path.parent)
+    except UserError as exc:  # bad content: when it is this file's, `_family_line` says it
+        return exc.file is not None and Path(exc.file).resolve() == path.resolve()
+    return found is not None and found.path == path.resolve()
+
+
+def _family_line(path: Path, catalog: Any) -> str:
+    """`validate`'s line for a family file: checked against its schema (`family_file`), with
+    the tasks of its folder it gives defaults to; bad content raises the UserError naming it."""
+    family_file(path.parent)
+    folder = path.parent.resolve()
+    tasks = [name for name, spec_path in catalog.specs.items() if Path(spec_path).parent.resolve() == folder]
+    return f"ok      {path} (family file{f' of {len(tasks)} task(s)' if tasks else ''})"
 
 
 def _named_specs(catalog: Any, name: str) -> list[Any]:
@@ -400,7 +451,7 @@ def cache_export(args: argparse.Namespace, inv: Invocation) -> int:
         except ValueError:
             raise UserError(f"--since takes an ISO 8601 time (e.g. 2025-06-01T12:00), got '{args.since}'",
                             field="--since") from None
-    where = _path(args.cache) or Cache.default_path()
+    where = _path(args.cache) or Cache.default_path(migrate=True)
     if not where.is_file():
         raise UserError("there is no cache here yet", file=where, field="--cache")
     with Session(plugins=inv.plugins, cache_path=where) as session:
@@ -429,7 +480,9 @@ def report(args: argparse.Namespace, inv: Invocation) -> int:
     """`table`/`json`: each run's own results; `markdown`/`csv`/`latex`: the papers' tables
     (models x tasks x groups, breakdowns per group or `--pooled`, tests) over all the runs
     given; `html`: one self-contained page. Inputs are run directories or recorded score
-    files; `--where` keeps a subset of the samples and `--by` adds breakdowns."""
+    files; `--where` keeps a subset of the samples and `--by` adds breakdowns. A launch folder
+    stands for the runs its shards were merged into, a folder of run folders for each of them."""
+    args.run_dirs = run_folders(args.run_dirs)
     if args.format == "html":
         from lceval.report import write_report
 
@@ -458,6 +511,41 @@ def report(args: argparse.Namespace, inv: Invocation) -> int:
     else:
         print("\n\n".join(f"## {run.run_id} ({run.model})\n\n{format_table(run.results)}" for run in runs))
     return 0
+
+
+def run_folders(given: list[str]) -> list[str]:
+    """`lceval report`'s inputs with each launch folder replaced by the runs merged from its
+    shards and each folder of run folders (`runs/`) by the run folders in it, each run once
+    (`runs/*/` names a launch folder and the run merged from it alike). Anything else (a run
+    folder, a `lceval rank` folder, a recorded file) stays as given."""
+    from lceval.launch import launched_runs
+
+    out: list[str] = []
+
+    def add(path: Path | str) -> None:
+        if not any(Path(path).resolve() == Path(seen).resolve() for seen in out if Path(seen).exists()):
+            out.append(str(path))
+
+    for arg in given:
+        path = Path(arg)
+        launched = launched_runs(path) if path.is_dir() else None
+        if launched is not None:
+            merged, done, shards = launched
+            if not merged:
+                raise UserError(f"a launch folder whose shards are not merged into a run yet ({done} of {shards} "
+                                "shard(s) finished)", file=path, field="RUN_DIR",
+                                hint="Run the same `lceval launch` command again: it submits the unfinished shards "
+                                     "and merges them.")
+            for run_dir in merged:
+                add(run_dir)
+        elif path.is_dir() and not (path / "results.json").exists() and not (path / "rankings.json").exists():
+            inside = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")
+                            and ((p / "results.json").is_file() or (p / "rankings.json").is_file()))
+            for run_dir in inside or [path]:  # none inside: the run folder's own error names what is missing
+                add(run_dir)
+        else:
+            add(arg)
+    return out
 
 
 def compare(args: argparse.Namespace, inv: Invocation) -> int:

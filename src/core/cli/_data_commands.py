@@ -43,6 +43,9 @@ def _summary(needs: DataNeeds, rows: list) -> int:
     print("\n".join(needs.lines(rows)))
     ready = sum(r.ready for r in rows)
     print(f"{ready} of {len(rows)} task(s) have all their data (data home: {needs.home})")
+    lacking = [r.task for r in rows if r.missing and r.package is None]
+    if lacking:
+        print(needs.pack_hint(",".join(lacking) if len(lacking) <= 3 else "TASKS"))
     if any(r.error for r in rows):
         return 2
     return 0 if ready == len(rows) else DATA_MISSING
@@ -81,10 +84,15 @@ def data_pack(args: argparse.Namespace, inv: Invocation) -> int:
     with using_data_home(_path(args.data_home)):
         needs = _needs(inv)
         rep = needs.pack(_specs(needs, args.tasks), Path(args.output).expanduser(), _path(args.source), _say,
-                         progress=sys.stderr.isatty())
+                         progress=sys.stderr.isatty(), skip_missing=args.skip_missing)
+    for task, why in rep.skipped.items():
+        print(f"not packed  {task}: {why}")
     print(f"wrote {rep.path}: {len(rep.tasks)} task(s), {rep.needs} need(s), {rep.files} file(s), "
           f"{needs.size(rep.bytes)}. Copy it to the machine without network and run there: "
           f"lceval data unpack {rep.path.name}")
+    if rep.skipped:
+        print(f"{len(rep.skipped)} task(s) not packed: their data is not here (the lines above say how to get it)")
+        return DATA_MISSING
     return 0
 
 
@@ -120,6 +128,8 @@ def data_paths(args: argparse.Namespace, inv: "Invocation") -> int:
     def origin(flag: Path | None, env: str) -> str:
         if flag is not None:
             return "--data-home" if env == "LCEVAL_DATA" else "--cache"
+        if env == "LCEVAL_CACHE" and not os.environ.get(env) and os.environ.get("LCEVAL_DATA"):
+            return "beside the data home, $LCEVAL_DATA (set $LCEVAL_CACHE to change it)"
         return f"${env}" if os.environ.get(env) else f"default (set ${env} to change it)"
 
     data, cache_file = Path(home or data_home()), Path(cache or Cache.default_path())
@@ -128,6 +138,11 @@ def data_paths(args: argparse.Namespace, inv: "Invocation") -> int:
                   f"datasets: {', '.join(installed)}" if installed else "exists, no dataset fetched yet")
     cache_state = (f"exists, {cache_file.stat().st_size / 1e6:.1f} MB" if cache_file.is_file() else
                    "does not exist yet: the first run creates it")
+    old = Cache.user_path()
+    if cache is None and old.is_file() and old.resolve() != cache_file.resolve():  # left by an earlier default
+        cache_state += (f"\n           another cache is at {old} (the place before $LCEVAL_DATA was set): "
+                        + (f"`lceval cache import {old}` adds its answers to this one" if cache_file.exists()
+                           else "the next command that opens the cache moves it here"))
     print(f"data home: {data}  [{origin(home, 'LCEVAL_DATA')}]\n"
           f"           {data_state}\n"
           f"cache:     {cache_file}  [{origin(cache, 'LCEVAL_CACHE')}]\n"

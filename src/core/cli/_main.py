@@ -2,8 +2,9 @@
 
 Exit codes: 0 success, 2 bad input (one paragraph naming file, field and line), 1 internal
 error, 3 stopped by a cost limit (`--max-cost`: the partial run is written; the same command
-resumes), 4 (`validate`, `data status`) every spec valid but some task's data not installed,
-130 interrupted (finished work is in the cache; the same command resumes).
+resumes), 4 something to install: an optional package (every command, with its pip line), or
+(`validate`, `data`) the data of a valid task, 130 interrupted (finished work is in the cache;
+the same command resumes).
 
 `lceval --tasks T --model M` (no sub-command, as lm-evaluation-harness users type it) is
 `lceval run --tasks T --model M`; `-p no:NAME` / `-p override:NAME` work anywhere on the line.
@@ -17,9 +18,12 @@ import logging
 import sys
 from typing import Any, Sequence
 
-from lceval.errors import UserError
+from lceval.cli._install import install_hint, package_missing
+from lceval.errors import PackageMissing, UserError
 
 DEFAULT_COMMAND = "run"
+#: an optional package (or, for `validate` and `data`, a task's data) is to be installed
+TO_INSTALL = 4
 
 
 def _plugin_flags(flags: list[str]) -> tuple[list[str], list[str]]:
@@ -55,7 +59,7 @@ def _hoist_plugin_flags(argv: list[str]) -> list[str]:
 def with_default_command(argv: list[str], commands: set[str]) -> list[str]:
     """`argv` with the -p flags first and `run` inserted where the sub-command belongs when
     none is given (the first argument after those flags is an option, such as `--tasks`).
-    `lceval`, `lceval --help` and `lceval COMMAND ...` keep their meaning."""
+    `lceval`, `lceval --help`, `lceval --version` and `lceval COMMAND ...` keep their meaning."""
     argv = _hoist_plugin_flags(argv)
     i = 0
     while i < len(argv):
@@ -64,7 +68,7 @@ def with_default_command(argv: list[str], commands: set[str]) -> list[str]:
             i += 2
         elif arg.startswith("-p") and not arg.startswith("--"):
             i += 1  # -pno:NAME
-        elif arg in ("-h", "--help") or arg in commands or not arg.startswith("-"):
+        elif arg in ("-h", "--help", "--version") or arg in commands or not arg.startswith("-"):
             return argv
         else:
             return argv[:i] + [DEFAULT_COMMAND] + argv[i:]
@@ -97,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args, Invocation(plugins=plugins, disabled=disabled, argv=argv, overrides=overriding))
     except UserError as exc:
         print(f"lceval: error: {exc.render()}", file=sys.stderr)
-        return 2
+        return TO_INSTALL if isinstance(exc, PackageMissing) else 2
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
@@ -109,9 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hint is None:  # not a package an extra of lceval installs: a bug, with its traceback
             raise_internal()
             return 1
-        print(f"lceval: error: this needs the Python package '{exc.name}', which is not installed. {hint}",
-              file=sys.stderr)
-        return 2
+        print(f"lceval: error: {package_missing(exc, hint).render()}", file=sys.stderr)
+        return TO_INSTALL
     except Exception:  # a bug in lceval or a plugin: say so, with the traceback to report
         raise_internal()
         return 1
@@ -123,29 +126,6 @@ def raise_internal() -> None:
 
     traceback.print_exc()
     print("lceval: internal error (exit 1). Please report it with the traceback above.", file=sys.stderr)
-
-
-def install_hint(module: str) -> str | None:
-    """`pip install 'lceval[EXTRA]'` for a module that one of lceval's extras installs (its
-    distribution named like the module, as jinja2, huggingface_hub, rouge_score are), read from
-    lceval's own metadata; None for any other module. A plugin's own check usually says it
-    first; this is the net under every plugin, so that a missing extra is never a traceback."""
-    import re
-    from importlib import metadata
-
-    top = re.sub(r"[-_.]+", "-", module.partition(".")[0]).lower()
-    try:
-        requirements = metadata.requires("lceval") or []
-    except metadata.PackageNotFoundError:
-        return None
-    extras = []
-    for text in requirements:
-        found = re.match(r"\s*([A-Za-z0-9._-]+).*extra\s*==\s*['\"]([^'\"]+)['\"]", text)
-        if found and re.sub(r"[-_.]+", "-", found.group(1)).lower() == top and found.group(2) not in extras:
-            extras.append(found.group(2))
-    if not top or not extras:
-        return None
-    return "Install it with: " + " or ".join(f"pip install 'lceval[{e}]'" for e in extras[:3])
 
 
 class _TqdmHandler(logging.Handler):

@@ -71,6 +71,10 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
                    help="no:NAME disables the plugin NAME, like pytest's -p no:NAME; override:NAME lets its "
                    "names win over the built-ins' (a clash is otherwise won by the built-in); repeatable, "
                    "anywhere on the command line")
+    from lceval import __version__
+
+    p.add_argument("--version", action="version", version=f"lceval {__version__}",
+                   help="print lceval's version and exit")
     _verbosity(p, "_top")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", prog="lceval")
 
@@ -132,6 +136,9 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     dk.add_argument("tasks", nargs="+", metavar="TASKS", help="tasks, suites or families")
     dk.add_argument("-o", "--output", required=True, metavar="FILE", help="the pack to write (a tar file)")
     dk.add_argument("--from", dest="source", help="folder holding the files only you can provide (as data fetch)")
+    dk.add_argument("--skip-missing", action="store_true",
+                    help="pack the tasks whose data is here or can be fetched, and list the others (default: "
+                    "refuse the whole pack when one task's data cannot be got)")
     dk.add_argument("--data-home")
     du = dsub.add_parser("unpack", help="on the machine without network: install a pack into the data home and "
                          "caches, checksums verified")

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Literal
 
+from lceval.engine._cache_home import default_cache_path, user_cache_path
 from lceval.errors import UserError
 
 #: how long a claim holds without being renewed; its holder renews it every RENEW_S
@@ -46,17 +47,6 @@ RENEW_S = 5.0
 WAIT_POLL_S = 0.2
 #: how long opening waits for other processes creating or upgrading the same database
 OPEN_WAIT_S = 120.0
-
-
-def default_cache_path() -> Path:
-    """`$LCEVAL_CACHE`, else `cache.sqlite` in the user cache dir (shared by every run, so a
-    repeated request is never paid twice)."""
-    env = os.environ.get("LCEVAL_CACHE")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("lceval")) / "cache.sqlite"
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -194,6 +184,8 @@ class Cache:
     through leases, so an interrupted run resumes and two runs never pay twice."""
     #: where a command's cache is when neither --cache nor $LCEVAL_CACHE says
     default_path = staticmethod(default_cache_path)
+    #: where it was by default before `$LCEVAL_DATA` moved it (a cache there is moved on first open)
+    user_path = staticmethod(user_cache_path)
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)

@@ -10,6 +10,7 @@ from lceval.engine._catalog import Catalog, load_catalog
 from lceval.engine._needs import (TaskData, fetch_needs, human_size, missing_text, resolve_names, status_lines,
                                   task_data, unique_needs)
 from lceval.engine._pack import PackReport, UnpackReport, pack, unpack
+from lceval.engine._plan import pack_hint
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
 from lceval.io import data_home
@@ -24,6 +25,8 @@ class DataNeeds:
     size = staticmethod(human_size)
     summary = staticmethod(missing_text)
     lines = staticmethod(status_lines)
+    #: the pack/unpack way in for tasks on a machine without network (one sentence)
+    pack_hint = staticmethod(pack_hint)
 
     def __init__(self, plugins: Plugins, home: Path | None = None, catalog: Catalog | None = None) -> None:
         """`home`: the data home (default: the command's, $LCEVAL_DATA or the user data dir)."""
@@ -55,12 +58,15 @@ class DataNeeds:
         bad = [row for row in rows if row.error]
         if bad:
             raise UserError(f"task '{bad[0].task}' is invalid: {bad[0].error}")
+        lacking = [row.package for row in rows if row.package is not None]
+        if lacking:  # exit 4 with the pip line: nothing can be fetched for it before
+            raise lacking[0]
         got = fetch_needs(unique_needs(rows), source, say, progress)
         return got, self.status(specs)
 
     def pack(self, specs: list[TaskSpec], out: Path, source: Path | None, say: Say,
-             progress: bool = False) -> PackReport:
-        return pack(specs, self.plugins, self.catalog, self.home, out, source, say, progress)
+             progress: bool = False, skip_missing: bool = False) -> PackReport:
+        return pack(specs, self.plugins, self.catalog, self.home, out, source, say, progress, skip_missing)
 
     def unpack(self, file: Path, say: Say) -> UnpackReport:
         return unpack(file, self.plugins, self.catalog, self.home, say)

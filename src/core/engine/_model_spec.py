@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from lceval.engine._catalog import Catalog
 from lceval.engine._plugin_host import Plugins, describe_kind
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.interfaces import ModelFactory, missing_requirements
 from lceval.io import PLUGIN_KEYWORD, unknown_name
 from lceval.options import check_options, options_schema_of, split_options, unwrap
@@ -167,8 +167,8 @@ def _check_plugin_options(schema: dict[str, Any], checked: dict[str, Any], plugi
             check_options(plugin_schema, own, what=describe_kind(kind, name), field_prefix=key + ".")
         install = missing_requirements(table[name])
         if install:
-            raise UserError(f"{describe_kind(kind, name)} ({key}={name}) needs a package that is not installed",
-                            field=key, hint=install)
+            raise PackageMissing(f"{describe_kind(kind, name)} ({key}={name}) needs a package that is not installed",
+                                 field=key, install=install, hint=install)
 
 
 def resolve_judge_model(text: str | None, catalog: Catalog, plugins: Plugins) -> ModelSpec | None:

@@ -19,7 +19,7 @@ from lceval.engine._catalog import Catalog
 from lceval.engine._plan import completed, install_command, needs_of
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec
-from lceval.errors import DataMissing, UserError
+from lceval.errors import DataMissing, PackageMissing, UserError
 from lceval.needs import Need
 
 Say = Callable[[str], None]
@@ -43,6 +43,7 @@ class TaskData:
     missing: dict[str, str] = field(default_factory=dict)  # need key -> what is missing
     command: str | None = None  # installs the missing ones
     error: str | None = None  # the spec is invalid
+    package: PackageMissing | None = None  # an optional package it needs first (then `command` installs it)
 
     @property
     def how(self) -> str:
@@ -59,18 +60,23 @@ class TaskData:
 def task_data(spec: TaskSpec, plugins: Plugins, data_home: Path) -> TaskData:
     try:
         needs = needs_of(spec, plugins, data_home)
+        missing = {need.key: why for need in needs if (why := need.missing()) is not None}
     except DataMissing as exc:  # a type that must read something to say what it needs
         done = completed(exc, spec, plugins, data_home)
         return TaskData(spec.name, missing={"?": done.message}, command=done.command)
+    except PackageMissing as exc:  # installed first: a fetch could not get (or tell) what it needs
+        return TaskData(spec.name, missing={"package": exc.message}, package=exc,
+                        command=exc.install or "pip install ...")
     except UserError as exc:
         return TaskData(spec.name, error=exc.render())
-    missing = {need.key: why for need in needs if (why := need.missing()) is not None}
     command = install_command(spec, [n for n in needs if n.key in missing], plugins) if missing else None
     return TaskData(spec.name, needs=needs, missing=missing, command=command)
 
 
 def missing_text(row: TaskData, shown: int = 3) -> str:
     """What a task lacks, in a phrase: the missing needs by name (the first few)."""
+    if row.package is not None:
+        return row.package.message
     labels = {need.key: need.label for need in row.needs}
     names = [labels.get(key, why) for key, why in row.missing.items()]
     more = f" and {len(names) - shown} more" if len(names) > shown else ""

@@ -25,10 +25,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 from lceval.engine._catalog import Catalog
-from lceval.engine._needs import fetch_needs, human_size, needs_of, task_data, unique_needs
+from lceval.engine._needs import fetch_needs, human_size, missing_text, needs_of, task_data, unique_needs
 from lceval.engine._plugin_host import Plugins
 from lceval.engine._spec import TaskSpec, load_spec
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.io import check_writable, sha256_file
 from lceval.needs import Need
 
@@ -55,6 +55,26 @@ class PackReport:
     files: int
     bytes: int
     fetched: list[str] = field(default_factory=list)
+    #: `skip_missing`: task -> what it lacks (not packed)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+SKIP_HINT = "`lceval data pack ... --skip-missing` packs the tasks whose data is here and lists the others."
+
+
+def _fetch_all(rows: list, source: Path | None, say: Callable[[str], None], progress: bool,
+               skip_missing: bool) -> list[str]:
+    """Fetch what the rows lack; a failure stops the pack, or with `skip_missing` is said and
+    left to the tasks' status afterwards (they are then not packed)."""
+    try:
+        return fetch_needs(unique_needs(rows), source, say, progress)
+    except UserError as exc:
+        if isinstance(exc, PackageMissing):
+            raise
+        if not skip_missing:
+            raise exc.but(hint=f"{exc.hint.rstrip('.')}. {SKIP_HINT}" if exc.hint else SKIP_HINT) from None
+        say("some of it could not be got: the tasks that need it are not packed (listed at the end)")
+        return []
 
 
 def _safe(rel: str) -> PurePosixPath:
@@ -65,18 +85,33 @@ def _safe(rel: str) -> PurePosixPath:
 
 
 def pack(specs: list[TaskSpec], plugins: Plugins, catalog: Catalog, data_home: Path, out: Path, source: Path | None,
-         say: Callable[[str], None], progress: bool = False) -> PackReport:
+         say: Callable[[str], None], progress: bool = False, skip_missing: bool = False) -> PackReport:
     """Fetch what the tasks need and is missing (sizes said first), then write the pack to
-    `out` (renamed into place once complete: an interrupted pack leaves no file at `out`)."""
+    `out` (renamed into place once complete: an interrupted pack leaves no file at `out`).
+    `skip_missing`: a task whose data cannot be got (a family only `--from FOLDER` installs, a
+    download that fails) is left out and named in `PackReport.skipped`, the others packed."""
     rows = [task_data(spec, plugins, data_home) for spec in specs]
     broken = [row for row in rows if row.error]
     if broken:
         raise UserError(f"cannot pack task '{broken[0].task}': {broken[0].error}")
-    fetched = fetch_needs(unique_needs(rows), source, say, progress)
+    lacking = [row.package for row in rows if row.package is not None]
+    if lacking and not skip_missing:  # exit 4 with the pip line (--skip-missing leaves its tasks out)
+        raise lacking[0]
+    fetched = _fetch_all(rows, source, say, progress, skip_missing)
     unresolved = [row for row in rows if row.missing.get("?")]
     if unresolved:  # a type that reads data to say what it needs: ask it again now that it is here
         rows = [task_data(spec, plugins, data_home) for spec in specs]
-        fetched += fetch_needs(unique_needs(rows), source, say, progress)
+        fetched += _fetch_all(rows, source, say, progress, skip_missing)
+    skipped: dict[str, str] = {}
+    if skip_missing:
+        rows = [task_data(spec, plugins, data_home) for spec in specs]
+        skipped = {row.task: f"{missing_text(row)}; {row.how}" for row in rows if not row.ready}
+        kept = [(row, spec) for row, spec in zip(rows, specs) if row.ready]
+        if not kept:
+            raise UserError(f"none of the {len(rows)} task(s) has its data here, nothing to pack: "
+                            + "; ".join(f"{task}: {why}" for task, why in list(skipped.items())[:3])
+                            + (f" (and {len(skipped) - 3} more)" if len(skipped) > 3 else ""))
+        rows, specs = [row for row, _ in kept], [spec for _, spec in kept]
     needs = unique_needs(rows)
     entries: list[dict[str, Any]] = []
     total = 0
@@ -114,7 +149,7 @@ def pack(specs: list[TaskSpec], plugins: Plugins, catalog: Catalog, data_home: P
     finally:
         Path(tmp).unlink(missing_ok=True)
     return PackReport(path=out, tasks=[r.task for r in rows], needs=len(needs),
-                      files=sum(len(e["files"]) for e in entries), bytes=total, fetched=fetched)
+                      files=sum(len(e["files"]) for e in entries), bytes=total, fetched=fetched, skipped=skipped)
 
 
 def _spec_file(spec: TaskSpec, catalog: Catalog) -> str | None:

@@ -20,11 +20,11 @@ from lceval.engine._run_config import RunConfig, flag_of
 from lceval.engine._selection import ContextSelection, select_work
 from lceval.engine._spec import (JudgeChoice, TaskSpec, check_options, check_references,
                                   context_length_variants, with_overrides)
-from lceval.errors import DataMissing, UserError
+from lceval.errors import DataMissing, PackageMissing, UserError
 from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
 from lceval.io import DataHomePath, DatasetNeed
 from lceval.io import data_home as current_data_home
-from lceval.io import fetch, line_of, offline_recipe, sha256_file
+from lceval.io import fetch, line_of, network_off, offline_recipe, sha256_file
 from lceval.needs import Need
 from lceval.options import check_options as check_option_values
 from lceval.options import parse_judge_flag
@@ -212,24 +212,32 @@ def completed(exc: DataMissing, spec: TaskSpec, plugins: Plugins, data_home: Pat
     command = getattr(placed, "command", None)
     if not command:
         try:
-            missing = [need for need in needs_of(spec, plugins, data_home) if need.missing() is not None]
+            missing = [need for need in needs_of(spec, plugins, data_home) if _lacking(need)]
         except UserError:
             missing = []
         command = install_command(spec, missing, plugins)
     out = placed.but(message=message, command=command)
     assert isinstance(out, DataMissing)
-    if network_off():
-        out.offline_hint = (f"No network here: on a connected machine run `lceval data pack {spec.name} -o FILE`, "
-                            "copy FILE here and run `lceval data unpack FILE`.")
-        out.args = (out.render(),)
+    out.offline_hint = pack_hint(spec.name)
+    out.args = (out.render(),)
     return out
 
 
-def network_off() -> bool:
-    """The user said there is no network: HF_HUB_OFFLINE or HF_DATASETS_OFFLINE, the variables
-    every Hugging Face library honours (docs: "Running on a cluster without internet")."""
-    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-               for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+def _lacking(need: Need) -> bool:
+    """Missing, or unknown because the library that reads it is not installed."""
+    try:
+        return need.missing() is not None
+    except PackageMissing:
+        return True
+
+
+def pack_hint(task: str) -> str:
+    """The way in for a machine without network, said with every "data not here" of a task."""
+    if network_off():
+        return (f"No network here: on a connected machine run `lceval data pack {task} -o FILE`, copy FILE here "
+                "and run `lceval data unpack FILE`.")
+    return (f"For a machine without network: run `lceval data pack {task} -o FILE` here, copy FILE there and run "
+            "`lceval data unpack FILE`.")
 
 
 def load_task(spec: TaskSpec, task_type: TaskType, config: RunConfig, plugins: Plugins, data_home: Path,
@@ -413,18 +421,29 @@ def ensure_datasets(plan: RunPlan, plugins: Plugins, data_home: Path, say: Calla
         dataset = plugins.datasets.get(name) if name else None
         if dataset is None or not dataset.files or dataset.collect is not None or (data_home / name).exists():
             continue
-        if not auto:  # told, not fetched for: the commands that fetch it, online or not
-            raise DataMissing(f"dataset '{name}' is not in the data home ({data_home}) and {AUTO_FETCH_ENV}=0 "
-                              "turns fetching it on first use off",
-                              hint=f"Run: `lceval data fetch {name}`. {offline_recipe(dataset)}")
+        tasks = ",".join(spec.name for spec in plan.specs if (spec.dataset or plan.task_types[spec.name].dataset) == name)
+        if not auto or network_off():  # told, not fetched for: the commands that fetch it, online or not
+            if network_off():  # its way in: the archives from elsewhere (--from), or a pack
+                raise _not_fetched(dataset, data_home, tasks, "the network is off here (HF_HUB_OFFLINE / "
+                                   "HF_DATASETS_OFFLINE), so it is not fetched", offline_recipe(dataset))
+            raise _not_fetched(dataset, data_home, tasks, f"{AUTO_FETCH_ENV}=0 turns fetching it on first use off",
+                               f"Run: `lceval data fetch {name}`. {offline_recipe(dataset)}")
         say(f"fetching dataset {name} from its official source (first use; verified against its checksums)")
         try:
             fetch(dataset, None, data_home)
         except UserError as exc:  # no field: the data home is where it is whether a flag chose it or not
-            raise DataMissing(f"dataset '{name}' is not in the data home ({data_home}) and could not be fetched: "
-                            f"{exc.message}",
-                            hint=f"{offline_recipe(dataset)} ({AUTO_FETCH_ENV}=0 turns fetching on first use "
-                                 "off.)") from None
+            raise _not_fetched(dataset, data_home, tasks, f"could not be fetched: {exc.message}",
+                               f"{offline_recipe(dataset)} ({AUTO_FETCH_ENV}=0 turns fetching on first use off.)"
+                               ) from None
+
+
+def _not_fetched(dataset: Any, data_home: Path, tasks: str, why: str, hint: str) -> DataMissing:
+    """A dataset the run needs and did not fetch: `hint` (the fetch, the archives' recipe with
+    its `--from` fetch), and the pack/unpack way in for a machine without network."""
+    out = DataMissing(f"dataset '{dataset.name}' is not in the data home ({data_home}) and {why}", hint=hint)
+    out.offline_hint = pack_hint(tasks)
+    out.args = (out.render(),)
+    return out
 
 
 def load_work(plan: RunPlan, plugins: Plugins, data_home: Path, model: ModelHandle | None = None) -> Work:

@@ -131,7 +131,7 @@ class Session:
         """The request cache (the config's, else $LCEVAL_CACHE or the user cache dir), opened
         on first use: a dry run or a merge never creates one."""
         if self._cache is None:
-            self._cache = Cache(Path(self._cache_path or default_cache_path()))
+            self._cache = Cache(Path(self._cache_path or default_cache_path(migrate=True)))
         return self._cache
 
     def _closed_cache(self) -> None:

@@ -24,7 +24,7 @@ the atomic writers so that an interrupted command never leaves half a file:
 from lceval.io._atomic import (atomic_directory, atomic_file, check_writable, clean_stale_partials, replaced_directory,
                                write_text_atomic)
 from lceval.io._datahome import (CHECKSUMS, FetchReport, data_home, dataset_path, extract_zip, fetch, is_junk,
-                                 offline_recipe, read_record, read_zip_member, safe_relpath, using_data_home)
+                                 network_off, offline_recipe, read_record, read_zip_member, safe_relpath, using_data_home)
 from lceval.io._needs import DataHomePath, DatasetNeed, GitFiles, copy_into, remote_size
 from lceval.io._money import format_rate, format_usd
 from lceval.io._digest import canonical_hash, sha256_bytes, sha256_file, sha256_text
@@ -40,7 +40,7 @@ __all__ = [
     "atomic_directory", "atomic_file", "format_rate", "format_usd", "canonical_hash", "check_writable", "clean_stale_partials", "data_home",
     "replaced_directory",
     "dataset_path", "decode_utf8", "extract_zip", "fetch", "is_junk", "line_of", "load_schema",
-    "load_yaml_with_lines", "loads_json", "loads_yaml_with_lines", "offline_recipe", "quote", "read_bytes", "read_json",
+    "load_yaml_with_lines", "loads_json", "loads_yaml_with_lines", "network_off", "offline_recipe", "quote", "read_bytes", "read_json",
     "read_json_lines", "read_json_object", "read_record", "read_text", "read_zip_member", "safe_relpath",
     "sha256_bytes", "sha256_file", "sha256_text", "unknown_name", "using_data_home", "validate",
     "write_text_atomic",

@@ -56,6 +56,22 @@ def data_home() -> Path:
     return Path(platformdirs.user_cache_dir("lceval")) / "data"
 
 
+#: set to 1 (true, yes, on), the user says there is no network: every Hugging Face library honours
+#: them, and lceval then opens no connection at all (no first-use fetch, no download, no size asked)
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+def network_off() -> bool:
+    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE is set (read now, so a command's environment
+    decides): nothing may be downloaded, and asking a server anything would hang on a
+    firewall that drops packets."""
+    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on") for name in OFFLINE_VARIABLES)
+
+
+def offline_refusal(what: str) -> str:
+    return f"cannot download {what}: the network is off here ({' / '.join(OFFLINE_VARIABLES)} is set)"
+
+
 @contextmanager
 def using_data_home(home: Path | None) -> Iterator[None]:
     """Make `--data-home` the data home of everything in the command, plugins included (a
@@ -153,7 +169,10 @@ def offline_recipe(dataset: Dataset, name_them: bool = True) -> str:
 
 
 def _download(url: str, dest: Path, dataset: Dataset) -> None:
-    """Download `url` to `dest`; any failure is a user error that says how to fetch offline."""
+    """Download `url` to `dest`; any failure is a user error that says how to fetch offline.
+    With the network off, nothing is asked of the server."""
+    if network_off():
+        raise UserError(offline_refusal(url), hint=offline_recipe(dataset))
     try:
         with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as resp, open(dest, "wb") as out:
             shutil.copyfileobj(resp, out)

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from lceval.errors import UserError
 from lceval.interfaces import Dataset
-from lceval.io._datahome import CHECKSUMS, fetch
+from lceval.io._datahome import CHECKSUMS, fetch, network_off, offline_refusal
 from lceval.needs import Need
 
 HEAD_TIMEOUT_S = 15
@@ -28,7 +28,10 @@ GIT_TIMEOUT_S = 900
 
 
 def remote_size(url: str) -> int | None:
-    """The Content-Length a HEAD request reports for `url` (redirects followed), or None."""
+    """The Content-Length a HEAD request reports for `url` (redirects followed), or None;
+    None without asking when the network is off."""
+    if network_off():
+        return None
     try:
         request = urllib.request.Request(url, method="HEAD")
         with urllib.request.urlopen(request, timeout=HEAD_TIMEOUT_S) as resp:
@@ -199,6 +202,10 @@ class GitFiles(Need):
             given = Path(source).expanduser() if source is not None else None
             if given is not None and not all((given / inside).exists() for inside in self.paths or [".git"]):
                 source = None  # --from is for another need of the task: get these with git
+            if source is None and network_off() and ("://" in self.url or self.url.startswith("git@")):
+                raise UserError(offline_refusal(f"{self.url} at {self.commit[:10]}"),
+                                hint="Clone it on a connected machine and pass the checkout with --from, or "
+                                     "use `lceval data pack` there and `lceval data unpack` here")
             if source is None:  # only the blobs of the commit's paths are downloaded
                 checkout = Path(tmp) / "repo"
                 self._git("clone", "--quiet", "--no-checkout", "--filter=blob:none", self.url, str(checkout), cwd=Path(tmp))

@@ -10,10 +10,21 @@ submits only the shards without a finished run folder; Ctrl-C cancels its jobs.
   `SCHEDULERS`: where the shards run and what each asks for.
 - `LaunchReport`, `ShardRecord`: what a launch did, shard by shard (also in the launch
   folder's launch.json).
+- `launched_runs(folder)`: the run folders a launch folder's shards were merged into.
 - A shard's job runs `python -m lceval.launch LAUNCH_FOLDER/job.json SHARD`.
 """
 
+from pathlib import Path
+
+from lceval.launch._folder import LaunchFolder
 from lceval.launch._launcher import LaunchReport, ShardRecord, launch
 from lceval.launch._settings import SCHEDULERS, LaunchSettings
 
-__all__ = ["SCHEDULERS", "LaunchReport", "LaunchSettings", "ShardRecord", "launch"]
+__all__ = ["SCHEDULERS", "LaunchReport", "LaunchSettings", "ShardRecord", "launch", "launched_runs"]
+
+
+def launched_runs(folder: Path) -> tuple[list[Path], int, int] | None:
+    """None when `folder` is not a launch folder; else the run folders its shards were merged
+    into, and how many shards had finished of how many (`lceval report LAUNCH_FOLDER`)."""
+    found = LaunchFolder(Path(folder))
+    return found.merged_runs() if found.is_launch_folder() else None

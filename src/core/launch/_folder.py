@@ -102,6 +102,26 @@ class LaunchFolder:
                 found[model] = run_dir  # sorted by run id (a timestamp): the newest wins
         return [found[m] for m in models] if all(m in found for m in models) else None
 
+    def is_launch_folder(self) -> bool:
+        return self.job_file.is_file() or self.record_file.is_file()
+
+    def merged_runs(self) -> tuple[list[Path], int, int]:
+        """The run folders its shards were merged into (`lceval report`, `compare` read them),
+        each still there; and how many shards finished of how many (while none is merged).
+        A merged folder is found where it was written (`--output`, the launch folder's parent)."""
+        record = read_json(self.record_file)
+        record = record if isinstance(record, dict) else {}
+        out = []
+        for text in record.get("merged") or []:
+            given = Path(str(text))
+            for where in (given, self.path.parent / given.name):
+                if (where / "results.json").is_file():
+                    out.append(where)
+                    break
+        shards = record.get("shards") if isinstance(record.get("shards"), list) else []
+        done = sum(1 for s in shards if isinstance(s, dict) and s.get("runs"))
+        return out, done, len(shards)
+
     def create(self) -> None:
         try:
             for sub in ("shards", "status", "answers", "logs"):

@@ -131,7 +131,8 @@ def test_data_paths_says_where_and_why(tmp_path, monkeypatch):
     monkeypatch.delenv("LCEVAL_CACHE")
     text = commands.paths()
     assert f"data home: {tmp_path / 'home'}  [$LCEVAL_DATA]" in text
-    assert "cache.sqlite  [default (set $LCEVAL_CACHE to change it)]" in text
+    # the cache follows the data home when only $LCEVAL_DATA is set (issue 46)
+    assert f"{tmp_path / 'home' / 'cache.sqlite'}  [beside the data home, $LCEVAL_DATA" in text
     rc, out = call("data", "paths", "--cache", tmp_path / "c.sqlite")
     assert rc == 0 and f"{tmp_path / 'c.sqlite'}  [--cache]" in out
 
