@@ -30,11 +30,15 @@ linear in the length (the last column: CPU seconds per million tokens, flat when
 Seconds depend on the machine and its load (printed with them); bytes do not.
 
 The essay haystack is RULER's Paul Graham essays when installed (`lceval data fetch
-ruler-essays`), else the data home's ELITR-Bench transcripts (about 197k tokens): a length past
-the text is printed as too short, with the command that gets more, and the other rows go on.
+ruler-essays`), else the data home's ELITR-Bench transcripts (about 197k tokens). A length past
+the text reads it again from its start, as RULER's scripts/data/synthetic/niah.py does ("Repeat
+haystack as many times as needed") and the family does by default (`options.essay_repeat`); each
+essay row records how many times the text was read (`essay_passes`). With `--no-essay-repeat`
+(`options.essay_repeat=false`) such a length is refused: its row is printed as too short, with
+the command that gets more, and the other rows go on.
 
     python benchmarks/long_context_overhead.py [--lengths 128k,512k,1m,2m] [--cases ruler-noise,ruler-essay,mrcr]
-        [--data-home DIR] [--json out.json]
+        [--data-home DIR] [--essay TEXT] [--no-essay-repeat] [--json out.json]
 """
 
 from __future__ import annotations
@@ -116,16 +120,25 @@ def mrcr_rows(path: Path, length: int) -> Path:
     return path
 
 
-def overrides(case: str, length: int, scratch: Path, essay: str | None) -> list[str]:
-    """The `--set` flags of a case: the essay haystack's text when given; MRCR reads the
-    synthetic row, unbinned (the card's o200k_base file is a download)."""
-    if case == "ruler-essay" and essay:
-        return [f"options.essay={essay}"]
+def overrides(case: str, length: int, scratch: Path, essay: str | None, repeat: bool | None) -> dict[str, Any]:
+    """A case's overrides (field: value), given to `lceval run` as `--set` and to the build's
+    spec as they are: the essay haystack's text and whether it repeats when given; MRCR reads
+    the synthetic row, unbinned (the card's o200k_base file is a download)."""
+    if case == "ruler-essay":
+        return {**({"options.essay": essay} if essay else {}),
+                **({"options.essay_repeat": repeat} if repeat is not None else {})}
     if case != "mrcr":
-        return []
+        return {}
     rows = mrcr_rows(scratch / f"mrcr-{length}.jsonl", length)
-    return ["options.source.path=null", "options.source.revision=null", f"options.source.data_files={rows}",
-            "options.bin_encoding=null"]
+    return {"options.source.path": None, "options.source.revision": None, "options.source.data_files": str(rows),
+            "options.bin_encoding": None}
+
+
+def set_flags(items: dict[str, Any]) -> list[str]:
+    """`--set FIELD=VALUE` for each override (a value that is not text written as YAML reads it:
+    null, true, false)."""
+    return [x for key, value in items.items()
+            for x in ("--set", f"{key}={value if isinstance(value, str) else json.dumps(value)}")]
 
 
 def cpu() -> float:
@@ -138,7 +151,7 @@ def folder_bytes(path: Path) -> int:
 
 
 def worker(case: str, length: int, url: str, tokenizer: str, data_home: Path, scratch: Path,
-           essay: str | None) -> dict[str, Any]:
+           essay: str | None, repeat: bool | None) -> dict[str, Any]:
     """One row, in this (fresh) process."""
     from lceval.cli import main
     from lceval.engine import check_spec, load_catalog, load_plugins, open_model
@@ -155,7 +168,7 @@ def worker(case: str, length: int, url: str, tokenizer: str, data_home: Path, sc
         flags = ["--tasks", CASES[case], "--model", model_spec(url, tokenizer), "--limit", "1", "--no-progress",
                  "--data-home", str(data_home), "--output", str(scratch / tag), "--cache", str(scratch / f"{tag}.sqlite"),
                  *(["--context-lengths", str(at)] if sweep else []),
-                 *[x for item in overrides(case, at, scratch, essay) for x in ("--set", item)]]
+                 *set_flags(overrides(case, at, scratch, essay, repeat))]
         t = cpu()
         code = main(["run", *flags])
         spent = cpu() - t
@@ -171,15 +184,14 @@ def worker(case: str, length: int, url: str, tokenizer: str, data_home: Path, sc
     try:
         run(BASE, "warm-up")  # imports and first-time costs, once per process: not a sample's
     except SystemExit:
-        if case != "ruler-essay":
+        if case != "ruler-essay" or repeat is not False:  # only an essay text not repeated may fail at 1k
             raise
-    for item in overrides(case, length, scratch, essay):  # the runs' overrides, on the spec the build loads
-        key, _, value = item.partition("=")
+    for key, value in overrides(case, length, scratch, essay, repeat).items():  # the runs' own, on the build's spec
         *path, last = key.split(".")
         node = spec_data
         for part in path:
             node = node.setdefault(part, {})
-        node[last] = None if value == "null" else value
+        node[last] = value
     with open_model(model_spec(url, tokenizer), cache_path=scratch / "build-cache.sqlite", plugins=plugins) as cached:
         model = cached.backend  # what a run lends the task type (its model's tokenizer)
         model.tokenize("warm")  # the tokenizer's vocabulary loads once per run, not per sample
@@ -190,11 +202,13 @@ def worker(case: str, length: int, url: str, tokenizer: str, data_home: Path, sc
         try:
             convs = task_type.load(ctx)
         except UserError as exc:
-            if case == "ruler-essay" and "haystack" in exc.message:
+            if case == "ruler-essay" and "haystack" in exc.message:  # the text not repeated (--no-essay-repeat)
                 return {**row, "too_short": exc.message}
             raise
         row["build_s"] = cpu() - t
         conv = convs[0]
+        if case == "ruler-essay":  # how many times the text was read (2 and more: repeated, as niah.py does)
+            row["essay_passes"] = conv.turns[0].metadata.get("essay_passes")
         messages = ([Message(m.role, m.content.replace(CONTEXT_SLOT, conv.context)) for m in conv.preamble]
                     + [Message("user", conv.turns[0].user.replace(CONTEXT_SLOT, conv.context))])
         t = cpu()
@@ -226,7 +240,9 @@ def one_row(case: str, length: int, url: str, args: argparse.Namespace) -> dict[
                "HF_DATASETS_CACHE": str(Path(scratch) / "hf-datasets"), "HF_HUB_OFFLINE": "1"}
         out = subprocess.run([sys.executable, __file__, "--worker", case, str(length), "--url", url,
                               "--tokenizer", args.tokenizer, "--data-home", str(args.data_home), "--scratch", scratch,
-                              *(["--essay", args.essay] if args.essay else [])],
+                              *(["--essay", args.essay] if args.essay else []),
+                              *([] if args.essay_repeat is None else
+                                ["--essay-repeat" if args.essay_repeat else "--no-essay-repeat"])],
                              capture_output=True, text=True, env=env)
         if out.returncode != 0:
             raise SystemExit(f"{case} at {length}: exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
@@ -255,12 +271,14 @@ def table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         label = tokens_label(r["length"])
         if "too_short" in r:
-            lines.append(f"| {r['case']} | {label} | essay text too short: `{MORE_ESSAYS}` gets more |"
-                         + " |" * (head.count(" | ") - 2))
+            lines.append(f"| {r['case']} | {label} | essay text too short, not repeated (--no-essay-repeat): "
+                         f"`{MORE_ESSAYS}` gets more |" + " |" * (head.count(" | ") - 2))
             continue
         scale = r["length"] / 2 ** 20  # the goals are per 1M-token sample, linear in the length
+        passes = r.get("essay_passes")
+        read = f" (text read {passes}x)" if passes else ""
         lines.append(
-            f"| {r['case']} | {label} | {r['prompt_tokens']:,} | {r['build_s']:.2f} | {r['tokenize_s']:.2f} | "
+            f"| {r['case']} | {label} | {r['prompt_tokens']:,}{read} | {r['build_s']:.2f} | {r['tokenize_s']:.2f} | "
             f"{judged(sample_s(r), GOAL_CPU_S * scale, r)} | {sample_s(r) / (r['prompt_tokens'] / 2 ** 20):.2f} | "
             f"{r['cached_s']:.2f} | {r['score_s']:.2f} | {r['base_s']:.2f} | "
             f"{judged(r['peak_gib'], GOAL_PEAK_GIB * max(scale, 1.0), r)} | {r['cache_bytes']:,} | "
@@ -308,6 +326,9 @@ def main() -> None:
                         help="where the essays are (default: a folder holding ../shared/datasets/elitr-bench)")
     parser.add_argument("--essay", default=None,
                         help="the essay haystack's text (options.essay; default: the spec's own)")
+    parser.add_argument("--essay-repeat", action=argparse.BooleanOptionalAction, default=None,
+                        help="options.essay_repeat: a length past the essay text reads it again (default: the "
+                             "spec's own, true, as RULER's niah.py); --no-essay-repeat refuses such a length")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here too")
     parser.add_argument("--worker", nargs=2, metavar=("CASE", "LENGTH"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -316,7 +337,7 @@ def main() -> None:
     if args.worker:
         case, length = args.worker
         print(json.dumps(worker(case, int(length), args.url, args.tokenizer, args.data_home, args.scratch,
-                                args.essay)))
+                                args.essay, args.essay_repeat)))
         return
     from lceval.tokens import parse_lengths
 
