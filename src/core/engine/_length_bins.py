@@ -2,7 +2,9 @@
 per length bin and the effective length found for benchmarks whose lengths come with the data
 (LongBench v2's short/medium/long, MRCR's bins, HELMET's 8k..128k), are one task per length
 (LV-Eval's 16k..256k: `length` and `curve`), or are counted (`field: tokens`: the context's
-length in the evaluated model's tokens, as the context policy measured it).
+length in the evaluated model's tokens, as the context policy measured it). `kilo` says how the
+benchmark's authors count a K: 1,024 (lceval's default) or 1,000 (NeedleBench's and
+Counting-Stars' 4K is 4,000 tokens), so a length the data names reads as the number they meant.
 
 Everything that says where a sample falls lives here, so the check before a run (`lceval run`
 stops with exit 2 on a field the data lacks, before any answer is asked for) and the scoring
@@ -19,31 +21,33 @@ from lceval.errors import UserError
 from lceval.io import quote
 from lceval.tokens import parse_length, tokens_label
 
-__all__ = ["COUNTED", "DEFAULT_TOKEN_EDGES", "LengthBins", "length_value"]
+__all__ = ["COUNTED", "DEFAULT_TOKEN_EDGES", "KILOS", "LengthBins", "length_value"]
 
 #: the `field` that counts instead of reading: the context's tokens in the evaluated model's tokenizer
 COUNTED = "tokens"
 #: bins of counted lengths when the spec gives no edges: the usual window sizes
 DEFAULT_TOKEN_EDGES = (4096, 8192, 16384, 32768, 65536, 131072)
 WHERE = "report.length_bins"
+#: how many tokens a K may be: lceval's (and most papers') 1,024, or 1,000 where the authors count so
+KILOS = (1024, 1000)
 
 
-def length_value(value: Any) -> int | None:
+def length_value(value: Any, kilo: int = 1024) -> int | None:
     """A length a dataset holds, read as people write it (lceval's one parser,
-    `lceval.tokens.parse_length`: 4096, "16k", "1M"), or a number as it is; None when `value`
-    is no length (the caller says which field held it)."""
+    `lceval.tokens.parse_length`: 4096, "16k", "1M", a K being `kilo` tokens), or a number as it
+    is; None when `value` is no length (the caller says which field held it)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return int(value) if value > 0 else None
     try:
-        return parse_length(str(value), field=WHERE)
+        return parse_length(str(value), field=WHERE, kilo=kilo)
     except UserError:
         return None
 
 
-def _length_of(value: Any, at: str) -> int:
-    n = length_value(value)
+def _length_of(value: Any, at: str, kilo: int) -> int:
+    n = length_value(value, kilo)
     if n is None:
         raise UserError(f"{quote(value)} is no length (accepted: a positive number of tokens, or e.g. 16k, 1M)",
                         field=at)
@@ -65,6 +69,8 @@ class LengthBins:
     #: the curve the task is a point of (tasks of a run with the same curve are one curve)
     curve: str | None = None
     threshold: float | None = None
+    #: the tokens of a K in every length given here and in the data (1,000 where the authors count so)
+    kilo: int = 1024
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any] | None) -> "LengthBins | None":
@@ -76,9 +82,13 @@ class LengthBins:
         if has_field == has_length:
             raise UserError("give exactly one of `field` (a metadata field, or `tokens` to count the context in the "
                             "model's tokens) and `length` (the task's one length)", field=WHERE)
-        levels = {str(k): (None if v is None else _length_of(v, f"{WHERE}.levels.{k}"))
+        kilo = data.get("kilo") or 1024
+        if kilo not in KILOS or isinstance(kilo, bool):
+            raise UserError(f"{quote(kilo)} is no K (accepted: 1024, or 1000 where the authors count so)",
+                            field=f"{WHERE}.kilo")
+        levels = {str(k): (None if v is None else _length_of(v, f"{WHERE}.levels.{k}", kilo))
                   for k, v in (data.get("levels") or {}).items()}
-        edges = tuple(sorted(_length_of(v, f"{WHERE}.edges.{i}") for i, v in enumerate(data.get("edges") or ())))
+        edges = tuple(sorted(_length_of(v, f"{WHERE}.edges.{i}", kilo) for i, v in enumerate(data.get("edges") or ())))
         if levels and edges:
             raise UserError("`levels` names a field's values, `edges` bins its numbers: give one", field=f"{WHERE}.edges")
         if has_length and (levels or edges):
@@ -87,8 +97,9 @@ class LengthBins:
             raise UserError("counted tokens are binned by `edges`, not `levels`", field=f"{WHERE}.levels")
         if data.get("field") == COUNTED and not edges:
             edges = DEFAULT_TOKEN_EDGES
-        return cls(field=data.get("field"), length=_length_of(data["length"], f"{WHERE}.length") if has_length else None,
-                   levels=levels, edges=edges, curve=data.get("curve"), threshold=data.get("threshold"))
+        return cls(field=data.get("field"),
+                   length=_length_of(data["length"], f"{WHERE}.length", kilo) if has_length else None,
+                   levels=levels, edges=edges, curve=data.get("curve"), threshold=data.get("threshold"), kilo=kilo)
 
     @property
     def counted(self) -> bool:
@@ -101,11 +112,20 @@ class LengthBins:
         named = [k for k in self.levels]
         return (f"one of {', '.join(named)}, or " if named else "") + "a length such as 16k or 1M"
 
+    def label(self, n: int) -> str:
+        """A length as the benchmark writes it: "16k" (K = 1,024, `tokens_label`), or under
+        K = 1,000 "16K", "1M" (a count of no whole K as it is)."""
+        if self.kilo == 1024:
+            return tokens_label(n)
+        for unit, scale in (("M", self.kilo ** 2), ("K", self.kilo)):
+            if n % scale == 0:
+                return f"{n // scale}{unit}"
+        return str(n)
+
     def bin_names(self) -> list[str]:
         """The names of the edge bins: "0-4k", "4k-8k", ..., ">128k"."""
-        e = self.edges
-        return ([f"0-{tokens_label(e[0])}"] + [f"{tokens_label(a)}-{tokens_label(b)}" for a, b in zip(e, e[1:])]
-                + [f">{tokens_label(e[-1])}"])
+        e, label = self.edges, self.label
+        return [f"0-{label(e[0])}"] + [f"{label(a)}-{label(b)}" for a, b in zip(e, e[1:])] + [f">{label(e[-1])}"]
 
     def place(self, metadata: Mapping[str, Any], counted: int | None) -> tuple[str, int] | None:
         """(bin, its length) of a sample with this `metadata` and `counted` context tokens; None
@@ -114,7 +134,7 @@ class LengthBins:
         own length, so it says how long the samples it holds are). Raises a UserError on a
         value `field` cannot place, or without the field."""
         if self.length is not None:
-            return tokens_label(self.length), self.length
+            return self.label(self.length), self.length
         if self.counted:
             return None if not counted else self._edge_bin(counted)
         assert self.field is not None
@@ -127,14 +147,15 @@ class LengthBins:
                                                          "for no bins.")
         value = metadata[self.field]
         if self.edges:
-            n = value if isinstance(value, (int, float)) and not isinstance(value, bool) else length_value(value)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            n = value if number else length_value(value, self.kilo)
             if n is None:
                 raise self._bad(value)
             return self._edge_bin(int(n))
         if str(value) in self.levels:
             length = self.levels[str(value)]
             return None if length is None else (str(value), length)
-        length = length_value(value)
+        length = length_value(value, self.kilo)
         if length is None:
             raise self._bad(value)
         return str(value), length

@@ -23,6 +23,8 @@ PLUGINS = load_plugins()
 CATALOG = load_catalog(PLUGINS)
 REPO, COMMIT = "zexuanqiu22/CLongEval", "8a1696670b4a84364bef5f83d97b025f720a7916"
 SIZES = ["small", "medium", "large"]
+#: each size's upper end, the paper's (about 1K-16K, 16K-50K, 50K-100K tokens): its bin and length
+UPPER = {"small": ("16K", 16000), "medium": ("50K", 50000), "large": ("100K", 100000)}
 #: config/dataset2prompt.json, dataset2maxlen.json, dataset2path.json and eval.py's dataset2metric (commit 81ba789)
 AUTHORS = {
     "long_story_qa": ("下面是一部小说的节选。请阅读该小说节选，并尽可能用简洁的短语（或短句）回答给定的问题，不要提供任何解释。\n小说节选如下：\n\n{}\n\n"
@@ -86,6 +88,8 @@ def test_each_task_asks_the_authors_prompt_with_their_cap_and_metric(task, hub, 
         assert spec.data["generation"]["max_new_tokens"] == max_new and spec.data["generation"]["temperature"] == 0.0
         assert spec.judge.name == "clongeval" and spec.judge.options["metric"] == metric
         assert spec.languages == ["zh"] and len(convs) == 2
+        bins = spec.report.length_bins  # the sizes are a task's length curve: each set at its upper end, K = 1,000
+        assert (bins.place({}, None), bins.curve) == (UPPER[size], f"clongeval_{task}")
         for i, conv in enumerate(convs):
             r = row(task, size, i)
             expected = template.format(r["context"]) if not r["query"] else template.format(r["context"], r["query"])

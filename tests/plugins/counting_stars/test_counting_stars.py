@@ -117,6 +117,8 @@ def test_a_run_scores_each_length_and_draws_the_star_heatmap(tmp_path):
                                    splits=["4K", "8K"], overrides={"options.context_data": str(DATA)})
     block = results["tasks"]["counting_stars_acquisition_en"]["metrics"]["score"]
     assert block["value"] == pytest.approx(100 * 4 / 32) and set(block["breakdowns"]["length"]) == {"4K", "8K"}
+    curve = results["length_bins"]["counting_stars_acquisition_en"]  # the authors' K is 1,000: 4K is 4,000
+    assert [(p["label"], p["length"], p["n"]) for p in curve["points"]] == [("4K", 4000, 1), ("8K", 8000, 1)]
     lceval("report", str(run_dir), "--format", "html", "-o", str(tmp_path / "report.html"))
     assert "counting_stars_acquisition_en: score by star x length" in (tmp_path / "report.html").read_text()
 

@@ -124,6 +124,8 @@ def test_the_spec_sends_each_prompt_alone_and_skips_one_past_the_window(_isolate
     metrics = results["tasks"]["graphwalks_128k"]["metrics"]
     assert metrics["score"]["breakdowns"]["problem_type"]["bfs"]["value"] == 100.0
     assert metrics["recall"]["value"] == 50.0 and results["tasks"]["graphwalks_128k"]["accounting"]["skipped"] == 1
+    curve = results["length_bins"]["graphwalks_128k"]  # the rows give characters: each prompt counted in tokens
+    assert curve["field"] == "tokens" and [(p["label"], p["n"]) for p in curve["points"]] == [("0-8k", 2)]
 
 
 def test_the_card_text_the_grader_follows_is_named_in_the_spec_and_the_ledger():

@@ -131,6 +131,14 @@ def test_length_bins_are_the_authors(length, variant, task, hardness, expected):
     assert bin_of(length, variant, task, hardness) == expected
 
 
+def test_rows_past_the_last_bin_and_the_hardness_levels_are_in_no_length_bin():
+    from lceval.engine import load_catalog
+
+    bins = load_catalog(PLUGINS).spec("l_citeeval_narrativeqa").report.length_bins
+    assert [bins.place({"bin": b}, None) for b in (">48k", ">32k", "easy", "hard")] == [None] * 4
+    assert bins.place({"bin": "48k"}, None) == ("48k", 48000)  # the authors' bins: K = 1,000
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch, _isolated_hf):
     home = tmp_path / "home"
@@ -202,6 +210,8 @@ def test_a_run_judges_citations_with_a_transformers_nli_model(home, tmp_path):
     block = results["tasks"]["l_citeeval_narrativeqa"]["metrics"]
     assert set(block) >= {"score", "citation_recall", "citation_precision", "cite_num", "answer_recall"}
     assert [s.metadata["bin"] for s in task.samples] == ["8k", "24k"]
+    points = results["length_bins"]["l_citeeval_narrativeqa"]["points"]  # the authors' K is 1,000: 8k is 8,000
+    assert [(p["label"], p["length"], p["n"]) for p in points] == [("8k", 8000, 1), ("24k", 24000, 1)]
 
 
 def test_the_nli_model_must_have_an_entailment_label(tmp_path):

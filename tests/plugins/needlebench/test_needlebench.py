@@ -180,10 +180,12 @@ def test_a_run_of_a_shipped_spec_scores_and_draws_the_heatmap(tmp_path):
     from tests.cli import lceval
 
     model = RegexModel(window=None, answer="The legendary item is the Copper Lantern.")
-    run_dir, results, _ = run_engine(model, "needlebench_single_4k", tmp_path / "home", tmp_path, splits=["1000"],
+    run_dir, results, _ = run_engine(model, "needlebench_single_4k", tmp_path / "home", tmp_path, splits=["1K"],
                                    limit=4, overrides={"options.data": str(DATA), "options.tokenizer": "model"})
     block = results["tasks"]["needlebench_single_4k"]["metrics"]["score"]
     assert block["n"] == 8 and set(block["breakdowns"]["language"]) == {"en", "zh"}
+    points = results["length_bins"]["needlebench_single_4k"]["points"]  # the split as named, K = 1,000
+    assert [(p["label"], p["length"], p["n"]) for p in points] == [("1K", 1000, 8)]
     lceval("report", str(run_dir), "--format", "html", "-o", str(tmp_path / "report.html"))
     assert "needlebench_single_4k: score by depth x length" in (tmp_path / "report.html").read_text()
 

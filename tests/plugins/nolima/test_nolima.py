@@ -140,6 +140,8 @@ def test_a_run_scores_per_length_and_draws_the_heatmap(tmp_path):
     block = results["tasks"]["nolima"]["metrics"]["score"]
     assert set(block["groups"]) == {"250", "500"} and len(model.calls) == 8
     assert set(block["breakdowns"]["depth"]) == {"0", "24", "48", "100"}    # --limit 4 spans the depths
+    points = results["length_bins"]["nolima"]["points"]
+    assert [(p["label"], p["length"], p["n"]) for p in points] == [("250", 250, 4), ("500", 500, 4)]
     lceval("report", str(run_dir), "--format", "html", "-o", str(tmp_path / "report.html"))
     assert "nolima: score by depth x length" in (tmp_path / "report.html").read_text()
 

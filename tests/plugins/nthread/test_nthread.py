@@ -126,6 +126,9 @@ def test_the_spec_sends_haystack_newline_question_and_skips_a_haystack_past_the_
     block = results["tasks"]["nthread_single_needle"]["metrics"]["score"]
     assert block["breakdowns"]["needle_depth"]["0"]["value"] == 100.0
     assert block["breakdowns"]["context_length"]["2000"]["n"] == 2
+    curve = results["length_bins"]["nthread_single_needle"]  # counted in the model's tokens, not the rows' characters
+    assert curve["field"] == "tokens" and sum(p["n"] for p in curve["points"]) == block["n"] == 2
+    assert [p["label"] for p in curve["points"]] == ["0-2k"]
 
 
 @pytest.mark.parametrize("name,answer", [("nthread_single_needle", "value"), ("nthread_multiple_needles", "list"),

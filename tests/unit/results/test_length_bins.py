@@ -92,12 +92,26 @@ def test_tasks_of_one_curve_are_its_bins_and_a_level_mapped_to_null_is_in_none()
     assert out["x"]["points"][0]["value"] == 70 and out["x@4k"]["tasks"] == ["x_16k@4k"]
 
 
+def test_under_kilo_1000_the_authors_4k_is_4000_tokens_in_fields_edges_and_lengths():
+    # NeedleBench's and Counting-Stars' splits: 4K is 4,000 tokens, so a "4K" and a "4000" are one length
+    named = spec("t", {"field": "length", "kilo": 1000})
+    samples = [sample("t", "a", 100, length="4K"), sample("t", "b", 50, length="1M"), sample("t", "c", 0, length=500)]
+    curve = length_bins({"t": samples}, {"t": named})["t"]
+    assert [(p["label"], p["length"]) for p in curve["points"]] == [("500", 500), ("4K", 4000), ("1M", 1_000_000)]
+    edged = spec("e", {"field": "n", "edges": ["4K", 8000], "kilo": 1000}).report.length_bins
+    assert edged.edges == (4000, 8000) and edged.bin_names() == ["0-4K", "4K-8K", ">8K"]
+    assert edged.place({"n": "4K"}, None) == ("0-4K", 4000) and edged.place({"n": 4001}, None) == ("4K-8K", 8000)
+    assert spec("x", {"length": "16K", "curve": "x", "kilo": 1000}).report.length_bins.place({}, None) == ("16K", 16000)
+    assert spec("y", {"field": "length"}).report.length_bins.place({"length": "4K"}, None) == ("4K", 4096)  # default
+
+
 @pytest.mark.parametrize("bins,field", [
     ({"field": "length", "length": "8k"}, "report.length_bins"),
     ({"curve": "x"}, "report.length_bins"),
     ({"field": "tokens", "levels": {"a": 1}}, "report.length_bins.levels"),
     ({"field": "n", "levels": {"a": "8x"}}, "report.length_bins.levels.a"),
     ({"field": "n", "levels": {"a": 1}, "edges": [2]}, "report.length_bins.edges"),
+    ({"field": "n", "kilo": 1001}, "report.length_bins.kilo"),
 ])
 def test_a_bad_declaration_names_its_field_and_line(tmp_path, bins, field):
     import yaml
