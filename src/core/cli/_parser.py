@@ -8,6 +8,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from lceval.cli import _catalog_commands as catalog_commands
 from lceval.cli import _commands as commands
 from lceval.cli import _data_commands as data_commands
 from lceval.engine import RunConfig
@@ -98,17 +99,17 @@ def build_parser(plugin_commands: dict[str, Any]) -> Parser:
     mg.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     mg.add_argument("-o", "--output", help="folder for the merged run directory (default: next to the first shard)")
 
-    t = command("tasks", commands.tasks, help="list tasks by benchmark family, or show one resolved spec")
+    t = command("tasks", catalog_commands.tasks, help="list tasks by benchmark family, or show one resolved spec")
     t.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     t.add_argument("name", nargs="?")
     t.add_argument("--families", action="store_true",
                    help="list the benchmark families: their tasks, languages, metrics and paper")
 
-    pl = command("plugins", commands.plugins, help="list loaded plugins, their kinds, distributions, versions and "
+    pl = command("plugins", catalog_commands.plugins, help="list loaded plugins, their kinds, distributions, versions and "
                  "clashes; with NAME, what it provides and the options it takes")
     pl.add_argument("name", nargs="?", help="a plugin, or a backend, judge, retriever, task type ... name")
 
-    v = command("validate", commands.validate, help="check task specs or a plugin package without running")
+    v = command("validate", catalog_commands.validate, help="check task specs or a plugin package without running")
     v.add_argument("paths", nargs="+", help="spec YAML files, task or suite names (as --tasks takes them), or "
                    "folders of a plugin package (pyproject.toml)")
 
