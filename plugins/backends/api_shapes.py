@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lceval.errors import UserError
+from lceval.errors import PackageMissing, UserError
 from lceval.interfaces import ReasoningControls
 from lceval.reasoning import FALLBACK_BUDGET, default_budget
 from lceval.types import GenerationParams
@@ -154,9 +154,9 @@ class OpenAIReasoning(Shape):
 
         super().check()
         if self.responses_route() and importlib.util.find_spec("mcp") is None:
-            raise UserError(f"litellm sends model '{self.model}' through OpenAI's Responses API, and its bridge there "
-                            "imports the package mcp, which is not installed: every request would fail",
-                            field="--model", hint="pip install mcp")
+            raise PackageMissing(f"litellm sends model '{self.model}' through OpenAI's Responses API, and its bridge "
+                                 "there imports the package mcp, which is not installed: every request would fail",
+                                 field="--model", hint="pip install mcp")
 
     def shape(self, params: GenerationParams, body: dict[str, Any]) -> None:
         super().shape(params, body)  # litellm sends max_tokens as max_completion_tokens

@@ -107,14 +107,14 @@ def test_bad_press_options_exit_2_naming_the_option(folder, tiny_home, tmp_path,
         assert "'press'" in err and "hf:" in err  # the option, and the backend that takes it
 
 
-def test_a_press_sweep_with_a_bad_ratio_or_a_missing_press_library_exits_2(folder, tiny_home, tmp_path):
+def test_a_press_sweep_with_a_bad_ratio_exits_2_and_a_missing_press_library_exits_4(folder, tiny_home, tmp_path):
     code, _, err = call("run", "--tasks", "elitr_qa", "--model", f"hf:{folder}", "--press-sweep", "snapkv:0,1.5",
                         "--data-home", tiny_home, "--output", tmp_path)
     assert code == 2 and "--press-sweep" in err
     if importlib.util.find_spec("kvpress") is None:
         code, _, err = call("run", "--tasks", "elitr_qa", "--model", f"hf:{folder},press=snapkv,compression_ratio=0.5",
                             "--data-home", tiny_home, "--output", tmp_path, "--no-progress")
-        assert code == 2 and "kvpress" in err
+        assert code == 4 and "kvpress" in err  # a package still to be installed, as everywhere
 
 
 def test_a_press_sweep_runs_each_ratio_and_the_report_draws_it(folder, plugins, tiny_home, tmp_path):

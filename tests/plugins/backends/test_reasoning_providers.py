@@ -358,5 +358,5 @@ def test_a_model_litellm_sends_to_the_responses_api_needs_mcp(server: ProviderSe
     found = util.find_spec
     monkeypatch.setattr(util, "find_spec", lambda name, *a: None if name == "mcp" else found(name, *a))
     code, _, err = run(server, tiny_home, tmp_path / "runs", "litellm:openai/o1-pro,api_base={url}")
-    assert code == 2 and "Responses API" in err and "pip install mcp" in err and "o1-pro" in err
+    assert code == 4 and "Responses API" in err and "pip install mcp" in err and "o1-pro" in err
     assert not server.requests
