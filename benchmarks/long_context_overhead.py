@@ -180,18 +180,13 @@ def worker(case: str, length: int, url: str, tokenizer: str, data_home: Path, sc
     plugins = load_plugins()
     spec = load_catalog(plugins).spec(CASES[case])
     task_type = check_spec(spec, plugins)
-    spec_data = json.loads(json.dumps(spec.data))
     try:
         run(BASE, "warm-up")  # imports and first-time costs, once per process: not a sample's
     except SystemExit:
         if case != "ruler-essay" or repeat is not False:  # only an essay text not repeated may fail at 1k
             raise
-    for key, value in overrides(case, length, scratch, essay, repeat).items():  # the runs' own, on the build's spec
-        *path, last = key.split(".")
-        node = spec_data
-        for part in path:
-            node = node.setdefault(part, {})
-        node[last] = value
+    # the runs' own --set overrides, on the build's spec, merged as a run merges them
+    spec_data = json.loads(json.dumps(spec.with_set(overrides(case, length, scratch, essay, repeat)).data))
     with open_model(model_spec(url, tokenizer), cache_path=scratch / "build-cache.sqlite", plugins=plugins) as cached:
         model = cached.backend  # what a run lends the task type (its model's tokenizer)
         model.tokenize("warm")  # the tokenizer's vocabulary loads once per run, not per sample

@@ -18,7 +18,7 @@ from lceval.engine._model_spec import ModelSpec, resolve_judge_model, resolve_mo
 from lceval.engine._plugin_host import Plugins, describe_kind
 from lceval.engine._run_config import RunConfig, flag_of
 from lceval.engine._selection import ContextSelection, select_work
-from lceval.engine._spec import (JudgeChoice, TaskSpec, check_options, check_references,
+from lceval.engine._spec import (JudgeChoice, TaskSpec, check_options, check_references, nest_dotted,
                                   context_length_variants, with_overrides)
 from lceval.errors import DataMissing, PackageMissing, UserError
 from lceval.interfaces import Judge, JudgeContext, JudgeModel, TaskContext, TaskType
@@ -296,13 +296,7 @@ def cap_per_context(conversations: list[Conversation], cap: int | None) -> list[
 
 
 def apply_overrides(spec: TaskSpec, config: RunConfig) -> TaskSpec:
-    overrides: dict[str, Any] = {}
-    for dotted, value in config.overrides.items():
-        node = overrides
-        keys = dotted.split(".")
-        for k in keys[:-1]:
-            node = node.setdefault(k, {})
-        node[keys[-1]] = value
+    overrides = nest_dotted(config.overrides)
     if config.context_policy:
         overrides.setdefault("context", {})["policy"] = config.context_policy
     for name in ("thinking", "reasoning_budget", "reasoning_effort"):  # the run's reasoning settings

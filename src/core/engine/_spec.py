@@ -225,6 +225,11 @@ class TaskSpec:
         return TaskSpec(name=self.name, path=self.path, data=data, lines=self.lines)
 
     # -- the manifest form ------------------------------------------------------------------
+    def with_set(self, dotted: dict[str, Any]) -> "TaskSpec":
+        """This spec with `--set FIELD=VALUE` overrides (dotted field names) merged in and
+        checked, as a run merges its --set flags: for a program that builds a task as a run does."""
+        return with_overrides(self, nest_dotted(dotted))
+
     def to_manifest(self) -> dict[str, Any]:
         """What manifest.json records of this spec (`resolved.tasks.NAME`): its file and the
         resolved mapping, from which `from_manifest` rebuilds it."""
@@ -404,6 +409,18 @@ def check_references(spec: TaskSpec, plugins: "Plugins", judges: bool = True) ->
         if name not in plugins.pairwise_judges:
             raise spec.error(unknown_name("pairwise judge", name, sorted(plugins.pairwise_judges)), ("rank", "judge"))
     return task_type
+
+
+def nest_dotted(dotted: dict[str, Any]) -> dict[str, Any]:
+    """`{"options.essay": x}` -> `{"options": {"essay": x}}`: --set's field names as a spec's mapping."""
+    nested: dict[str, Any] = {}
+    for key, value in dotted.items():
+        node = nested
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return nested
 
 
 def with_overrides(spec: TaskSpec, overrides: dict[str, Any]) -> TaskSpec:
